@@ -1,0 +1,15 @@
+// Thin logging front end; the rest of the code never includes spdlog directly.
+#pragma once
+#include <string>
+
+namespace leanseq::log {
+
+enum class Level { debug, info, warn, error };
+
+void set_level(Level level);
+void info(const std::string& msg);
+void warn(const std::string& msg);
+void error(const std::string& msg);
+void debug(const std::string& msg);
+
+}  // namespace leanseq::log

@@ -1,0 +1,77 @@
+#include "support/fixtures.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace leanseq::test {
+
+std::string shared_path(const std::string& rel) {
+  std::filesystem::path p = std::filesystem::path(LEANSEQ_SHARED_DIR) / rel;
+  if (!std::filesystem::exists(p)) return "";
+  return std::filesystem::canonical(p).string();
+}
+
+namespace {
+torch::Tensor to_tensor(const nlohmann::json& j) {
+  std::vector<int64_t> shape = j.at("shape").get<std::vector<int64_t>>();
+  std::string dtype = j.at("dtype").get<std::string>();
+  const auto& data = j.at("data");
+  if (dtype == "int64") {
+    std::vector<int64_t> v = data.get<std::vector<int64_t>>();
+    return torch::tensor(v, torch::kLong).reshape(shape);
+  }
+  std::vector<double> v = data.get<std::vector<double>>();
+  auto t = torch::tensor(v, torch::kDouble).reshape(shape);
+  return dtype == "float32" ? t.to(torch::kFloat) : t;
+}
+void fill(const nlohmann::json& j, const char* key, std::map<std::string, torch::Tensor>& out) {
+  if (!j.contains(key)) return;
+  for (auto it = j.at(key).begin(); it != j.at(key).end(); ++it) out[it.key()] = to_tensor(it.value());
+}
+}  // namespace
+
+bool load_fixture(const std::string& name, Fixture& out) {
+  std::string path = shared_path("fixtures/fairseq/" + name + ".json");
+  if (path.empty()) return false;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out.json_text = ss.str();
+  auto j = nlohmann::json::parse(out.json_text);
+  fill(j, "params", out.params);
+  fill(j, "inputs", out.inputs);
+  fill(j, "outputs", out.outputs);
+  return true;
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+int run_command(const std::string& cmd, std::string& output) {
+  std::string full = cmd + " 2>&1";
+  FILE* pipe = popen(full.c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buf;
+  output.clear();
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) output.append(buf.data(), n);
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string temp_dir(const std::string& tag) {
+  std::random_device rd;
+  auto p = std::filesystem::temp_directory_path() /
+           ("leanseq-" + tag + "-" + std::to_string(rd()));
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+}  // namespace leanseq::test

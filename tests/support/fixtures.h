@@ -1,0 +1,37 @@
+// Test helpers: reading the fairseq fixture files and locating ../shared.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+namespace leanseq::test {
+
+// Absolute path of ../shared/<rel>, or "" when ../shared is absent (tests then GTEST_SKIP).
+std::string shared_path(const std::string& rel);
+
+// One fairseq fixture file (see ../shared/fixtures/fairseq/README.txt).
+struct Fixture {
+  std::map<std::string, torch::Tensor> params, inputs, outputs;
+  std::string json_text;  // the whole file, for config fields
+};
+
+// Loads fixtures/fairseq/<name>.json; returns false when ../shared is absent.
+bool load_fixture(const std::string& name, Fixture& out);
+
+// Max absolute difference between two tensors (as float64).
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
+
+// Runs a shell command, returning its exit code; stdout+stderr go to `output`.
+int run_command(const std::string& cmd, std::string& output);
+
+// A fresh temporary directory under the system temp dir.
+std::string temp_dir(const std::string& tag);
+
+}  // namespace leanseq::test
+
+#define LEANSEQ_REQUIRE_FIXTURE(name, var)                                           \
+  ::leanseq::test::Fixture var;                                                   \
+  if (!::leanseq::test::load_fixture(name, var)) {                                \
+    GTEST_SKIP() << "../shared/fixtures/fairseq is absent; skipping fixture " name; \
+  }
