@@ -1,0 +1,116 @@
+#include "leanseq/data/batching.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "leanseq/core/error.h"
+#include "leanseq/data/dictionary.h"
+
+namespace leanseq::data {
+
+Batch Batch::to(const torch::Device& device) const {
+  Batch b = *this;
+  b.src = src.to(device);
+  b.src_lengths = src_lengths.to(device);
+  if (prev_output.defined()) b.prev_output = prev_output.to(device);
+  if (target.defined()) b.target = target.to(device);
+  return b;
+}
+
+Batch collate(const std::vector<std::vector<int64_t>>& src, const std::vector<std::vector<int64_t>>& tgt,
+              std::vector<int64_t> ids) {
+  const int64_t B = static_cast<int64_t>(src.size());
+  Batch b;
+  int64_t S = 0;
+  for (const auto& s : src) S = std::max<int64_t>(S, s.size());
+  b.src = torch::full({B, S}, Dictionary::kPad, torch::kLong);
+  b.src_lengths = torch::empty({B}, torch::kLong);
+  auto sa = b.src.accessor<int64_t, 2>();
+  for (int64_t i = 0; i < B; ++i) {
+    for (size_t j = 0; j < src[i].size(); ++j) sa[i][j] = src[i][j];
+    b.src_lengths[i] = static_cast<int64_t>(src[i].size());
+  }
+  if (!tgt.empty()) {
+    int64_t T = 0;
+    for (const auto& t : tgt) T = std::max<int64_t>(T, t.size());
+    b.target = torch::full({B, T}, Dictionary::kPad, torch::kLong);
+    b.prev_output = torch::full({B, T}, Dictionary::kPad, torch::kLong);
+    auto ta = b.target.accessor<int64_t, 2>();
+    auto pa = b.prev_output.accessor<int64_t, 2>();
+    for (int64_t i = 0; i < B; ++i) {
+      const auto& t = tgt[i];
+      for (size_t j = 0; j < t.size(); ++j) {
+        ta[i][j] = t[j];
+        pa[i][j] = j == 0 ? Dictionary::kEos : t[j - 1];
+      }
+      b.ntokens += static_cast<int64_t>(t.size());
+    }
+  }
+  b.ids = std::move(ids);
+  return b;
+}
+
+PairDataset::PairDataset(const std::string& src_prefix, const std::optional<std::string>& tgt_prefix)
+    : src_(src_prefix) {
+  if (tgt_prefix) {
+    tgt_.emplace(*tgt_prefix);
+    if (tgt_->size() != src_.size()) {
+      throw DataError(*tgt_prefix + ".idx: " + std::to_string(tgt_->size()) + " sentences but " +
+                      src_prefix + ".idx has " + std::to_string(src_.size()));
+    }
+  }
+}
+
+Batch PairDataset::batch(const std::vector<int64_t>& ids) const {
+  std::vector<std::vector<int64_t>> s, t;
+  for (int64_t i : ids) {
+    s.push_back(src_.get(i));
+    if (tgt_) t.push_back(tgt_->get(i));
+  }
+  return collate(s, t, ids);
+}
+
+std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int64_t, int64_t>>& lengths,
+                                                const BatchingOptions& opt) {
+  std::vector<int64_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (lengths[a].second != lengths[b].second) return lengths[a].second < lengths[b].second;
+    return lengths[a].first < lengths[b].first;
+  });
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> cur;
+  int64_t cur_max = 0;
+  for (int64_t i : order) {
+    int64_t len = std::max(lengths[i].first, lengths[i].second);
+    int64_t new_max = std::max(cur_max, len);
+    bool full = !cur.empty() && ((new_max * static_cast<int64_t>(cur.size() + 1) > opt.max_tokens) ||
+                                 (opt.max_sentences > 0 && static_cast<int64_t>(cur.size()) >= opt.max_sentences));
+    if (full) {
+      // Keep a multiple of required_multiple in the batch; carry the rest over.
+      size_t keep = cur.size();
+      if (opt.required_multiple > 1 && keep > static_cast<size_t>(opt.required_multiple)) {
+        keep -= keep % opt.required_multiple;
+      }
+      std::vector<int64_t> rest(cur.begin() + keep, cur.end());
+      cur.resize(keep);
+      batches.push_back(std::move(cur));
+      cur = std::move(rest);
+      cur_max = 0;
+      for (int64_t j : cur) cur_max = std::max({cur_max, lengths[j].first, lengths[j].second});
+      new_max = std::max(cur_max, len);
+    }
+    cur.push_back(i);
+    cur_max = new_max;
+  }
+  if (!cur.empty()) batches.push_back(std::move(cur));
+  return batches;
+}
+
+void shuffle_batches(std::vector<std::vector<int64_t>>& batches, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::shuffle(batches.begin(), batches.end(), rng);
+}
+
+}  // namespace leanseq::data

@@ -1,0 +1,59 @@
+// Parallel datasets, collation into padded tensors and token-based batching with length bucketing.
+#pragma once
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leanseq/data/indexed.h"
+
+namespace leanseq::data {
+
+// One padded mini-batch. Source and target are right-padded with <pad>=1.
+struct Batch {
+  torch::Tensor src;          // [B, S] int64, each row ends with </s>
+  torch::Tensor src_lengths;  // [B] int64, non-pad tokens incl. </s>
+  torch::Tensor prev_output;  // [B, T] int64, [</s>, y1 .. y(n-1)] (empty when no target)
+  torch::Tensor target;       // [B, T] int64, [y1 .. yn, </s>]
+  std::vector<int64_t> ids;   // sentence indices in the dataset
+  int64_t ntokens = 0;        // non-pad target tokens
+  int64_t size() const { return static_cast<int64_t>(ids.size()); }
+  Batch to(const torch::Device& device) const;
+};
+
+// Collates token-id sequences (each ending in </s>) into a Batch.
+Batch collate(const std::vector<std::vector<int64_t>>& src, const std::vector<std::vector<int64_t>>& tgt,
+              std::vector<int64_t> ids);
+
+// A source/target pair of binarized datasets (target optional).
+class PairDataset {
+ public:
+  PairDataset(const std::string& src_prefix, const std::optional<std::string>& tgt_prefix);
+  size_t size() const { return src_.size(); }
+  int64_t src_len(size_t i) const { return src_.length(i); }
+  int64_t tgt_len(size_t i) const { return tgt_ ? tgt_->length(i) : 0; }
+  bool has_target() const { return tgt_.has_value(); }
+  Batch batch(const std::vector<int64_t>& ids) const;
+
+ private:
+  IndexedDataset src_;
+  std::optional<IndexedDataset> tgt_;
+};
+
+struct BatchingOptions {
+  int64_t max_tokens = 4096;     // padded tokens per batch: n * max(src_len, tgt_len)
+  int64_t max_sentences = 0;     // 0: no limit
+  int64_t required_multiple = 1; // batch sizes rounded down to a multiple of this when > it
+};
+
+// Groups sentence indices of similar length into batches: indices are sorted by (target length,
+// source length), then cut greedily so that each batch's padded size stays within max_tokens.
+// `lengths[i]` is {src_len, tgt_len}. The order of batches is the sorted order; shuffle it with
+// shuffle_batches.
+std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int64_t, int64_t>>& lengths,
+                                                const BatchingOptions& opt);
+void shuffle_batches(std::vector<std::vector<int64_t>>& batches, uint64_t seed);
+
+}  // namespace leanseq::data

@@ -1,0 +1,95 @@
+#include "leanseq/data/indexed.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+
+namespace leanseq::data {
+namespace {
+constexpr char kMagic[8] = {'L', 'S', 'Q', 'I', 'D', 'X', '0', '1'};
+
+void write_file(const std::string& path, const void* data, size_t bytes, const void* header,
+                size_t header_bytes) {
+  io::atomic_write(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary);
+    if (header_bytes) out.write(static_cast<const char*>(header), header_bytes);
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    out.close();
+    if (!out) throw Error(tmp + ": write failed");
+  });
+}
+}  // namespace
+
+void IndexedWriter::add(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) tokens_.push_back(static_cast<int32_t>(id));
+  offsets_.push_back(static_cast<int64_t>(tokens_.size()));
+}
+
+void IndexedWriter::save(const std::string& prefix) const {
+  write_file(prefix + ".bin", tokens_.data(), tokens_.size() * sizeof(int32_t), nullptr, 0);
+  char header[16];
+  std::memcpy(header, kMagic, 8);
+  int64_t n = static_cast<int64_t>(size());
+  std::memcpy(header + 8, &n, 8);
+  write_file(prefix + ".idx", offsets_.data(), offsets_.size() * sizeof(int64_t), header, 16);
+}
+
+IndexedDataset::IndexedDataset(const std::string& prefix) {
+  const std::string idx = prefix + ".idx", bin = prefix + ".bin";
+  std::ifstream in(idx, std::ios::binary);
+  if (!in) throw DataError(idx + ": cannot open binarized index (run 'leanseq prepare' first)");
+  char header[16];
+  in.read(header, 16);
+  if (!in || std::memcmp(header, kMagic, 8) != 0) {
+    throw DataError(idx + ": not a leanseq binarized index (bad magic)");
+  }
+  int64_t n;
+  std::memcpy(&n, header + 8, 8);
+  offsets_.resize(static_cast<size_t>(n) + 1);
+  in.read(reinterpret_cast<char*>(offsets_.data()), static_cast<std::streamsize>(offsets_.size() * 8));
+  if (!in) throw DataError(idx + ": truncated index (expected " + std::to_string(n + 1) + " offsets)");
+  int fd = ::open(bin.c_str(), O_RDONLY);
+  if (fd < 0) throw DataError(bin + ": cannot open binarized data");
+  struct stat st;
+  ::fstat(fd, &st);
+  map_size_ = static_cast<size_t>(st.st_size);
+  if (map_size_ != static_cast<size_t>(offsets_.back()) * sizeof(int32_t)) {
+    ::close(fd);
+    throw DataError(bin + ": size " + std::to_string(map_size_) + " bytes does not match its index (" +
+                    std::to_string(offsets_.back() * 4) + " expected); the file is truncated or stale");
+  }
+  if (map_size_ > 0) {
+    map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map_ == MAP_FAILED) {
+      ::close(fd);
+      throw DataError(bin + ": mmap failed");
+    }
+    data_ = static_cast<const int32_t*>(map_);
+  }
+  ::close(fd);
+}
+
+IndexedDataset::IndexedDataset(IndexedDataset&& o) noexcept
+    : offsets_(std::move(o.offsets_)), data_(o.data_), map_(o.map_), map_size_(o.map_size_) {
+  o.map_ = nullptr;
+  o.data_ = nullptr;
+  o.map_size_ = 0;
+}
+
+IndexedDataset::~IndexedDataset() {
+  if (map_) ::munmap(map_, map_size_);
+}
+
+std::vector<int64_t> IndexedDataset::get(size_t i) const {
+  const int32_t* p = tokens(i);
+  return std::vector<int64_t>(p, p + length(i));
+}
+
+}  // namespace leanseq::data

@@ -1,0 +1,43 @@
+// Binarized, memory-mapped token datasets: <prefix>.bin holds int32 token ids of all sentences
+// back to back (each ending with </s>), <prefix>.idx a small header and N+1 int64 offsets.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leanseq::data {
+
+class IndexedWriter {
+ public:
+  void add(const std::vector<int64_t>& ids);
+  // Writes both files atomically.
+  void save(const std::string& prefix) const;
+  size_t size() const { return offsets_.size() - 1; }
+
+ private:
+  std::vector<int32_t> tokens_;
+  std::vector<int64_t> offsets_{0};
+};
+
+class IndexedDataset {
+ public:
+  explicit IndexedDataset(const std::string& prefix);
+  ~IndexedDataset();
+  IndexedDataset(const IndexedDataset&) = delete;
+  IndexedDataset& operator=(const IndexedDataset&) = delete;
+  IndexedDataset(IndexedDataset&& o) noexcept;
+
+  size_t size() const { return offsets_.size() - 1; }
+  int64_t length(size_t i) const { return offsets_[i + 1] - offsets_[i]; }
+  // Pointer to the int32 ids of sentence i (length(i) of them).
+  const int32_t* tokens(size_t i) const { return data_ + offsets_[i]; }
+  std::vector<int64_t> get(size_t i) const;
+
+ private:
+  std::vector<int64_t> offsets_;
+  const int32_t* data_ = nullptr;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+};
+
+}  // namespace leanseq::data

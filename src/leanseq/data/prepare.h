@@ -1,0 +1,46 @@
+// `leanseq prepare`: subword model, dictionaries and binarized splits of a parallel corpus.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leanseq::data {
+
+struct PrepareOptions {
+  std::string src_lang, tgt_lang;
+  std::string train, valid, test;  // file prefixes: <prefix>.<lang>; test may be empty
+  std::string out_dir;
+  int64_t vocab_size = 8000;
+  bool joint = true;               // one SentencePiece model and dictionary for both languages
+  std::string spm_model;           // reuse this (joint) model instead of training one
+  std::string model_type = "unigram";
+  int64_t min_len = 1, max_len = 250;  // in subword tokens, applied to train only
+  double max_ratio = 3.0;              // max length ratio, applied to train only (<= 0: off)
+};
+
+struct SplitCounts {
+  std::string name;
+  int64_t lines = 0, kept = 0, src_tokens = 0, tgt_tokens = 0, src_unk = 0, tgt_unk = 0;
+};
+
+struct PrepareReport {
+  std::vector<SplitCounts> splits;
+  int64_t src_vocab = 0, tgt_vocab = 0;
+  std::string format() const;
+};
+
+// Runs the whole preparation. Every input is validated (present, non-empty, valid UTF-8, equal
+// line counts on both sides) before anything is written; outputs appear only when all succeed.
+PrepareReport prepare(const PrepareOptions& opt);
+
+// What `prepare` wrote, as read back by train/translate from <dir>/meta.yaml.
+struct PreparedMeta {
+  std::string dir, src_lang, tgt_lang;
+  std::string src_spm, tgt_spm;    // absolute paths of the SentencePiece models
+  std::string src_dict, tgt_dict;  // absolute paths of dict.<lang>.txt
+  bool joint = true;
+  std::string split_prefix(const std::string& split, const std::string& lang) const;
+};
+PreparedMeta load_prepared(const std::string& dir);
+
+}  // namespace leanseq::data

@@ -1,0 +1,144 @@
+#include "leanseq/data/spm.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "leanseq/core/error.h"
+
+namespace leanseq::data {
+
+std::string spm_helper_path() {
+  if (const char* env = std::getenv("LEANSEQ_SPM_HELPER")) return env;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const char* rel : {"leanseq-spm", "../leanseq-spm"}) {
+      auto p = exe.parent_path() / rel;
+      if (std::filesystem::exists(p)) return p.string();
+    }
+  }
+  return LEANSEQ_SPM_HELPER_BUILD_PATH;
+}
+
+namespace {
+// Reads one '\n'-terminated line; false at EOF.
+bool read_line(FILE* f, std::string& line) {
+  line.clear();
+  int c;
+  while ((c = std::fgetc(f)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+  return c != EOF || !line.empty();
+}
+}  // namespace
+
+SentencePiece::SentencePiece(const std::string& model_path) : path_(model_path) {
+  if (!std::filesystem::exists(model_path)) throw DataError(model_path + ": SentencePiece model not found");
+  std::string helper = spm_helper_path();
+  int in_pipe[2], out_pipe[2];
+  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0) throw Error("cannot create pipes for " + helper);
+  pid_ = fork();
+  if (pid_ < 0) throw Error("cannot fork " + helper);
+  if (pid_ == 0) {
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    close(in_pipe[0]), close(in_pipe[1]), close(out_pipe[0]), close(out_pipe[1]);
+    execl(helper.c_str(), helper.c_str(), "serve", model_path.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  to_ = fdopen(in_pipe[1], "w");
+  from_ = fdopen(out_pipe[0], "r");
+  std::string line;
+  if (!read_line(from_, line)) {
+    throw Error(helper + ": the SentencePiece helper did not start (build it with the 'leanseq-spm' target)");
+  }
+  if (line.rfind("O\t", 0) != 0) throw DataError(model_path + ": cannot load SentencePiece model: " + line.substr(2));
+}
+
+SentencePiece::~SentencePiece() {
+  if (to_) std::fclose(to_);
+  if (from_) std::fclose(from_);
+  if (pid_ > 0) {
+    int status;
+    waitpid(pid_, &status, 0);
+  }
+}
+
+std::string SentencePiece::request(char kind, const std::string& payload) const {
+  std::string clean = payload;
+  for (char& c : clean) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fprintf(to_, "%c\t%s\n", kind, clean.c_str());
+  std::fflush(to_);
+  std::string line;
+  if (!read_line(from_, line)) throw Error(path_ + ": the SentencePiece helper exited unexpectedly");
+  if (line.rfind("O\t", 0) != 0) throw DataError(path_ + ": SentencePiece failed: " + line.substr(2));
+  return line.substr(2);
+}
+
+std::vector<std::string> SentencePiece::encode(const std::string& text) const {
+  std::string joined = request('E', text);
+  std::vector<std::string> pieces;
+  size_t start = 0;
+  while (start < joined.size()) {
+    size_t sp = joined.find(' ', start);
+    if (sp == std::string::npos) sp = joined.size();
+    if (sp > start) pieces.push_back(joined.substr(start, sp - start));
+    start = sp + 1;
+  }
+  return pieces;
+}
+
+std::string SentencePiece::decode(const std::vector<std::string>& pieces) const {
+  std::string joined;
+  for (const auto& p : pieces) joined += (joined.empty() ? "" : " ") + p;
+  return request('D', joined);
+}
+
+void SentencePiece::train(const std::vector<std::string>& inputs, const std::string& model_prefix,
+                          const SpmTrainOptions& opt) {
+  std::string input;
+  for (const auto& f : inputs) input += (input.empty() ? "" : ",") + f;
+  // Only <unk> inside the SentencePiece model; leanseq maps pieces through its own dictionary.
+  std::vector<std::string> args = {
+      spm_helper_path(), "train", "--input=" + input, "--model_prefix=" + model_prefix,
+      "--vocab_size=" + std::to_string(opt.vocab_size), "--model_type=" + opt.model_type,
+      "--character_coverage=" + std::to_string(opt.character_coverage),
+      "--input_sentence_size=" + std::to_string(opt.input_sentence_size),
+      "--shuffle_input_sentence=true", "--hard_vocab_limit=false", "--bos_id=-1", "--eos_id=-1",
+      "--pad_id=-1", "--unk_id=0", "--num_threads=2", "--minloglevel=2"};
+  std::string err_path = model_prefix + ".train-log";
+  pid_t pid = fork();
+  if (pid < 0) throw Error("cannot fork " + args[0]);
+  if (pid == 0) {
+    FILE* log = std::freopen(err_path.c_str(), "w", stderr);
+    (void)log;
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string log_text;
+  if (FILE* f = std::fopen(err_path.c_str(), "r")) {
+    int c;
+    while ((c = std::fgetc(f)) != EOF) log_text.push_back(static_cast<char>(c));
+    std::fclose(f);
+  }
+  std::filesystem::remove(err_path);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!log_text.empty() && log_text.back() == '\n') log_text.pop_back();
+    auto nl = log_text.rfind('\n');
+    throw DataError(model_prefix + ".model: SentencePiece training failed: " +
+                    (nl == std::string::npos ? log_text : log_text.substr(nl + 1)));
+  }
+}
+
+}  // namespace leanseq::data

@@ -1,0 +1,46 @@
+// SentencePiece: train, encode to pieces, decode pieces to text. The work happens in the
+// leanseq-spm helper process (see spm_helper/leanseq_spm.cpp for why).
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace leanseq::data {
+
+struct SpmTrainOptions {
+  int64_t vocab_size = 8000;
+  std::string model_type = "unigram";  // unigram | bpe
+  double character_coverage = 1.0;
+  int64_t input_sentence_size = 2000000;
+};
+
+class SentencePiece {
+ public:
+  explicit SentencePiece(const std::string& model_path);
+  ~SentencePiece();
+  SentencePiece(const SentencePiece&) = delete;
+  SentencePiece& operator=(const SentencePiece&) = delete;
+  std::vector<std::string> encode(const std::string& text) const;
+  std::string decode(const std::vector<std::string>& pieces) const;
+  const std::string& path() const { return path_; }
+
+  // Trains a model on the lines of `inputs`, writing `<model_prefix>.model` and `.vocab`.
+  static void train(const std::vector<std::string>& inputs, const std::string& model_prefix,
+                    const SpmTrainOptions& opt);
+
+ private:
+  std::string request(char kind, const std::string& payload) const;
+  std::string path_;
+  pid_t pid_ = -1;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
+// Path of the leanseq-spm helper: $LEANSEQ_SPM_HELPER, else next to the running executable,
+// else the build tree.
+std::string spm_helper_path();
+
+}  // namespace leanseq::data

@@ -1,0 +1,149 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/data/batching.h"
+#include "leanseq/data/bible.h"
+#include "leanseq/data/dictionary.h"
+#include "leanseq/data/indexed.h"
+#include "leanseq/data/prepare.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+using namespace leanseq::data;
+
+TEST(Dictionary, FairseqSpecialsAndFrequencyOrder) {
+  Dictionary d;
+  EXPECT_EQ(d.index("<s>"), 0);
+  EXPECT_EQ(d.index("<pad>"), 1);
+  EXPECT_EQ(d.index("</s>"), 2);
+  EXPECT_EQ(d.index("<unk>"), 3);
+  d.add("b", 1);
+  d.add("a", 5);
+  d.add("c", 5);
+  d.finalize(1, -1, 8);
+  EXPECT_EQ(d.symbol(4), "a");
+  EXPECT_EQ(d.symbol(5), "c");
+  EXPECT_EQ(d.symbol(6), "b");
+  EXPECT_EQ(d.size(), 8);
+  EXPECT_EQ(d.index("zzz"), Dictionary::kUnk);
+  auto dir = test::temp_dir("dict");
+  d.save(dir + "/dict.txt");
+  auto e = Dictionary::load(dir + "/dict.txt");
+  EXPECT_EQ(e.size(), d.size());
+  EXPECT_EQ(e.index("c"), 5);
+  std::ofstream(dir + "/bad.txt") << "a 1\nnocount\n";
+  try {
+    Dictionary::load(dir + "/bad.txt");
+    FAIL();
+  } catch (const DataError& err) {
+    EXPECT_NE(std::string(err.what()).find("bad.txt:2:"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Indexed, RoundTripAndTruncationIsDetected) {
+  auto dir = test::temp_dir("idx");
+  IndexedWriter w;
+  w.add({5, 6, 2});
+  w.add({7, 2});
+  w.save(dir + "/x");
+  IndexedDataset ds(dir + "/x");
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds.get(0), (std::vector<int64_t>{5, 6, 2}));
+  EXPECT_EQ(ds.length(1), 2);
+  std::filesystem::resize_file(dir + "/x.bin", 8);
+  EXPECT_THROW(IndexedDataset(dir + "/x"), DataError);
+}
+
+TEST(Batching, TokenBudgetAndShapes) {
+  std::vector<std::pair<int64_t, int64_t>> lengths;
+  for (int i = 0; i < 100; ++i) lengths.push_back({1 + i % 17, 1 + (i * 7) % 13});
+  BatchingOptions opt;
+  opt.max_tokens = 64;
+  auto batches = batch_by_size(lengths, opt);
+  size_t total = 0;
+  for (const auto& b : batches) {
+    int64_t mx = 0;
+    for (auto i : b) mx = std::max({mx, lengths[i].first, lengths[i].second});
+    EXPECT_LE(mx * static_cast<int64_t>(b.size()), 64);
+    total += b.size();
+  }
+  EXPECT_EQ(total, 100u);
+  auto batch = collate({{4, 5, 2}, {6, 2}}, {{7, 2}, {8, 9, 10, 2}}, {0, 1});
+  EXPECT_EQ(batch.src.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(batch.src[1][2].item<int64_t>(), Dictionary::kPad);
+  EXPECT_EQ(batch.prev_output[1][0].item<int64_t>(), Dictionary::kEos);
+  EXPECT_EQ(batch.prev_output[1][1].item<int64_t>(), 8);
+  EXPECT_EQ(batch.target[0][2].item<int64_t>(), Dictionary::kPad);
+  EXPECT_EQ(batch.ntokens, 6);
+}
+
+namespace {
+void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+std::string synthetic(int n, int seed, bool reverse) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> w;
+    for (int k = 0; k < 3 + (i + seed) % 5; ++k) w.push_back("w" + std::to_string((i * 7 + k * 3 + seed) % 23));
+    if (reverse) std::reverse(w.begin(), w.end());
+    for (size_t k = 0; k < w.size(); ++k) out += (k ? " " : "") + w[k];
+    out += "\n";
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Prepare, EndToEndAndBadInputs) {
+  auto dir = test::temp_dir("prep");
+  write(dir + "/train.xx", synthetic(300, 0, false));
+  write(dir + "/train.yy", synthetic(300, 0, true));
+  write(dir + "/valid.xx", synthetic(20, 1, false));
+  write(dir + "/valid.yy", synthetic(20, 1, true));
+  PrepareOptions opt;
+  opt.src_lang = "xx", opt.tgt_lang = "yy";
+  opt.train = dir + "/train", opt.valid = dir + "/valid";
+  opt.out_dir = dir + "/bin";
+  opt.vocab_size = 40;
+  auto rep = prepare(opt);
+  ASSERT_EQ(rep.splits.size(), 2u);
+  EXPECT_EQ(rep.splits[0].kept, 300);
+  auto meta = load_prepared(opt.out_dir);
+  PairDataset ds(meta.split_prefix("train", "xx"), meta.split_prefix("train", "yy"));
+  EXPECT_EQ(ds.size(), 300u);
+  EXPECT_FALSE(std::filesystem::exists(opt.out_dir + "/.prepare-tmp"));
+
+  auto expect_error = [&](const std::string& needle) {
+    auto o = opt;
+    o.out_dir = dir + "/bad";
+    try {
+      prepare(o);
+      FAIL() << "expected an error containing " << needle;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    // Nothing half-written.
+    EXPECT_FALSE(std::filesystem::exists(dir + "/bad/meta.yaml"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/bad/train.xx.bin"));
+  };
+  write(dir + "/valid.yy", synthetic(19, 1, true));
+  expect_error("valid.xx has 20 lines but " + dir + "/valid.yy has 19");
+  write(dir + "/valid.yy", "");
+  expect_error("valid.yy: file is empty");
+  write(dir + "/valid.yy", synthetic(19, 1, true) + "caf\xc3\x28\n");
+  expect_error("valid.yy:20: invalid UTF-8");
+  std::filesystem::remove(dir + "/valid.yy");
+  expect_error("valid.yy: file not found");
+}
+
+TEST(Bible, OsisCleaning) {
+  EXPECT_EQ(osis_to_text("<w lemma=\"x\">In</w> <w>the</w> beginning, <w>God</w><note placement=\"foot\">"
+                         "<reference>1:1</reference>The word</note><w>created</w>."),
+            "In the beginning, God created.");
+  EXPECT_EQ(osis_to_text("<title type=\"x\">Heading</title><w>A</w><w>B</w> &amp; C"), "A B & C");
+  EXPECT_EQ(osis_to_text("<title canonical=\"true\" type=\"psalm\">A Psalm.</title> Text"), "A Psalm. Text");
+  auto v = parse_imp("$$$Genesis 1:0\n<chapter/>\n$$$Genesis 1:1\n<w>EN el</w> <w>principio</w>.\n");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v["Genesis 1:1"], "EN el principio.");
+}
