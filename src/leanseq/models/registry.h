@@ -1,0 +1,49 @@
+// Families, presets (fairseq's names) and the one function that registers them all.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leanseq/models/seq2seq.h"
+
+namespace leanseq::models {
+
+struct VocabInfo {
+  int64_t src_size = 0, tgt_size = 0;
+  bool joint = false;  // the same dictionary on both sides (needed by share_all_embeddings)
+};
+
+struct Family {
+  std::string name;
+  std::function<std::shared_ptr<ModelConfig>()> make_config;
+  std::function<std::shared_ptr<Seq2SeqModel>(const ModelConfig&, const VocabInfo&)> build;
+};
+
+struct Preset {
+  std::string name, family, description;
+  std::function<void(ModelConfig&)> apply;  // a named edit of the family defaults
+};
+
+class Registry {
+ public:
+  void add_family(Family f);
+  void add_preset(Preset p);
+  const Family& family(const std::string& name) const;
+  // Throws ConfigError ("unknown arch 'x'; did you mean 'y'?").
+  const Preset& preset(const std::string& name) const;
+  const std::vector<Preset>& presets() const { return presets_; }
+  // The family's defaults with the preset applied.
+  std::shared_ptr<ModelConfig> preset_config(const std::string& arch) const;
+
+ private:
+  std::vector<Family> families_;
+  std::vector<Preset> presets_;
+};
+
+// Every family registers here, in one place (no static self-registration).
+const Registry& registry();
+
+std::shared_ptr<Seq2SeqModel> build_model(const ModelConfig& cfg, const VocabInfo& vocab);
+
+}  // namespace leanseq::models

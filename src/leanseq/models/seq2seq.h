@@ -1,0 +1,65 @@
+// The interface every architecture implements; beam search, the trainer and the server know only
+// this. Public tensors are batch-first.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "leanseq/core/config.h"
+#include "leanseq/nn/incremental_state.h"
+
+namespace leanseq::models {
+
+struct EncoderOut {
+  torch::Tensor out;           // [B, S, C]
+  torch::Tensor padding_mask;  // [B, S] bool, true at pads
+  // Selects rows `order` of every tensor (beam expansion, dropping finished sentences).
+  void reorder(const torch::Tensor& order) {
+    out = out.index_select(0, order);
+    padding_mask = padding_mask.index_select(0, order);
+  }
+};
+
+struct DecoderOut {
+  torch::Tensor logits;  // [B, T, V]
+  torch::Tensor attn;    // [B, T, S] encoder attention (averaged over heads), when asked for
+};
+
+class Seq2SeqModel : public torch::nn::Module {
+ public:
+  // src: [B, S] int64 (pads anywhere: masks and positions ignore them); src_lengths: [B].
+  virtual EncoderOut encode(const torch::Tensor& src, const torch::Tensor& src_lengths) = 0;
+  // Teacher-forced decoder pass. prev_tokens: [B, T] = [</s>, y1 .. y(T-1)].
+  virtual DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn = false) = 0;
+  // A fresh incremental state for `enc`.
+  virtual nn::IncrementalState init_state(const EncoderOut& enc) = 0;
+  // Feeds n new target tokens ([B, n]) and returns their logits [B, n, V]; advances `state`.
+  virtual DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                          bool need_attn = false) = 0;
+  // Reorders the batch rows of the encoder output and the state (order: [B'] int64).
+  virtual void reorder(EncoderOut& enc, nn::IncrementalState& state, const torch::Tensor& order) {
+    enc.reorder(order);
+    state.reorder(order);
+  }
+  virtual int64_t max_target_positions() const = 0;
+
+  // Convenience: encode + teacher-forced decode.
+  DecoderOut forward(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& prev_tokens,
+                     bool need_attn = false) {
+    return decode(prev_tokens, encode(src, src_lengths), need_attn);
+  }
+};
+
+// A family's typed config; fields are listed once in visit().
+class ModelConfig : public Configurable {
+ public:
+  virtual std::string family() const = 0;
+  virtual std::shared_ptr<ModelConfig> clone() const = 0;
+  // One line of key dimensions for list-archs.
+  virtual std::string summary() const = 0;
+  // Throws ConfigError when the values are inconsistent.
+  virtual void validate() const {}
+};
+
+}  // namespace leanseq::models

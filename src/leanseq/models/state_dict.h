@@ -1,0 +1,20 @@
+// Loading parameters by name (fairseq state_dict keys) into a module.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+namespace leanseq::models {
+
+// Copies `tensors` into the module's parameters and buffers of the same names. Keys that fairseq
+// keeps as bookkeeping (*.version, *._float_tensor) are ignored. With `strict`, a missing or
+// unexpected key, or a shape mismatch, throws CheckpointError naming the key.
+void load_named_tensors(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors, bool strict,
+                        const std::string& origin);
+
+// Parameters with tied tensors listed once (for optimizers and parameter counts).
+std::vector<torch::Tensor> unique_parameters(const torch::nn::Module& module);
+int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace leanseq::models

@@ -1,0 +1,268 @@
+#include "leanseq/models/transformer.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/models/registry.h"
+
+namespace leanseq::models {
+
+namespace {
+constexpr int64_t kPad = 1;
+
+void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s) {
+  v.field(p + ".embed_dim", s.embed_dim, "embedding dimension");
+  v.field(p + ".ffn_embed_dim", s.ffn_embed_dim, "feed-forward inner dimension");
+  v.field(p + ".layers", s.layers, "number of layers");
+  v.field(p + ".attention_heads", s.attention_heads, "number of attention heads");
+  v.field(p + ".normalize_before", s.normalize_before, "pre-norm (LayerNorm before each sublayer)");
+  v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
+}
+
+torch::nn::LayerNorm maybe_layer_norm(bool pre_norm, int64_t dim) {
+  return pre_norm ? torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)) : torch::nn::LayerNorm(nullptr);
+}
+
+torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
+  return p > 0 ? torch::dropout(x, p, training) : x;
+}
+}  // namespace
+
+void TransformerConfig::visit(ConfigVisitor& v) {
+  visit_side(v, "encoder", encoder);
+  visit_side(v, "decoder", decoder);
+  v.field("dropout", dropout, "dropout probability");
+  v.field("attention_dropout", attention_dropout, "dropout on attention weights");
+  v.field("activation_dropout", activation_dropout, "dropout after the FFN activation");
+  v.field("activation_fn", activation_fn, "relu or gelu");
+  v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
+  v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
+  v.field("no_scale_embedding", no_scale_embedding, "do not scale embeddings by sqrt(dim)");
+  v.field("max_source_positions", max_source_positions, "longest source in tokens");
+  v.field("max_target_positions", max_target_positions, "longest target in tokens");
+}
+
+std::string TransformerConfig::summary() const {
+  std::ostringstream os;
+  os << "layers " << encoder.layers << "+" << decoder.layers << ", dim " << encoder.embed_dim << ", ffn "
+     << encoder.ffn_embed_dim << ", heads " << encoder.attention_heads << ", dropout " << dropout;
+  return os.str();
+}
+
+void TransformerConfig::validate() const {
+  for (const auto* s : {&encoder, &decoder}) {
+    if (s->embed_dim <= 0 || s->layers < 0 || s->attention_heads <= 0 || s->ffn_embed_dim <= 0) {
+      throw ConfigError("model: dimensions, layers and heads must be positive");
+    }
+    if (s->embed_dim % s->attention_heads != 0) {
+      throw ConfigError("model: embed_dim " + std::to_string(s->embed_dim) + " is not divisible by attention_heads " +
+                        std::to_string(s->attention_heads));
+    }
+  }
+  if (encoder.embed_dim != decoder.embed_dim) {
+    throw ConfigError("model: encoder.embed_dim and decoder.embed_dim must be equal (encoder-decoder attention)");
+  }
+  if (activation_fn != "relu" && activation_fn != "gelu") {
+    throw ConfigError("model: activation_fn must be relu or gelu, got '" + activation_fn + "'");
+  }
+}
+
+nn::TransformerLayerOptions TransformerConfig::layer_options(const TransformerSideConfig& side) const {
+  nn::TransformerLayerOptions o;
+  o.embed_dim = side.embed_dim;
+  o.ffn_dim = side.ffn_embed_dim;
+  o.heads = side.attention_heads;
+  o.dropout = dropout;
+  o.attention_dropout = attention_dropout;
+  o.activation_dropout = activation_dropout;
+  o.normalize_before = side.normalize_before;
+  o.activation = activation_fn;
+  return o;
+}
+
+// ---------------------------------------------------------------- encoder
+
+TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, torch::nn::Embedding embed)
+    : dropout_(cfg.dropout) {
+  const auto& s = cfg.encoder;
+  embed_scale_ = cfg.no_scale_embedding ? 1.0 : std::sqrt(static_cast<double>(s.embed_dim));
+  embed_tokens = register_module("embed_tokens", embed);
+  embed_positions =
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_source_positions, s.learned_pos));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(cfg.layer_options(s)));
+  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  if (layer_norm) register_module("layer_norm", layer_norm);
+}
+
+EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src) {
+  auto padding_mask = src.eq(kPad);  // [B, S]
+  auto x = embed_tokens(src) * embed_scale_ + embed_positions(src);
+  x = maybe_dropout(x, dropout_, is_training());
+  x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
+  auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
+  for (const auto& layer : *layers) x = layer->as<nn::TransformerEncoderLayer>()->forward(x, mask);
+  if (layer_norm) x = layer_norm(x);
+  return {x, padding_mask};
+}
+
+// ---------------------------------------------------------------- decoder
+
+TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, torch::nn::Embedding embed, int64_t vocab)
+    : dropout_(cfg.dropout) {
+  const auto& s = cfg.decoder;
+  embed_scale_ = cfg.no_scale_embedding ? 1.0 : std::sqrt(static_cast<double>(s.embed_dim));
+  embed_tokens = register_module("embed_tokens", embed);
+  embed_positions =
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_target_positions, s.learned_pos));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerDecoderLayer(cfg.layer_options(s)));
+  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  if (layer_norm) register_module("layer_norm", layer_norm);
+  auto projection = register_module("output_projection", std::make_shared<torch::nn::Module>());
+  if (cfg.share_decoder_input_output_embed || cfg.share_all_embeddings) {
+    output_weight = projection->register_parameter("weight", embed_tokens->weight);
+  } else {
+    output_weight = projection->register_parameter(
+        "weight", torch::randn({vocab, s.embed_dim}) * std::pow(static_cast<double>(s.embed_dim), -0.5));
+  }
+}
+
+torch::Tensor TransformerDecoderImpl::run_layers(
+    torch::Tensor x, const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer, bool need_attn,
+    torch::Tensor& attn) {
+  const size_t n = layers->size();
+  for (size_t i = 0; i < n; ++i) {
+    // fairseq returns the encoder attention of the last layer (alignment_layer).
+    auto r = layer(i, x, need_attn && i + 1 == n);
+    x = r.out;
+    if (r.weights.defined()) attn = r.weights;
+  }
+  if (layer_norm) x = layer_norm(x);
+  return torch::matmul(x, output_weight.t());
+}
+
+DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
+  auto x = embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens);
+  x = maybe_dropout(x, dropout_, is_training());
+  auto self_mask = prev_tokens.eq(kPad);
+  if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
+  auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
+  DecoderOut out;
+  out.logits = run_layers(
+      x,
+      [&](size_t i, const torch::Tensor& h, bool attn) {
+        return layers[i]->as<nn::TransformerDecoderLayer>()->forward(h, self_mask, enc.out, enc_mask, attn);
+      },
+      need_attn, out.attn);
+  return out;
+}
+
+DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                                        bool need_attn) {
+  const int64_t B = tokens.size(0), n = tokens.size(1);
+  auto x = embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B);
+  x = maybe_dropout(x, dropout_, is_training());
+  auto token_padding = tokens.eq(kPad);
+  if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
+  DecoderOut out;
+  out.logits = run_layers(
+      x,
+      [&](size_t i, const torch::Tensor& h, bool attn) {
+        return layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state, 2 * i, 2 * i + 1,
+                                                                  attn);
+      },
+      need_attn, out.attn);
+  state.steps += n;
+  return out;
+}
+
+// ---------------------------------------------------------------- model
+
+TransformerModel::TransformerModel(const TransformerConfig& cfg, int64_t src_vocab, int64_t tgt_vocab) : cfg_(cfg) {
+  auto enc_embed = nn::make_embedding(src_vocab, cfg.encoder.embed_dim, kPad);
+  auto dec_embed = cfg.share_all_embeddings ? enc_embed : nn::make_embedding(tgt_vocab, cfg.decoder.embed_dim, kPad);
+  encoder = register_module("encoder", TransformerEncoder(cfg, enc_embed));
+  decoder = register_module("decoder", TransformerDecoder(cfg, dec_embed, tgt_vocab));
+}
+
+EncoderOut TransformerModel::encode(const torch::Tensor& src, const torch::Tensor&) { return encoder(src); }
+
+DecoderOut TransformerModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
+  return decoder->forward(prev_tokens, enc, need_attn);
+}
+
+nn::IncrementalState TransformerModel::init_state(const EncoderOut&) {
+  return nn::IncrementalState(2 * decoder->layers->size());
+}
+
+DecoderOut TransformerModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                                  bool need_attn) {
+  return decoder->step(tokens, enc, state, need_attn);
+}
+
+// ---------------------------------------------------------------- presets
+
+namespace {
+TransformerConfig& tc(ModelConfig& c) { return static_cast<TransformerConfig&>(c); }
+void set_side(TransformerSideConfig& s, int64_t dim, int64_t ffn, int64_t layers, int64_t heads) {
+  s.embed_dim = dim, s.ffn_embed_dim = ffn, s.layers = layers, s.attention_heads = heads;
+}
+void big(TransformerConfig& c) {
+  set_side(c.encoder, 1024, 4096, 6, 16);
+  set_side(c.decoder, 1024, 4096, 6, 16);
+  c.dropout = 0.3;
+}
+}  // namespace
+
+void register_transformer(Registry& reg) {
+  reg.add_family({"transformer",
+                  [] { return std::make_shared<TransformerConfig>(); },
+                  [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
+                    const auto& cfg = static_cast<const TransformerConfig&>(c);
+                    if (cfg.share_all_embeddings && !v.joint) {
+                      throw ConfigError("model.share_all_embeddings needs a joint vocabulary (prepare --joint)");
+                    }
+                    return std::make_shared<TransformerModel>(cfg, v.src_size, v.tgt_size);
+                  }});
+  auto add = [&](const std::string& name, const std::string& desc, std::function<void(TransformerConfig&)> f) {
+    reg.add_preset({name, "transformer", desc, [f](ModelConfig& c) { f(tc(c)); }});
+  };
+  add("transformer", "fairseq base Transformer", [](TransformerConfig&) {});
+  add("transformer_iwslt_de_en", "fairseq IWSLT'14 De-En Transformer", [](TransformerConfig& c) {
+    set_side(c.encoder, 512, 1024, 6, 4);
+    set_side(c.decoder, 512, 1024, 6, 4);
+  });
+  add("transformer_wmt_en_de", "fairseq WMT En-De base Transformer", [](TransformerConfig&) {});
+  add("transformer_vaswani_wmt_en_de_big", "Vaswani et al. big Transformer", big);
+  add("transformer_vaswani_wmt_en_fr_big", "big Transformer, dropout 0.1", [](TransformerConfig& c) {
+    big(c);
+    c.dropout = 0.1;
+  });
+  add("transformer_wmt_en_de_big", "big Transformer with attention dropout 0.1", [](TransformerConfig& c) {
+    big(c);
+    c.attention_dropout = 0.1;
+  });
+  add("transformer_wmt_en_de_big_t2t", "big pre-norm Transformer (tensor2tensor)", [](TransformerConfig& c) {
+    big(c);
+    c.encoder.normalize_before = c.decoder.normalize_before = true;
+    c.attention_dropout = 0.1;
+    c.activation_dropout = 0.1;
+  });
+  add("transformer_small", "small Transformer for CPU work (3+3 layers, 256 dims, shared embeddings)",
+      [](TransformerConfig& c) {
+        set_side(c.encoder, 256, 1024, 3, 4);
+        set_side(c.decoder, 256, 1024, 3, 4);
+        c.dropout = 0.2;
+        c.share_all_embeddings = true;
+      });
+  add("transformer_tiny", "tiny Transformer for tests (2+2 layers, 32 dims)", [](TransformerConfig& c) {
+    set_side(c.encoder, 32, 64, 2, 2);
+    set_side(c.decoder, 32, 64, 2, 2);
+    c.dropout = 0.0;
+    c.share_decoder_input_output_embed = true;
+  });
+}
+
+}  // namespace leanseq::models

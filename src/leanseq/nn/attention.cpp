@@ -1,0 +1,110 @@
+#include "leanseq/nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "leanseq/nn/linear.h"
+
+namespace leanseq::nn {
+
+MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout)
+    : embed_dim_(embed_dim), heads_(heads), head_dim_(embed_dim / heads), dropout_(dropout) {
+  TORCH_CHECK(head_dim_ * heads == embed_dim, "embed_dim ", embed_dim, " must be divisible by heads ", heads);
+  scaling_ = std::pow(static_cast<double>(head_dim_), -0.5);
+  // fairseq: q/k/v xavier-uniform with gain 1/sqrt(2), out_proj xavier-uniform with zero bias.
+  const double g = 1.0 / std::sqrt(2.0);
+  k_proj = register_module("k_proj", torch::nn::Linear(embed_dim, embed_dim));
+  v_proj = register_module("v_proj", torch::nn::Linear(embed_dim, embed_dim));
+  q_proj = register_module("q_proj", torch::nn::Linear(embed_dim, embed_dim));
+  out_proj = register_module("out_proj", make_linear(embed_dim, embed_dim));
+  for (auto* l : {&k_proj, &v_proj, &q_proj}) torch::nn::init::xavier_uniform_((*l)->weight, g);
+}
+
+torch::Tensor MultiheadAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.view({x.size(0), x.size(1), heads_, head_dim_}).transpose(1, 2);
+}
+
+torch::Tensor causal_mask(int64_t T, int64_t S, int64_t offset, const torch::TensorOptions& opts) {
+  auto q = torch::arange(T, opts.dtype(torch::kLong)).unsqueeze(1) + offset;
+  auto k = torch::arange(S, opts.dtype(torch::kLong)).unsqueeze(0);
+  auto m = torch::zeros({T, S}, opts);
+  m.masked_fill_(k > q, -std::numeric_limits<float>::infinity());
+  return m.view({1, 1, T, S});
+}
+
+torch::Tensor padding_to_additive(const torch::Tensor& key_padding_mask, const torch::TensorOptions& opts) {
+  auto m = torch::zeros(key_padding_mask.sizes(), opts);
+  m.masked_fill_(key_padding_mask, -std::numeric_limits<float>::infinity());
+  return m.view({key_padding_mask.size(0), 1, 1, key_padding_mask.size(1)});
+}
+
+AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                               const torch::Tensor& v, const torch::Tensor& mask,
+                                               bool need_weights) {
+  auto scores = torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
+  if (mask.defined()) scores = scores + mask;
+  auto probs = torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type());
+  auto dropped = dropout_ > 0 ? torch::dropout(probs, dropout_, is_training()) : probs;
+  auto ctx = torch::matmul(dropped, v);  // [B, H, T, d]
+  const int64_t B = q.size(0), T = q.size(2);
+  ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});
+  AttentionResult r{out_proj(ctx), {}};
+  if (need_weights) r.weights = probs.mean(1);
+  return r;
+}
+
+AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value,
+                                                const torch::Tensor& key_padding_mask, bool causal,
+                                                bool need_weights) {
+  auto q = split_heads(q_proj(query) * scaling_);
+  auto k = split_heads(k_proj(key_value));
+  auto v = split_heads(v_proj(key_value));
+  torch::Tensor mask;
+  auto opts = query.options();
+  if (causal) mask = causal_mask(query.size(1), key_value.size(1), 0, opts);
+  if (key_padding_mask.defined()) {
+    auto pm = padding_to_additive(key_padding_mask, opts);
+    mask = mask.defined() ? mask + pm : pm;
+  }
+  return attend(q, k, v, mask, need_weights);
+}
+
+AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, const torch::Tensor& new_key_padding,
+                                                  SelfAttentionCache& cache, bool need_weights) {
+  auto q = split_heads(q_proj(query) * scaling_);
+  auto k = split_heads(k_proj(query));
+  auto v = split_heads(v_proj(query));
+  const int64_t past = cache.k.defined() ? cache.k.size(2) : 0;
+  cache.k = past ? torch::cat({cache.k, k}, 2) : k;
+  cache.v = past ? torch::cat({cache.v, v}, 2) : v;
+  const int64_t n = query.size(1), B = query.size(0);
+  // Pad tokens fed to the decoder are masked as keys, as fairseq does.
+  if (new_key_padding.defined() || cache.key_padding.defined()) {
+    auto old_pad = cache.key_padding.defined() ? cache.key_padding
+                                               : torch::zeros({B, past}, new_key_padding.options());
+    auto new_pad = new_key_padding.defined() ? new_key_padding : torch::zeros({B, n}, old_pad.options());
+    cache.key_padding = torch::cat({old_pad, new_pad}, 1);
+  }
+  torch::Tensor mask;
+  if (n > 1) mask = causal_mask(n, past + n, past, query.options());
+  if (cache.key_padding.defined()) {
+    auto pm = padding_to_additive(cache.key_padding, query.options());
+    mask = mask.defined() ? mask + pm : pm;
+  }
+  return attend(q, cache.k, cache.v, mask, need_weights);
+}
+
+AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, const torch::Tensor& memory,
+                                                    const torch::Tensor& memory_padding_mask,
+                                                    StaticAttentionCache& cache, bool need_weights) {
+  if (!cache.k.defined()) {
+    cache.k = split_heads(k_proj(memory));
+    cache.v = split_heads(v_proj(memory));
+  }
+  auto q = split_heads(q_proj(query) * scaling_);
+  torch::Tensor mask;
+  if (memory_padding_mask.defined()) mask = padding_to_additive(memory_padding_mask, query.options());
+  return attend(q, cache.k, cache.v, mask, need_weights);
+}
+
+}  // namespace leanseq::nn

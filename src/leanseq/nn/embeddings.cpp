@@ -1,0 +1,63 @@
+#include "leanseq/nn/embeddings.h"
+
+#include <cmath>
+
+namespace leanseq::nn {
+
+torch::Tensor make_positions(const torch::Tensor& tokens, int64_t padding_idx) {
+  auto mask = tokens.ne(padding_idx).to(torch::kLong);
+  return torch::cumsum(mask, 1) * mask + padding_idx;
+}
+
+torch::Tensor sinusoidal_table(int64_t num, int64_t dim, int64_t padding_idx) {
+  int64_t half = dim / 2;
+  double step = std::log(10000.0) / static_cast<double>(half - 1);
+  auto freqs = torch::exp(torch::arange(half, torch::kFloat) * static_cast<float>(-step));
+  auto args = torch::arange(num, torch::kFloat).unsqueeze(1) * freqs.unsqueeze(0);
+  auto table = torch::cat({torch::sin(args), torch::cos(args)}, 1).view({num, -1});
+  if (dim % 2 == 1) table = torch::cat({table, torch::zeros({num, 1})}, 1);
+  if (padding_idx >= 0 && padding_idx < num) table[padding_idx].zero_();
+  return table;
+}
+
+PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t dim, int64_t padding_idx, int64_t max_positions,
+                                                 bool learned)
+    : dim_(dim), padding_idx_(padding_idx), learned_(learned) {
+  if (learned) {
+    weight = register_parameter("weight", torch::randn({max_positions + padding_idx + 1, dim}) *
+                                              std::pow(static_cast<double>(dim), -0.5));
+    torch::NoGradGuard g;
+    weight[padding_idx].zero_();
+  } else {
+    table_ = sinusoidal_table(max_positions + padding_idx + 1, dim, padding_idx);
+  }
+}
+
+torch::Tensor PositionalEmbeddingImpl::lookup(const torch::Tensor& positions) {
+  if (learned_) return torch::embedding(weight, positions, padding_idx_);
+  int64_t needed = positions.numel() ? positions.max().item<int64_t>() + 1 : 0;
+  if (needed > table_.size(0)) table_ = sinusoidal_table(needed, dim_, padding_idx_);
+  if (table_.device() != positions.device()) table_ = table_.to(positions.device());
+  return table_.index_select(0, positions.reshape(-1)).view({positions.size(0), positions.size(1), dim_});
+}
+
+torch::Tensor PositionalEmbeddingImpl::forward(const torch::Tensor& tokens) {
+  return lookup(make_positions(tokens, padding_idx_));
+}
+
+torch::Tensor PositionalEmbeddingImpl::at_steps(int64_t start, int64_t n, int64_t batch) {
+  auto device = learned_ ? weight.device() : table_.device();
+  auto pos = torch::arange(padding_idx_ + start + 1, padding_idx_ + start + n + 1,
+                           torch::TensorOptions().dtype(torch::kLong).device(device));
+  return lookup(pos.unsqueeze(0)).expand({batch, n, dim_});
+}
+
+torch::nn::Embedding make_embedding(int64_t num, int64_t dim, int64_t padding_idx) {
+  torch::nn::Embedding e(torch::nn::EmbeddingOptions(num, dim).padding_idx(padding_idx));
+  torch::NoGradGuard g;
+  e->weight.normal_(0, std::pow(static_cast<double>(dim), -0.5));
+  e->weight[padding_idx].zero_();
+  return e;
+}
+
+}  // namespace leanseq::nn

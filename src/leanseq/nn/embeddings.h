@@ -1,0 +1,38 @@
+// Token and positional embeddings with fairseq's conventions.
+#pragma once
+#include <torch/torch.h>
+
+namespace leanseq::nn {
+
+// fairseq's make_positions: pads get padding_idx, the j-th non-pad token of a row gets
+// padding_idx + j (j = 1, 2, ...). tokens: [B, T] -> [B, T].
+torch::Tensor make_positions(const torch::Tensor& tokens, int64_t padding_idx);
+
+// The sinusoidal table [num, dim]: row p = [sin(p f) | cos(p f)], f_i = exp(-i ln(10000)/(half-1));
+// row padding_idx is zero.
+torch::Tensor sinusoidal_table(int64_t num, int64_t dim, int64_t padding_idx);
+
+// Positional embedding: sinusoidal (a non-persistent buffer, grown on demand) or learned
+// (a parameter named "weight" with max_positions + padding_idx + 1 rows).
+class PositionalEmbeddingImpl : public torch::nn::Module {
+ public:
+  PositionalEmbeddingImpl(int64_t dim, int64_t padding_idx, int64_t max_positions, bool learned);
+  // tokens: [B, T] -> [B, T, dim], positions from make_positions.
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // Embeddings of positions padding_idx + start + 1 ... + n (incremental decoding ignores pads).
+  torch::Tensor at_steps(int64_t start, int64_t n, int64_t batch);
+  bool learned() const { return learned_; }
+  torch::Tensor weight;  // learned only
+
+ private:
+  torch::Tensor lookup(const torch::Tensor& positions);
+  int64_t dim_, padding_idx_;
+  bool learned_;
+  torch::Tensor table_;  // sinusoidal only
+};
+TORCH_MODULE(PositionalEmbedding);
+
+// Embedding with fairseq's init: N(0, dim^-0.5), the padding row zero.
+torch::nn::Embedding make_embedding(int64_t num, int64_t dim, int64_t padding_idx);
+
+}  // namespace leanseq::nn

@@ -1,0 +1,63 @@
+// Incremental decoding state: one owner, typed caches per layer, one generic reorder.
+#pragma once
+#include <torch/torch.h>
+
+#include <variant>
+#include <vector>
+
+namespace leanseq::nn {
+
+// Keys/values of decoder self-attention so far.
+struct SelfAttentionCache {
+  torch::Tensor k, v;         // [B, H, T_so_far, d]
+  torch::Tensor key_padding;  // [B, T_so_far] bool, only once a pad token was fed
+  template <class F> void for_each_tensor(F&& f) { f(k), f(v), f(key_padding); }
+};
+
+// Keys/values of encoder-decoder attention, projected once from the encoder output.
+struct StaticAttentionCache {
+  torch::Tensor k, v;  // [B, H, S, d]
+  template <class F> void for_each_tensor(F&& f) { f(k), f(v); }
+};
+
+// The last inputs of a causal 1D convolution (K-1 of them).
+struct ConvWindowCache {
+  torch::Tensor window;  // [B, K-1, C]
+  template <class F> void for_each_tensor(F&& f) { f(window); }
+};
+
+using LayerCache = std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache>;
+
+class IncrementalState {
+ public:
+  explicit IncrementalState(size_t slots = 0) : caches_(slots) {}
+  LayerCache& slot(size_t i) { return caches_.at(i); }
+  size_t size() const { return caches_.size(); }
+  int64_t steps = 0;  // target tokens consumed so far
+
+  template <class T> T& get(size_t i) {
+    auto& c = caches_.at(i);
+    if (!std::holds_alternative<T>(c)) c = T{};
+    return std::get<T>(c);
+  }
+
+  // Selects rows `order` ([B'] int64) of every cached tensor along the batch dimension.
+  void reorder(const torch::Tensor& order) {
+    for (auto& c : caches_) {
+      std::visit(
+          [&](auto& cache) {
+            if constexpr (!std::is_same_v<std::decay_t<decltype(cache)>, std::monostate>) {
+              cache.for_each_tensor([&](torch::Tensor& t) {
+                if (t.defined()) t = t.index_select(0, order);
+              });
+            }
+          },
+          c);
+    }
+  }
+
+ private:
+  std::vector<LayerCache> caches_;
+};
+
+}  // namespace leanseq::nn

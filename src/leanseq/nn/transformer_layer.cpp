@@ -1,0 +1,93 @@
+#include "leanseq/nn/transformer_layer.h"
+
+#include "leanseq/nn/linear.h"
+
+namespace leanseq::nn {
+
+namespace {
+torch::nn::LayerNorm layer_norm(int64_t dim) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
+}
+torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
+  return p > 0 ? torch::dropout(x, p, training) : x;
+}
+}  // namespace
+
+torch::Tensor feed_forward(const torch::Tensor& x, torch::nn::Linear& fc1, torch::nn::Linear& fc2,
+                           torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training) {
+  auto h = o.normalize_before ? norm(x) : x;
+  h = fc1(h);
+  h = o.activation == "gelu" ? torch::gelu(h) : torch::relu(h);
+  h = maybe_dropout(h, o.activation_dropout, training);
+  h = x + maybe_dropout(fc2(h), o.dropout, training);
+  return o.normalize_before ? h : norm(h);
+}
+
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerLayerOptions& o) : o_(o) {
+  self_attn = register_module("self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(o.embed_dim));
+  fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));
+  fc2 = register_module("fc2", make_linear(o.ffn_dim, o.embed_dim));
+  final_layer_norm = register_module("final_layer_norm", layer_norm(o.embed_dim));
+}
+
+torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& padding_mask) {
+  auto residual = x;
+  auto h = o_.normalize_before ? self_attn_layer_norm(x) : x;
+  h = self_attn(h, h, padding_mask, false, false).out;
+  h = residual + maybe_dropout(h, o_.dropout, is_training());
+  if (!o_.normalize_before) h = self_attn_layer_norm(h);
+  return feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training());
+}
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerLayerOptions& o) : o_(o) {
+  self_attn = register_module("self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(o.embed_dim));
+  encoder_attn = register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
+  fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));
+  fc2 = register_module("fc2", make_linear(o.ffn_dim, o.embed_dim));
+  final_layer_norm = register_module("final_layer_norm", layer_norm(o.embed_dim));
+}
+
+template <class Attend>
+torch::Tensor TransformerDecoderLayerImpl::residual_block(const torch::Tensor& x, torch::nn::LayerNorm& norm,
+                                                          Attend&& attend) {
+  auto h = o_.normalize_before ? norm(x) : x;
+  h = x + maybe_dropout(attend(h), o_.dropout, is_training());
+  return o_.normalize_before ? h : norm(h);
+}
+
+AttentionResult TransformerDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_padding_mask,
+                                                     const torch::Tensor& memory,
+                                                     const torch::Tensor& memory_padding_mask, bool need_attn) {
+  torch::Tensor attn;
+  auto h = residual_block(x, self_attn_layer_norm, [&](const torch::Tensor& in) {
+    return self_attn(in, in, self_padding_mask, true, false).out;
+  });
+  h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
+    auto r = encoder_attn(in, memory, memory_padding_mask, false, need_attn);
+    attn = r.weights;
+    return r.out;
+  });
+  return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn};
+}
+
+AttentionResult TransformerDecoderLayerImpl::step(const torch::Tensor& x, const torch::Tensor& token_padding,
+                                                  const torch::Tensor& memory,
+                                                  const torch::Tensor& memory_padding_mask, IncrementalState& state,
+                                                  size_t self_slot, size_t cross_slot, bool need_attn) {
+  torch::Tensor attn;
+  auto h = residual_block(x, self_attn_layer_norm, [&](const torch::Tensor& in) {
+    return self_attn->step_self(in, token_padding, state.get<SelfAttentionCache>(self_slot), false).out;
+  });
+  h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
+    auto r = encoder_attn->step_static(in, memory, memory_padding_mask,
+                                       state.get<StaticAttentionCache>(cross_slot), need_attn);
+    attn = r.weights;
+    return r.out;
+  });
+  return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn};
+}
+
+}  // namespace leanseq::nn

@@ -1,0 +1,63 @@
+// Transformer encoder and decoder layers (fairseq's TransformerEncoderLayer/DecoderLayer), post-norm
+// by default, pre-norm with normalize_before.
+#pragma once
+#include <torch/torch.h>
+
+#include "leanseq/nn/attention.h"
+#include "leanseq/nn/incremental_state.h"
+
+namespace leanseq::nn {
+
+struct TransformerLayerOptions {
+  int64_t embed_dim = 512, ffn_dim = 2048, heads = 8;
+  double dropout = 0.1, attention_dropout = 0.0, activation_dropout = 0.0;
+  bool normalize_before = false;
+  std::string activation = "relu";  // relu | gelu
+};
+
+// The position-wise feed-forward sublayer with residual and LayerNorm (fc1, fc2, final_layer_norm
+// are members of the layers themselves, under fairseq's names). x: [B, T, C].
+torch::Tensor feed_forward(const torch::Tensor& x, torch::nn::Linear& fc1, torch::nn::Linear& fc2,
+                           torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training);
+
+class TransformerEncoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerEncoderLayerImpl(const TransformerLayerOptions& o);
+  // x: [B, S, C]; padding_mask: [B, S] bool or undefined.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask);
+  MultiheadAttention self_attn{nullptr};
+  torch::nn::LayerNorm self_attn_layer_norm{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::LayerNorm final_layer_norm{nullptr};
+
+ private:
+  TransformerLayerOptions o_;
+};
+TORCH_MODULE(TransformerEncoderLayer);
+
+class TransformerDecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerDecoderLayerImpl(const TransformerLayerOptions& o);
+  // Teacher-forced: x [B, T, C], memory [B, S, C]. Returns output and, when asked, the
+  // encoder attention averaged over heads [B, T, S].
+  AttentionResult forward(const torch::Tensor& x, const torch::Tensor& self_padding_mask,
+                          const torch::Tensor& memory, const torch::Tensor& memory_padding_mask,
+                          bool need_attn);
+  // Incremental: x [B, n, C] for the n new positions (token_padding [B, n] bool or undefined);
+  // caches in `state` slots self_slot/cross_slot.
+  AttentionResult step(const torch::Tensor& x, const torch::Tensor& token_padding, const torch::Tensor& memory,
+                       const torch::Tensor& memory_padding_mask, IncrementalState& state,
+                       size_t self_slot, size_t cross_slot, bool need_attn);
+  MultiheadAttention self_attn{nullptr}, encoder_attn{nullptr};
+  torch::nn::LayerNorm self_attn_layer_norm{nullptr}, encoder_attn_layer_norm{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::LayerNorm final_layer_norm{nullptr};
+
+ private:
+  template <class Attend>
+  torch::Tensor residual_block(const torch::Tensor& x, torch::nn::LayerNorm& norm, Attend&& attend);
+  TransformerLayerOptions o_;
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+}  // namespace leanseq::nn
