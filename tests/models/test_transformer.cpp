@@ -124,7 +124,7 @@ void check_incremental(Seq2SeqModel& model, int64_t V, int64_t chunk) {
       EXPECT_LT(test::max_abs_diff(l, full.narrow(1, t, n)), 1e-5) << "after reorder, t=" << t;
     }
     t += n;
-    if (t == reorder_at) model.reorder(enc, state, order);
+    if (t == reorder_at) model.reorder(enc, state, order, false);
   }
 }
 }  // namespace

@@ -37,10 +37,13 @@ class Seq2SeqModel : public torch::nn::Module {
   // Feeds n new target tokens ([B, n]) and returns their logits [B, n, V]; advances `state`.
   virtual DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                           bool need_attn = false) = 0;
-  // Reorders the batch rows of the encoder output and the state (order: [B'] int64).
-  virtual void reorder(EncoderOut& enc, nn::IncrementalState& state, const torch::Tensor& order) {
-    enc.reorder(order);
-    state.reorder(order);
+  // Reorders the batch rows of the encoder output and the state (order: [B'] int64). With
+  // within_sentence, `order` keeps every row inside its sentence's group of beams, so what is
+  // the same for all beams of a sentence (encoder output, encoder-side caches) stays as it is.
+  virtual void reorder(EncoderOut& enc, nn::IncrementalState& state, const torch::Tensor& order,
+                       bool within_sentence) {
+    if (!within_sentence) enc.reorder(order);
+    state.reorder(order, within_sentence);
   }
   virtual int64_t max_target_positions() const = 0;
 

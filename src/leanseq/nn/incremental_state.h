@@ -16,6 +16,7 @@ struct SelfAttentionCache {
 
 // Keys/values of encoder-decoder attention, projected once from the encoder output.
 struct StaticAttentionCache {
+  static constexpr bool kPerSentence = true;  // identical across the beams of one sentence
   torch::Tensor k, v;  // [B, H, S, d]
   template <class F> void for_each_tensor(F&& f) { f(k), f(v); }
 };
@@ -41,12 +42,16 @@ class IncrementalState {
     return std::get<T>(c);
   }
 
-  // Selects rows `order` ([B'] int64) of every cached tensor along the batch dimension.
-  void reorder(const torch::Tensor& order) {
+  // Selects rows `order` ([B'] int64) of every cached tensor along the batch dimension. With
+  // within_sentence (a beam reorder that keeps every row inside its sentence's group of beams),
+  // caches that are the same for all beams of a sentence (kPerSentence) are left as they are.
+  void reorder(const torch::Tensor& order, bool within_sentence = false) {
     for (auto& c : caches_) {
       std::visit(
           [&](auto& cache) {
-            if constexpr (!std::is_same_v<std::decay_t<decltype(cache)>, std::monostate>) {
+            using Cache = std::decay_t<decltype(cache)>;
+            if constexpr (!std::is_same_v<Cache, std::monostate>) {
+              if (within_sentence && per_sentence<Cache>()) return;
               cache.for_each_tensor([&](torch::Tensor& t) {
                 if (t.defined()) t = t.index_select(0, order);
               });
@@ -57,6 +62,15 @@ class IncrementalState {
   }
 
  private:
+  template <class T, class = void> struct HasPerSentence : std::false_type {};
+  template <class T> struct HasPerSentence<T, std::void_t<decltype(T::kPerSentence)>> : std::true_type {};
+  template <class T> static constexpr bool per_sentence() {
+    if constexpr (HasPerSentence<T>::value) {
+      return T::kPerSentence;
+    } else {
+      return false;
+    }
+  }
   std::vector<LayerCache> caches_;
 };
 

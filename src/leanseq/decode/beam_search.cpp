@@ -1,0 +1,154 @@
+#include "leanseq/decode/beam_search.h"
+
+#include <cmath>
+#include <limits>
+
+namespace leanseq::decode {
+
+namespace {
+constexpr int64_t kPad = 1, kEos = 2, kUnk = 3;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
+                                                 int64_t max_positions, int64_t vocab, const SearchOptions& opt) {
+  const int64_t beam = opt.beam;
+  TORCH_CHECK(beam >= 1, "beam size must be at least 1");
+  const int64_t max_len =
+      std::min<int64_t>(static_cast<int64_t>(opt.max_len_a * static_cast<double>(src_len)) + opt.max_len_b,
+                        max_positions - 1);
+  std::vector<std::vector<Hypothesis>> finalized(bsz);
+  std::vector<int64_t> active(bsz);  // original sentence index of each active group
+  for (int64_t b = 0; b < bsz; ++b) active[b] = b;
+
+  auto tokens = torch::full({bsz * beam, max_len + 2}, kPad, torch::kLong);
+  tokens.select(1, 0).fill_(kEos);
+  auto scores = torch::zeros({bsz * beam, max_len + 1}, torch::kFloat);
+  std::vector<torch::Tensor> attn_steps;  // per step [N, S] for the rows alive at that step
+  torch::Tensor attn_hist;                // [N, step, S] aligned with the current rows
+
+  for (int64_t step = 0; step <= max_len; ++step) {
+    const int64_t groups = static_cast<int64_t>(active.size());
+    torch::Tensor attn;
+    auto lprobs = decoder.step(tokens.select(1, step), opt.need_attn ? &attn : nullptr).to(torch::kFloat).cpu();
+    if (opt.need_attn) {
+      auto a = attn.to(torch::kFloat).cpu().unsqueeze(1);
+      attn_hist = attn_hist.defined() ? torch::cat({attn_hist, a}, 1) : a;
+    }
+    lprobs.select(1, kPad).fill_(kNegInf);
+    if (opt.unk_penalty != 0) lprobs.select(1, kUnk).sub_(opt.unk_penalty);
+    if (step >= max_len) {
+      auto eos_col = lprobs.select(1, kEos).clone();
+      lprobs.fill_(kNegInf);
+      lprobs.select(1, kEos).copy_(eos_col);
+    }
+    if (step < opt.min_len) lprobs.select(1, kEos).fill_(kNegInf);
+
+    auto lp = lprobs.view({groups, beam, vocab});
+    if (step == 0) {
+      lp = lp.narrow(1, 0, 1);  // all beams are identical: expand only the first
+    } else {
+      lp = lp + scores.select(1, step - 1).view({groups, beam, 1});
+    }
+    auto flat = lp.reshape({groups, -1});
+    const int64_t k2 = std::min<int64_t>(2 * beam, flat.size(1) - 1);
+    auto top = flat.topk(k2, 1);
+    auto cand_scores = std::get<0>(top).contiguous(), cand_idx = std::get<1>(top).contiguous();
+    auto cs = cand_scores.accessor<float, 2>();
+    auto ci = cand_idx.accessor<int64_t, 2>();
+    auto sc = scores.accessor<float, 2>();
+    auto tk = tokens.accessor<int64_t, 2>();
+
+    // Finalize hypotheses ending in </s> among the top `beam` candidates of each sentence.
+    std::vector<bool> done(groups, false);
+    for (int64_t g = 0; g < groups; ++g) {
+      auto& fin = finalized[active[g]];
+      for (int64_t j = 0; j < beam && j < k2; ++j) {
+        if (ci[g][j] % vocab != kEos || cs[g][j] == kNegInf) continue;
+        if (static_cast<int64_t>(fin.size()) >= beam) break;
+        const int64_t row = g * beam + ci[g][j] / vocab;
+        Hypothesis h;
+        float prev = 0;
+        for (int64_t t = 0; t < step; ++t) {
+          h.tokens.push_back(tk[row][t + 1]);
+          h.positional_scores.push_back(sc[row][t] - prev);
+          prev = sc[row][t];
+        }
+        h.tokens.push_back(kEos);
+        h.positional_scores.push_back(cs[g][j] - prev);
+        h.score = cs[g][j] / std::pow(static_cast<double>(step + 1), opt.lenpen);
+        if (opt.need_attn) {
+          auto a = attn_hist[row];  // [step + 1, S]
+          auto best = a.argmax(1);
+          for (int64_t t = 0; t <= step; ++t) h.alignment.push_back(best[t].item<int64_t>());
+        }
+        fin.push_back(std::move(h));
+      }
+      done[g] = static_cast<int64_t>(fin.size()) >= beam || step == max_len;
+    }
+    std::vector<int64_t> keep;
+    for (int64_t g = 0; g < groups; ++g) {
+      if (!done[g]) keep.push_back(g);
+    }
+    if (keep.empty()) break;
+
+    // The next beams: the first `beam` candidates of each kept sentence that are not </s>.
+    std::vector<int64_t> order, next_tok;
+    std::vector<float> next_score;
+    for (int64_t g : keep) {
+      int64_t taken = 0;
+      for (int64_t j = 0; j < k2 && taken < beam; ++j) {
+        if (ci[g][j] % vocab == kEos) continue;
+        order.push_back(g * beam + ci[g][j] / vocab);
+        next_tok.push_back(ci[g][j] % vocab);
+        next_score.push_back(cs[g][j]);
+        ++taken;
+      }
+      TORCH_CHECK(taken == beam, "beam search: fewer than beam live candidates");
+    }
+    auto order_t = torch::tensor(order, torch::kLong);
+    tokens = tokens.index_select(0, order_t);
+    scores = scores.index_select(0, order_t);
+    tokens.select(1, step + 1).copy_(torch::tensor(next_tok, torch::kLong));
+    scores.select(1, step).copy_(torch::tensor(next_score, torch::kFloat));
+    if (attn_hist.defined()) attn_hist = attn_hist.index_select(0, order_t);
+    const bool within = static_cast<int64_t>(keep.size()) == groups;
+    decoder.reorder(order_t, within);
+    std::vector<int64_t> next_active;
+    for (int64_t g : keep) next_active.push_back(active[g]);
+    active = std::move(next_active);
+  }
+  for (auto& fin : finalized) {
+    std::stable_sort(fin.begin(), fin.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  }
+  return finalized;
+}
+
+ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
+                                   const torch::Tensor& src_lengths, int64_t beam)
+    : model_(model) {
+  enc_ = model.encode(src, src_lengths);
+  auto expand = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(src.device()))
+                    .repeat_interleave(beam);
+  enc_.reorder(expand);
+  state_ = model.init_state(enc_);
+}
+
+torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
+  auto out = model_.step(last_tokens.to(enc_.out.device()).unsqueeze(1), enc_, state_, attn != nullptr);
+  if (attn) *attn = out.attn.squeeze(1);
+  return torch::log_softmax(out.logits.squeeze(1), -1, torch::kFloat);
+}
+
+void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
+  model_.reorder(enc_, state_, order.to(enc_.out.device()), within_sentence);
+}
+
+std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
+                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt) {
+  torch::NoGradGuard no_grad;
+  ModelStepDecoder dec(model, src, src_lengths, opt.beam);
+  return beam_search(dec, src.size(0), src.size(1), model.max_target_positions(), vocab, opt);
+}
+
+}  // namespace leanseq::decode

@@ -1,0 +1,66 @@
+// Beam search with fairseq's SequenceGenerator semantics, over a narrow step interface so that it
+// can be tested with a scripted decoder.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "leanseq/models/seq2seq.h"
+
+namespace leanseq::decode {
+
+struct SearchOptions {
+  int64_t beam = 5;
+  double lenpen = 1.0;      // final score = sum log p / len^lenpen (len counts </s>)
+  double max_len_a = 0.0;   // max_len = a * src_len + b (src_len: padded source length of the batch)
+  int64_t max_len_b = 200;
+  int64_t min_len = 1;
+  double unk_penalty = 0.0; // subtracted from <unk>'s log-prob
+  int64_t nbest = 1;
+  bool need_attn = false;   // collect encoder attention per output token (alignments)
+};
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;          // without the leading </s>, ending with </s>
+  double score = 0;                     // normalized by length^lenpen
+  std::vector<float> positional_scores; // per-token log-probs
+  std::vector<int64_t> alignment;       // per token: the source position attended most (need_attn)
+};
+
+// What beam search needs from a decoder. Rows are sentence-major: row = sentence * beam + k.
+class StepDecoder {
+ public:
+  virtual ~StepDecoder() = default;
+  // Feeds the last token of every row ([N] int64); returns log-probs [N, V] (float) and, when
+  // `attn` is non-null, the encoder attention of this step [N, S].
+  virtual torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) = 0;
+  // Keeps rows `order` ([N'] int64). within_sentence: every row stays in its sentence's group.
+  virtual void reorder(const torch::Tensor& order, bool within_sentence) = 0;
+};
+
+// Decodes `bsz` sentences; returns, per sentence, its finalized hypotheses best first (beam of
+// them). max_positions bounds max_len as in fairseq (max_len <= max_positions - 1).
+std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
+                                                 int64_t max_positions, int64_t vocab, const SearchOptions& opt);
+
+// A StepDecoder over a Seq2SeqModel: encodes once, expands the encoder output to `beam` rows per
+// sentence, and steps with the model's incremental state.
+class ModelStepDecoder : public StepDecoder {
+ public:
+  ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
+                   int64_t beam);
+  torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
+  void reorder(const torch::Tensor& order, bool within_sentence) override;
+
+ private:
+  models::Seq2SeqModel& model_;
+  models::EncoderOut enc_;
+  nn::IncrementalState state_;
+};
+
+// Convenience: beam search over a model for one padded source batch.
+std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
+                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt);
+
+}  // namespace leanseq::decode

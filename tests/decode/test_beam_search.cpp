@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "leanseq/decode/beam_search.h"
+#include "leanseq/models/state_dict.h"
+#include "leanseq/models/transformer.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+using namespace leanseq::decode;
+
+namespace {
+// A decoder whose next-token distribution depends only on the last token, from a fixed table.
+class ScriptedDecoder : public StepDecoder {
+ public:
+  explicit ScriptedDecoder(torch::Tensor table) : table_(std::move(table)) {}
+  torch::Tensor step(const torch::Tensor& last, torch::Tensor*) override {
+    ++steps;
+    return table_.index_select(0, last);
+  }
+  void reorder(const torch::Tensor& order, bool within) override {
+    last_order = order;
+    if (!within) ++shrinks;
+  }
+  int steps = 0, shrinks = 0;
+  torch::Tensor last_order;
+
+ private:
+  torch::Tensor table_;
+};
+
+torch::Tensor log_table(const std::vector<std::vector<float>>& probs) {
+  std::vector<float> flat;
+  for (const auto& r : probs) flat.insert(flat.end(), r.begin(), r.end());
+  return torch::tensor(flat).view({static_cast<int64_t>(probs.size()), -1}).log();
+}
+}  // namespace
+
+TEST(BeamSearch, ScriptedDecoderFindsTheBestSequence) {
+  // Vocabulary: 0 <s>, 1 <pad>, 2 </s>, 3 <unk>, 4 a, 5 b. Greedy picks "a" first (0.6) but
+  // "a" leads to a poor continuation; "b" (0.4) then </s> (0.9) is the best complete sequence.
+  auto table = log_table({
+      {0.01f, 0.01f, 0.01f, 0.01f, 0.48f, 0.48f},  // after <s> (unused)
+      {0.01f, 0.01f, 0.01f, 0.01f, 0.48f, 0.48f},  // after <pad> (unused)
+      {0.0f, 0.0f, 0.0f, 0.0f, 0.6f, 0.4f},        // after </s> = BOS
+      {0.25f, 0.0f, 0.25f, 0.0f, 0.25f, 0.25f},    // after <unk>
+      {0.0f, 0.0f, 0.4f, 0.0f, 0.3f, 0.3f},        // after a
+      {0.0f, 0.0f, 0.9f, 0.0f, 0.05f, 0.05f},      // after b
+  });
+  ScriptedDecoder greedy_dec(table);
+  SearchOptions opt;
+  opt.beam = 1;
+  opt.max_len_b = 5;
+  auto greedy = beam_search(greedy_dec, 1, 3, 1024, 6, opt);
+  ASSERT_EQ(greedy[0].size(), 1u);
+  EXPECT_EQ(greedy[0][0].tokens, (std::vector<int64_t>{4, 2}));  // a </s>: 0.6*0.4 = 0.24
+
+  ScriptedDecoder beam_dec(table);
+  opt.beam = 2;
+  auto res = beam_search(beam_dec, 1, 3, 1024, 6, opt);
+  ASSERT_EQ(res[0].size(), 2u);
+  EXPECT_EQ(res[0][0].tokens, (std::vector<int64_t>{5, 2}));  // b </s>: 0.4*0.9 = 0.36
+  EXPECT_NEAR(res[0][0].score, std::log(0.36) / 2, 1e-6);
+  EXPECT_NEAR(res[0][0].positional_scores[0], std::log(0.4), 1e-6);
+  EXPECT_NEAR(res[0][0].positional_scores[1], std::log(0.9), 1e-6);
+  EXPECT_GE(res[0][0].score, res[0][1].score);
+}
+
+TEST(BeamSearch, MaxLenForcesEosAndLengthPenaltyNormalizes) {
+  // A decoder that rarely wants to stop: </s> is forced at max_len.
+  auto row = std::vector<float>{0.0f, 0.0f, 0.01f, 0.0f, 0.59f, 0.4f};
+  auto table = log_table({row, row, {0.0f, 0.0f, 0.0f, 0.0f, 0.5f, 0.5f}, row, row, row});
+  ScriptedDecoder dec(table);
+  SearchOptions opt;
+  opt.beam = 3;
+  opt.max_len_b = 4;
+  opt.lenpen = 0.5;
+  auto res = beam_search(dec, 2, 3, 1024, 6, opt);
+  for (const auto& hyps : res) {
+    ASSERT_EQ(hyps.size(), 3u);
+    for (const auto& h : hyps) {
+      ASSERT_EQ(h.tokens.size(), 5u);  // 4 tokens + forced </s>
+      EXPECT_EQ(h.tokens.back(), 2);
+      double sum = 0;
+      for (float p : h.positional_scores) sum += p;
+      EXPECT_NEAR(h.score, sum / std::sqrt(5.0), 1e-5);
+    }
+    // The best: a a a then </s> (0.5 * 0.59^3 * 0.01).
+    EXPECT_EQ(hyps[0].tokens, (std::vector<int64_t>{4, 4, 4, 4, 2}));
+  }
+}
+
+TEST(BeamSearch, ReproducesFairseqSequenceGenerator) {
+  LEANSEQ_REQUIRE_FIXTURE("model_transformer", fx);
+  auto j = nlohmann::json::parse(fx.json_text);
+  const auto& a = j["config"]["model_args"];
+  models::TransformerConfig cfg;
+  cfg.encoder.embed_dim = cfg.decoder.embed_dim = a["encoder_embed_dim"];
+  cfg.encoder.ffn_embed_dim = cfg.decoder.ffn_embed_dim = a["encoder_ffn_embed_dim"];
+  cfg.encoder.layers = cfg.decoder.layers = a["encoder_layers"];
+  cfg.encoder.attention_heads = cfg.decoder.attention_heads = a["encoder_attention_heads"];
+  cfg.share_decoder_input_output_embed = true;
+  cfg.max_source_positions = cfg.max_target_positions = a["max_target_positions"];
+  auto model = std::make_shared<models::TransformerModel>(cfg, 20, 20);
+  models::load_named_tensors(*model, fx.params, true, "model_transformer.json");
+  model->eval();
+  SearchOptions opt;
+  opt.beam = 3;
+  opt.max_len_b = 6;
+  auto res = generate(*model, fx.inputs["src_tokens"], fx.inputs["src_lengths"], 20, opt);
+  auto all_tokens = fx.outputs["beam_all_tokens"];
+  auto all_scores = fx.outputs["beam_all_scores"];
+  auto all_pos = fx.outputs["beam_all_positional_scores"];
+  auto all_len = fx.outputs["beam_all_lengths"];
+  for (int64_t b = 0; b < 3; ++b) {
+    ASSERT_EQ(res[b].size(), 3u);
+    for (int64_t k = 0; k < 3; ++k) {
+      const auto& h = res[b][k];
+      int64_t len = all_len[b][k].item<int64_t>();
+      ASSERT_EQ(static_cast<int64_t>(h.tokens.size()), len) << "sentence " << b << " hyp " << k;
+      for (int64_t t = 0; t < len; ++t) {
+        EXPECT_EQ(h.tokens[t], all_tokens[b][k][t].item<int64_t>());
+        EXPECT_NEAR(h.positional_scores[t], all_pos[b][k][t].item<float>(), 1e-5);
+      }
+      EXPECT_NEAR(h.score, all_scores[b][k].item<float>(), 1e-5);
+    }
+  }
+}
