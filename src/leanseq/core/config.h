@@ -17,6 +17,20 @@ class ConfigVisitor {
   virtual void field(const std::string& key, std::string& value, const char* help) = 0;
 };
 
+// Forwards every field to `inner` with "<prefix>." in front of its key (for nested sections).
+class PrefixedVisitor : public ConfigVisitor {
+ public:
+  PrefixedVisitor(std::string prefix, ConfigVisitor& inner) : prefix_(std::move(prefix) + "."), inner_(inner) {}
+  void field(const std::string& k, int64_t& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
+  void field(const std::string& k, double& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
+  void field(const std::string& k, bool& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
+  void field(const std::string& k, std::string& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
+
+ private:
+  std::string prefix_;
+  ConfigVisitor& inner_;
+};
+
 // Anything with fields that a ConfigVisitor can walk.
 class Configurable {
  public:

@@ -1,0 +1,80 @@
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "leanseq/cli/commands.h"
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+#include "leanseq/eval/bleu.h"
+#include "leanseq/eval/chrf.h"
+
+namespace leanseq::cli {
+
+namespace {
+struct ScoreArgs {
+  std::vector<std::string> refs;
+  std::string hyp, metric = "bleu", tokenize = "13a", format = "text";
+  bool lowercase = false;
+};
+}  // namespace
+
+void add_score(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ScoreArgs>();
+  auto* sub = app.add_subcommand("score", "BLEU / chrF / chrF++ exactly as sacreBLEU 2.x, or fairseq's tokenized BLEU");
+  sub->add_option("--ref,-r", a->refs, "reference file (repeat for several references)")->required();
+  sub->add_option("--hyp", a->hyp, "hypothesis file ('-': stdin)")->required();
+  sub->add_option("--metric,-m", a->metric, "bleu, chrf, chrf++ or tok-bleu (fairseq-style: whitespace tokens)")
+      ->capture_default_str();
+  sub->add_option("--tokenize", a->tokenize, "13a, intl, char or none (BLEU)")->capture_default_str();
+  sub->add_flag("--lowercase", a->lowercase, "lowercase hypotheses and references");
+  sub->add_option("--format", a->format, "text or json")->capture_default_str();
+  sub->callback([a, &exit_code] {
+    if (a->format != "text" && a->format != "json") throw ConfigError("--format must be text or json");
+    std::vector<std::string> hyps;
+    if (a->hyp == "-") {
+      std::string line;
+      while (std::getline(std::cin, line)) hyps.push_back(line);
+    } else {
+      hyps = io::read_lines(a->hyp);
+    }
+    std::vector<std::vector<std::string>> refs;
+    for (const auto& r : a->refs) {
+      refs.push_back(io::read_lines(r));
+      if (refs.back().size() != hyps.size()) {
+        throw DataError(r + " has " + std::to_string(refs.back().size()) + " lines but " + a->hyp + " has " +
+                        std::to_string(hyps.size()));
+      }
+    }
+    nlohmann::json out;
+    std::string text;
+    if (a->metric == "bleu" || a->metric == "tok-bleu") {
+      eval::BleuOptions o;
+      o.tokenize = a->metric == "tok-bleu" ? eval::Tokenize::none : eval::parse_tokenize(a->tokenize);
+      if (a->metric == "tok-bleu") o.smooth = eval::Smooth::none;
+      o.lowercase = a->lowercase;
+      auto s = eval::corpus_bleu(hyps, refs, o);
+      out = {{"metric", a->metric}, {"score", s.score}, {"precisions", s.precisions}, {"bp", s.bp},
+             {"sys_len", s.stats.sys_len}, {"ref_len", s.stats.ref_len}, {"signature", s.signature}};
+      text = (a->metric == "tok-bleu" ? "tokenized " : "") + s.format() + "  [" + s.signature + "]";
+    } else if (a->metric == "chrf" || a->metric == "chrf++") {
+      eval::ChrfOptions o;
+      o.word_order = a->metric == "chrf++" ? 2 : 0;
+      o.lowercase = a->lowercase;
+      auto s = eval::corpus_chrf(hyps, refs, o);
+      out = {{"metric", a->metric}, {"score", s.score}};
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s = %.2f", a->metric == "chrf" ? "chrF2" : "chrF2++", s.score);
+      text = buf;
+    } else {
+      throw ConfigError("--metric: unknown metric '" + a->metric + "' (expected bleu, chrf, chrf++ or tok-bleu)");
+    }
+    if (a->format == "json") {
+      std::cout << out.dump() << "\n";
+    } else {
+      std::cout << text << "\n";
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace leanseq::cli

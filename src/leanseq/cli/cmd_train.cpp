@@ -1,0 +1,59 @@
+#include <iostream>
+
+#include "leanseq/cli/commands.h"
+#include "leanseq/core/config.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/train/run_config.h"
+#include "leanseq/train/trainer.h"
+
+namespace leanseq::cli {
+
+namespace {
+struct TrainArgs {
+  std::vector<std::string> configs, sets;
+  std::string arch, data, save_dir, log_format;
+  double max_minutes = -1;
+  int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1;
+  bool resume = false;
+};
+}  // namespace
+
+void add_train(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<TrainArgs>();
+  auto* sub = app.add_subcommand("train", "train a model (YAML config files, --set key=value, flags)");
+  sub->add_option("--config,-c", a->configs, "YAML config file(s), applied in order");
+  sub->add_option("--set", a->sets, "override one key: --set optim.lr=7e-4 (repeatable)");
+  sub->add_option("--arch,-a", a->arch, "model preset (leanseq list-archs)");
+  sub->add_option("--data", a->data, "directory written by leanseq prepare");
+  sub->add_option("--save-dir", a->save_dir, "checkpoint directory");
+  sub->add_option("--max-minutes", a->max_minutes, "stop after this much wall-clock time");
+  sub->add_option("--max-update", a->max_update, "stop after this many updates");
+  sub->add_option("--max-epoch", a->max_epoch, "stop after this many epochs");
+  sub->add_option("--seed", a->seed, "random seed");
+  sub->add_option("--threads", a->threads, "intra-op threads (0: all cores)");
+  sub->add_option("--log-format", a->log_format, "auto, text or json");
+  sub->add_flag("--resume", a->resume, "continue from <save-dir>/checkpoint_last.pt");
+  sub->callback([a, &exit_code] {
+    ConfigValues values;
+    for (const auto& f : a->configs) values.merge(load_yaml_file(f));
+    values.merge(parse_assignments(a->sets, "--set"));
+    auto flag = [&](const char* key, const std::string& v) { values.set(key, v, std::string("--") + key); };
+    if (!a->arch.empty()) flag("arch", a->arch);
+    if (!a->data.empty()) flag("data", a->data);
+    if (!a->save_dir.empty()) flag("save_dir", a->save_dir);
+    if (!a->log_format.empty()) flag("log.format", a->log_format);
+    if (a->max_minutes >= 0) flag("stop.max_minutes", std::to_string(a->max_minutes));
+    if (a->max_update >= 0) flag("stop.max_update", std::to_string(a->max_update));
+    if (a->max_epoch >= 0) flag("stop.max_epoch", std::to_string(a->max_epoch));
+    if (a->seed >= 0) flag("seed", std::to_string(a->seed));
+    if (a->threads >= 0) flag("threads", std::to_string(a->threads));
+    auto cfg = train::resolve_run_config(values);
+    train::Trainer trainer(cfg, a->resume);
+    auto out = trainer.run();
+    log::info("done: " + std::to_string(out.num_updates) + " updates, " +
+              std::to_string(static_cast<int64_t>(out.train_tokens_per_second)) + " target tokens/s");
+    exit_code = out.signal ? 128 + out.signal : 0;
+  });
+}
+
+}  // namespace leanseq::cli

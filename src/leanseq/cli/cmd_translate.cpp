@@ -1,0 +1,113 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "leanseq/cli/commands.h"
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/train/inference.h"
+
+namespace leanseq::cli {
+
+namespace {
+struct TranslateArgs {
+  std::string checkpoint, input = "-", output = "-";
+  decode::TranslateOptions opt;
+  bool greedy = false, interactive = false, scores = false;
+  int64_t threads = 0;
+};
+
+std::vector<std::string> read_input(const std::string& path) {
+  if (path != "-") return io::read_lines(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (io::utf8_invalid_offset(line) >= 0) {
+      throw DataError("<stdin>:" + std::to_string(lines.size() + 1) + ": invalid UTF-8 (expected UTF-8 text)");
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const TranslateArgs& a) {
+  std::ostringstream os;
+  if (a.opt.search.nbest <= 1 && !a.scores) {
+    os << (hyps.empty() ? "" : hyps[0].text) << "\n";
+    return os.str();
+  }
+  for (size_t k = 0; k < hyps.size(); ++k) {
+    os << index << "\t" << k << "\t" << hyps[k].hyp.score << "\t" << hyps[k].text << "\n";
+  }
+  return os.str();
+}
+}  // namespace
+
+void add_translate(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<TranslateArgs>();
+  auto* sub = app.add_subcommand("translate", "translate text with a trained checkpoint");
+  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
+  sub->add_option("--input,-i", a->input, "input file, one sentence per line ('-': stdin)")->capture_default_str();
+  sub->add_option("--output,-o", a->output, "output file ('-': stdout)")->capture_default_str();
+  sub->add_option("--beam", a->opt.search.beam, "beam size")->capture_default_str();
+  sub->add_flag("--greedy", a->greedy, "greedy search (beam 1)");
+  sub->add_option("--lenpen", a->opt.search.lenpen, "length penalty exponent")->capture_default_str();
+  sub->add_option("--max-len-a", a->opt.search.max_len_a, "max length = a * source length + b")->capture_default_str();
+  sub->add_option("--max-len-b", a->opt.search.max_len_b, "max length = a * source length + b")->capture_default_str();
+  sub->add_option("--nbest", a->opt.search.nbest, "hypotheses per sentence (index, rank, score, text)")
+      ->capture_default_str();
+  sub->add_option("--unk-penalty", a->opt.search.unk_penalty, "subtracted from <unk> log-probabilities")
+      ->capture_default_str();
+  sub->add_option("--batch-size", a->opt.max_sentences, "sentences per batch")->capture_default_str();
+  sub->add_option("--max-tokens", a->opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
+  sub->add_flag("--print-scores", a->scores, "print index, rank and score before each translation");
+  sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read");
+  sub->add_option("--threads", a->threads, "intra-op threads (0: all cores)");
+  sub->callback([a, &exit_code] {
+    if (a->threads > 0) torch::set_num_threads(static_cast<int>(a->threads));
+    if (a->greedy) a->opt.search.beam = 1;
+    if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
+    if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
+    auto lt = train::load_translator(a->checkpoint);
+    decode::TranslationStats stats;
+    if (a->interactive) {
+      bool prompt = isatty(0);
+      std::string line;
+      size_t index = 0;
+      if (prompt) std::cerr << "> " << std::flush;
+      while (std::getline(std::cin, line)) {
+        if (io::utf8_invalid_offset(line) >= 0) {
+          std::cerr << "leanseq: <stdin>:" << index + 1 << ": invalid UTF-8, skipped\n";
+        } else {
+          auto res = lt.translator->translate({line}, a->opt, &stats);
+          std::cout << format_hyps(res[0], index, *a) << std::flush;
+        }
+        ++index;
+        if (prompt) std::cerr << "> " << std::flush;
+      }
+    } else {
+      auto lines = read_input(a->input);
+      auto res = lt.translator->translate(lines, a->opt, &stats);
+      std::ostringstream os;
+      for (size_t i = 0; i < res.size(); ++i) os << format_hyps(res[i], i, *a);
+      if (a->output == "-") {
+        std::cout << os.str() << std::flush;
+      } else {
+        io::atomic_write_text(a->output, os.str());
+      }
+    }
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "translated %ld sentences (%ld target tokens) in %.1f s: %.2f sentences/s, %.1f tokens/s",
+                  static_cast<long>(stats.sentences), static_cast<long>(stats.target_tokens), stats.seconds,
+                  stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
+                  stats.seconds > 0 ? stats.target_tokens / stats.seconds : 0.0);
+    log::info(buf);
+    exit_code = 0;
+  });
+}
+
+}  // namespace leanseq::cli

@@ -1,0 +1,84 @@
+#include "leanseq/decode/translator.h"
+
+#include <numeric>
+
+#include "leanseq/core/timer.h"
+#include "leanseq/data/batching.h"
+
+namespace leanseq::decode {
+
+Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictionary src_dict,
+                       data::Dictionary tgt_dict, std::shared_ptr<data::SentencePiece> src_spm,
+                       std::shared_ptr<data::SentencePiece> tgt_spm)
+    : model_(std::move(model)),
+      src_dict_(std::move(src_dict)),
+      tgt_dict_(std::move(tgt_dict)),
+      src_spm_(std::move(src_spm)),
+      tgt_spm_(std::move(tgt_spm)) {}
+
+std::vector<int64_t> Translator::encode_source(const std::string& line) const {
+  return src_dict_.encode(src_spm_->encode(line));
+}
+
+std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
+  return tgt_spm_->decode(tgt_dict_.decode(ids));
+}
+
+std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector<std::string>& lines,
+                                                               const TranslateOptions& opt, TranslationStats* stats) {
+  std::vector<std::vector<int64_t>> sources;
+  sources.reserve(lines.size());
+  for (const auto& l : lines) sources.push_back(encode_source(l));
+  return translate_ids(sources, opt, stats);
+}
+
+std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::vector<std::vector<int64_t>>& sources,
+                                                                   const TranslateOptions& opt,
+                                                                   TranslationStats* stats) {
+  Timer timer;
+  model_->eval();
+  torch::NoGradGuard no_grad;
+  auto device = model_->parameters().front().device();
+  // Longest first: similar lengths share a batch and the slowest batches start early.
+  std::vector<int64_t> order(sources.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return sources[a].size() > sources[b].size(); });
+  std::vector<std::vector<TranslationHyp>> results(sources.size());
+  size_t i = 0;
+  while (i < order.size()) {
+    std::vector<int64_t> ids;
+    int64_t longest = 0;
+    while (i < order.size() && static_cast<int64_t>(ids.size()) < opt.max_sentences) {
+      int64_t len = static_cast<int64_t>(sources[order[i]].size());
+      if (opt.max_tokens > 0 && !ids.empty() &&
+          std::max(longest, len) * static_cast<int64_t>(ids.size() + 1) > opt.max_tokens) {
+        break;
+      }
+      longest = std::max(longest, len);
+      ids.push_back(order[i++]);
+    }
+    std::vector<std::vector<int64_t>> src;
+    for (int64_t id : ids) src.push_back(sources[id]);
+    auto batch = data::collate(src, {}, ids);
+    auto hyps = generate(*model_, batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search);
+    for (size_t b = 0; b < ids.size(); ++b) {
+      auto& out = results[ids[b]];
+      for (int64_t k = 0; k < opt.search.nbest && k < static_cast<int64_t>(hyps[b].size()); ++k) {
+        TranslationHyp t;
+        t.hyp = hyps[b][k];
+        t.pieces = tgt_dict_.decode(t.hyp.tokens);
+        t.text = tgt_spm_->decode(t.pieces);
+        out.push_back(std::move(t));
+      }
+      if (stats && !hyps[b].empty()) stats->target_tokens += static_cast<int64_t>(hyps[b][0].tokens.size());
+    }
+  }
+  if (stats) {
+    stats->sentences += static_cast<int64_t>(sources.size());
+    stats->seconds += timer.seconds();
+  }
+  return results;
+}
+
+}  // namespace leanseq::decode

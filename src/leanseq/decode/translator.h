@@ -1,0 +1,56 @@
+// Text in, text out: SentencePiece + dictionary around beam search, batched by sentences and
+// tokens, results in input order.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leanseq/data/dictionary.h"
+#include "leanseq/data/spm.h"
+#include "leanseq/decode/beam_search.h"
+#include "leanseq/models/seq2seq.h"
+
+namespace leanseq::decode {
+
+struct TranslateOptions {
+  SearchOptions search;
+  int64_t max_sentences = 64;  // sentences per batch
+  int64_t max_tokens = 0;      // source tokens per batch (0: no limit)
+};
+
+struct TranslationHyp {
+  std::string text;                  // detokenized
+  std::vector<std::string> pieces;   // subword pieces (without </s>)
+  Hypothesis hyp;
+};
+
+struct TranslationStats {
+  int64_t sentences = 0, target_tokens = 0;  // target tokens include </s>, as fairseq counts
+  double seconds = 0;
+};
+
+class Translator {
+ public:
+  Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictionary src_dict, data::Dictionary tgt_dict,
+             std::shared_ptr<data::SentencePiece> src_spm, std::shared_ptr<data::SentencePiece> tgt_spm);
+
+  // n-best translations of each line, in input order.
+  std::vector<std::vector<TranslationHyp>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
+                                                     TranslationStats* stats = nullptr);
+  // Translates already-encoded sources (each ending with </s>).
+  std::vector<std::vector<TranslationHyp>> translate_ids(const std::vector<std::vector<int64_t>>& sources,
+                                                         const TranslateOptions& opt, TranslationStats* stats = nullptr);
+
+  std::vector<int64_t> encode_source(const std::string& line) const;
+  std::string detokenize(const std::vector<int64_t>& target_ids) const;  // stops at </s>
+  const data::Dictionary& tgt_dict() const { return tgt_dict_; }
+  const data::Dictionary& src_dict() const { return src_dict_; }
+  std::vector<std::string> source_pieces(const std::string& line) const { return src_spm_->encode(line); }
+
+ private:
+  std::shared_ptr<models::Seq2SeqModel> model_;
+  data::Dictionary src_dict_, tgt_dict_;
+  std::shared_ptr<data::SentencePiece> src_spm_, tgt_spm_;
+};
+
+}  // namespace leanseq::decode

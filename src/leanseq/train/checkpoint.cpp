@@ -1,0 +1,153 @@
+#include "leanseq/train/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+#include "leanseq/data/dictionary.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/models/state_dict.h"
+
+namespace leanseq::train {
+
+namespace {
+constexpr int64_t kFormatVersion = 1;
+
+torch::Tensor bytes_tensor(const std::string& s) {
+  auto t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
+  if (!s.empty()) std::memcpy(t.data_ptr(), s.data(), s.size());
+  return t;
+}
+std::string tensor_bytes(const torch::Tensor& t) {
+  auto c = t.contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()));
+}
+
+void write_string(torch::serialize::OutputArchive& ar, const std::string& key, const std::string& value) {
+  ar.write(key, bytes_tensor(value));
+}
+std::string read_string(torch::serialize::InputArchive& ar, const std::string& key) {
+  torch::Tensor t;
+  ar.read(key, t);
+  return tensor_bytes(t);
+}
+}  // namespace
+
+void write_bytes(const std::string& path, const std::string& bytes) { io::atomic_write_text(path, bytes); }
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void save_checkpoint(const std::string& path, const std::string& config_yaml, const VocabFiles& vocab,
+                     const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
+  torch::serialize::OutputArchive ar;
+  ar.write("format_version", torch::tensor({kFormatVersion}));
+  write_string(ar, "config", config_yaml);
+  write_string(ar, "vocab.src_lang", vocab.src_lang);
+  write_string(ar, "vocab.tgt_lang", vocab.tgt_lang);
+  write_string(ar, "vocab.src_dict", vocab.src_dict);
+  write_string(ar, "vocab.tgt_dict", vocab.tgt_dict);
+  write_string(ar, "vocab.src_spm", vocab.src_spm);
+  write_string(ar, "vocab.tgt_spm", vocab.tgt_spm);
+  ar.write("vocab.joint", torch::tensor({static_cast<int64_t>(vocab.joint)}));
+  ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates}));
+  ar.write("progress.floats",
+           torch::tensor({progress.best_metric, progress.elapsed_seconds}, torch::TensorOptions().dtype(torch::kDouble)));
+  std::string names;
+  std::vector<torch::Tensor> tensors;
+  auto add = [&](const std::string& name, const torch::Tensor& t) {
+    names += name + "\n";
+    tensors.push_back(t.detach().cpu());
+  };
+  for (const auto& p : model.named_parameters(true)) add(p.key(), p.value());
+  for (const auto& b : model.named_buffers(true)) add(b.key(), b.value());
+  write_string(ar, "model.names", names);
+  for (size_t i = 0; i < tensors.size(); ++i) ar.write("model." + std::to_string(i), tensors[i]);
+  if (optimizer) {
+    torch::serialize::OutputArchive opt;
+    optimizer->save(opt);
+    ar.write("optimizer", opt);
+  }
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    ar.write("rng", torch::Tensor(gen.get_state()));
+  }
+  io::atomic_write(path, [&](const std::string& tmp) { ar.save_to(tmp); });
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  if (!io::file_exists(path)) throw CheckpointError(path + ": checkpoint not found");
+  Checkpoint ck;
+  torch::serialize::InputArchive ar;
+  try {
+    ar.load_from(path);
+    torch::Tensor version;
+    ar.read("format_version", version);
+    if (version.item<int64_t>() != kFormatVersion) {
+      throw CheckpointError(path + ": checkpoint format " + std::to_string(version.item<int64_t>()) +
+                            " is not supported (expected " + std::to_string(kFormatVersion) + ")");
+    }
+    ck.config_yaml = read_string(ar, "config");
+    ck.vocab.src_lang = read_string(ar, "vocab.src_lang");
+    ck.vocab.tgt_lang = read_string(ar, "vocab.tgt_lang");
+    ck.vocab.src_dict = read_string(ar, "vocab.src_dict");
+    ck.vocab.tgt_dict = read_string(ar, "vocab.tgt_dict");
+    ck.vocab.src_spm = read_string(ar, "vocab.src_spm");
+    ck.vocab.tgt_spm = read_string(ar, "vocab.tgt_spm");
+    torch::Tensor joint, ints, floats;
+    ar.read("vocab.joint", joint);
+    ck.vocab.joint = joint.item<int64_t>() != 0;
+    ar.read("progress.ints", ints);
+    ar.read("progress.floats", floats);
+    ck.progress.epoch = ints[0].item<int64_t>();
+    ck.progress.batch_in_epoch = ints[1].item<int64_t>();
+    ck.progress.num_updates = ints[2].item<int64_t>();
+    ck.progress.best_metric = floats[0].item<double>();
+    ck.progress.elapsed_seconds = floats[1].item<double>();
+    std::istringstream names(read_string(ar, "model.names"));
+    std::string name;
+    for (int64_t i = 0; std::getline(names, name); ++i) {
+      torch::Tensor t;
+      ar.read("model." + std::to_string(i), t);
+      ck.model_tensors[name] = t;
+    }
+    torch::serialize::InputArchive opt;
+    if (ar.try_read("optimizer", opt)) ck.optimizer.emplace(std::move(opt));
+    ar.read("rng", ck.rng_state);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    msg = msg.substr(0, msg.find('\n'));
+    throw CheckpointError(path + ": cannot read checkpoint (truncated, or not a leanseq checkpoint): " + msg);
+  }
+  return ck;
+}
+
+LoadedModel load_model(const std::string& path) {
+  auto ck = read_checkpoint(path);
+  LoadedModel out;
+  out.config = resolve_run_config(parse_yaml_text(ck.config_yaml, path + " (config)"));
+  out.vocab = ck.vocab;
+  // Dictionary sizes come from the stored dict.txt contents.
+  auto count_lines = [](const std::string& s) {
+    return static_cast<int64_t>(std::count(s.begin(), s.end(), '\n')) + data::Dictionary::kNumSpecial;
+  };
+  out.src_vocab_size = count_lines(ck.vocab.src_dict);
+  out.tgt_vocab_size = count_lines(ck.vocab.tgt_dict);
+  out.model = models::build_model(*out.config.model, {out.src_vocab_size, out.tgt_vocab_size, ck.vocab.joint});
+  models::load_named_tensors(*out.model, ck.model_tensors, true, path);
+  out.model->eval();
+  return out;
+}
+
+}  // namespace leanseq::train

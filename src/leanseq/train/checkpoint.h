@@ -1,0 +1,60 @@
+// Checkpoints: the resolved config, vocabularies (dictionaries and SentencePiece models, so that
+// `translate` needs nothing else), model, optimizer, trainer progress and RNG state, written
+// atomically (temporary file + rename).
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "leanseq/models/seq2seq.h"
+#include "leanseq/train/run_config.h"
+
+namespace leanseq::train {
+
+struct TrainerProgress {
+  int64_t epoch = 1;           // the epoch in progress
+  int64_t batch_in_epoch = 0;  // batches of this epoch already consumed
+  int64_t num_updates = 0;
+  double best_metric = std::numeric_limits<double>::quiet_NaN();
+  double elapsed_seconds = 0;  // training wall time before this run segment
+};
+
+// Text and bytes that make a checkpoint self-contained.
+struct VocabFiles {
+  std::string src_lang, tgt_lang;
+  std::string src_dict, tgt_dict;  // dict.txt contents
+  std::string src_spm, tgt_spm;    // SentencePiece model bytes
+  bool joint = false;
+};
+
+struct Checkpoint {
+  std::string config_yaml;
+  VocabFiles vocab;
+  TrainerProgress progress;
+  std::map<std::string, torch::Tensor> model_tensors;  // fairseq-style names
+  std::optional<torch::serialize::InputArchive> optimizer;
+  torch::Tensor rng_state;
+};
+
+void save_checkpoint(const std::string& path, const std::string& config_yaml, const VocabFiles& vocab,
+                     const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
+
+// Throws CheckpointError naming the file when it is missing, truncated or not a checkpoint.
+Checkpoint read_checkpoint(const std::string& path);
+
+// A model rebuilt from a checkpoint alone, with its config and vocabularies.
+struct LoadedModel {
+  std::shared_ptr<models::Seq2SeqModel> model;
+  RunConfig config;
+  VocabFiles vocab;
+  int64_t src_vocab_size = 0, tgt_vocab_size = 0;
+};
+LoadedModel load_model(const std::string& path);
+
+// Writes `bytes` to a file (atomically).
+void write_bytes(const std::string& path, const std::string& bytes);
+std::string read_bytes(const std::string& path);
+
+}  // namespace leanseq::train

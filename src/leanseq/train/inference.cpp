@@ -1,0 +1,49 @@
+#include "leanseq/train/inference.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "leanseq/data/dictionary.h"
+
+namespace leanseq::train {
+
+namespace {
+data::Dictionary dictionary_from_text(const std::string& text, const std::string& origin) {
+  // Reuse the file parser through a temporary file: one format, one parser.
+  auto path = std::filesystem::temp_directory_path() / ("leanseq-dict-" + std::to_string(::getpid()) + ".txt");
+  write_bytes(path.string(), text);
+  try {
+    auto d = data::Dictionary::load(path.string());
+    std::filesystem::remove(path);
+    return d;
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
+}
+
+std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, const std::string& tag) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("leanseq-spm-" + std::to_string(::getpid()) + "-" + tag + ".model");
+  write_bytes(path.string(), bytes);
+  auto sp = std::make_shared<data::SentencePiece>(path.string());  // the helper has read it now
+  std::filesystem::remove(path);
+  return sp;
+}
+}  // namespace
+
+LoadedTranslator load_translator(const std::string& checkpoint_path) {
+  LoadedTranslator out;
+  out.loaded = load_model(checkpoint_path);
+  const auto& v = out.loaded.vocab;
+  auto src_spm = spm_from_bytes(v.src_spm, "src");
+  auto tgt_spm = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, "tgt");
+  out.translator = std::make_unique<decode::Translator>(out.loaded.model, dictionary_from_text(v.src_dict, checkpoint_path),
+                                                        dictionary_from_text(v.tgt_dict, checkpoint_path), src_spm,
+                                                        tgt_spm);
+  return out;
+}
+
+}  // namespace leanseq::train

@@ -1,0 +1,74 @@
+#include "leanseq/train/run_config.h"
+
+#include "leanseq/core/error.h"
+#include "leanseq/models/registry.h"
+
+namespace leanseq::train {
+
+void RunConfig::visit(ConfigVisitor& v) {
+  v.field("arch", arch, "model preset (leanseq list-archs)");
+  v.field("data", data, "directory written by leanseq prepare");
+  v.field("save_dir", save_dir, "where checkpoints and the training log go");
+  v.field("seed", seed, "random seed");
+  v.field("threads", threads, "intra-op threads (0: all cores)");
+  if (model) {
+    PrefixedVisitor pv("model", v);
+    model->visit(pv);
+  }
+  v.field("optim.optimizer", optimizer, "adam");
+  v.field("optim.adam_beta1", adam_beta1, "Adam beta1");
+  v.field("optim.adam_beta2", adam_beta2, "Adam beta2");
+  v.field("optim.adam_eps", adam_eps, "Adam epsilon");
+  v.field("optim.weight_decay", weight_decay, "L2 weight decay (as torch.optim.Adam)");
+  v.field("optim.clip_norm", clip_norm, "clip the global gradient norm (0: off)");
+  v.field("optim.update_freq", update_freq, "accumulate gradients over N batches");
+  v.field("optim.lr", lr.lr, "peak learning rate");
+  v.field("optim.lr_scheduler", lr.kind, "inverse_sqrt or fixed");
+  v.field("optim.warmup_updates", lr.warmup_updates, "linear warmup updates");
+  v.field("optim.warmup_init_lr", lr.warmup_init_lr, "learning rate at update 0 (-1: fairseq's default)");
+  v.field("criterion.label_smoothing", label_smoothing, "label smoothing epsilon");
+  v.field("batch.max_tokens", max_tokens, "padded tokens per batch");
+  v.field("batch.max_sentences", max_sentences, "sentences per batch (0: no limit)");
+  v.field("stop.max_epoch", max_epoch, "stop after N epochs (0: no limit)");
+  v.field("stop.max_update", max_update, "stop after N updates (0: no limit)");
+  v.field("stop.max_minutes", max_minutes, "stop after N minutes of wall-clock time (0: no limit)");
+  v.field("checkpoint.save_interval_updates", save_interval_updates, "also save every N updates");
+  v.field("checkpoint.keep_interval_updates", keep_interval_updates, "keep the last N update checkpoints (-1: all)");
+  v.field("checkpoint.no_epoch_checkpoints", no_epoch_checkpoints, "only keep checkpoint_last/best");
+  v.field("checkpoint.best_metric", best_metric, "loss or bleu");
+  v.field("log.interval", log_interval, "log every N updates");
+  v.field("log.format", log_format, "auto, text or json");
+  v.field("valid.interval_updates", validate_interval_updates, "also validate every N updates");
+  v.field("valid.bleu", eval_bleu, "compute detokenized BLEU on the valid set");
+  v.field("valid.bleu_beam", eval_bleu_beam, "beam size for validation BLEU");
+  v.field("valid.bleu_max_sentences", eval_bleu_max_sentences, "decode at most N valid sentences (0: all)");
+  v.field("valid.bleu_lenpen", eval_bleu_lenpen, "length penalty for validation BLEU");
+}
+
+void RunConfig::validate() const {
+  auto bad = [](const std::string& msg) { throw ConfigError(msg); };
+  if (optimizer != "adam") bad("optim.optimizer: unknown optimizer '" + optimizer + "' (expected adam)");
+  if (update_freq < 1) bad("optim.update_freq must be at least 1");
+  if (max_tokens < 1) bad("batch.max_tokens must be positive");
+  if (lr.lr <= 0) bad("optim.lr must be positive");
+  if (label_smoothing < 0 || label_smoothing >= 1) bad("criterion.label_smoothing must be in [0, 1)");
+  if (best_metric != "loss" && best_metric != "bleu") bad("checkpoint.best_metric must be loss or bleu");
+  if (best_metric == "bleu" && !eval_bleu) bad("checkpoint.best_metric=bleu needs valid.bleu=true");
+  if (log_format != "auto" && log_format != "text" && log_format != "json") bad("log.format must be auto, text or json");
+  if (log_interval < 1) bad("log.interval must be positive");
+  model->validate();
+}
+
+RunConfig resolve_run_config(const ConfigValues& values) {
+  RunConfig cfg;
+  auto it = values.values.find("arch");
+  if (it != values.values.end()) cfg.arch = it->second;
+  cfg.model = models::registry().preset_config(cfg.arch);
+  apply_config(cfg, values);
+  cfg.validate();
+  return cfg;
+}
+
+std::string dump_run_config(RunConfig& cfg) { return dump_config_yaml(cfg); }
+
+}  // namespace leanseq::train

@@ -1,0 +1,63 @@
+// The resolved configuration of a training run: arch, model (the family's typed config), data,
+// optimisation, batching, stopping, checkpointing, logging and validation. Precedence: family
+// defaults < preset (arch) < config file < --set overrides < explicit flags.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "leanseq/core/config.h"
+#include "leanseq/models/seq2seq.h"
+#include "leanseq/train/lr_schedule.h"
+
+namespace leanseq::train {
+
+struct RunConfig : Configurable {
+  std::string arch = "transformer_small";
+  std::string data;                   // directory written by `leanseq prepare`
+  std::string save_dir = "checkpoints";
+  int64_t seed = 1;
+  int64_t threads = 0;                // 0: all cores
+  std::shared_ptr<models::ModelConfig> model;
+
+  // optimisation
+  std::string optimizer = "adam";
+  double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-8, weight_decay = 0.0;
+  double clip_norm = 0.0;             // 0: no clipping
+  int64_t update_freq = 1;            // gradient accumulation
+  LrScheduleOptions lr;
+  double label_smoothing = 0.1;
+
+  // batching
+  int64_t max_tokens = 4096, max_sentences = 0;
+
+  // stopping (0: no limit)
+  int64_t max_epoch = 0, max_update = 0;
+  double max_minutes = 0;
+
+  // checkpoints
+  int64_t save_interval_updates = 0;  // also save checkpoint_<epoch>_<updates>.pt every N updates
+  int64_t keep_interval_updates = -1; // keep only the last N of those (-1: all)
+  bool no_epoch_checkpoints = false;
+  std::string best_metric = "loss";   // loss | bleu
+
+  // logging
+  int64_t log_interval = 100;
+  std::string log_format = "auto";    // auto (bar on a TTY, text otherwise) | text | json
+
+  // validation
+  int64_t validate_interval_updates = 0;  // also validate every N updates (0: per epoch only)
+  bool eval_bleu = false;
+  int64_t eval_bleu_beam = 5;
+  int64_t eval_bleu_max_sentences = 0;    // 0: the whole valid set
+  double eval_bleu_lenpen = 1.0;
+
+  void visit(ConfigVisitor& v) override;
+  void validate() const;
+};
+
+// Builds a RunConfig from layered values ("arch" selects the preset first).
+RunConfig resolve_run_config(const ConfigValues& values);
+// The resolved config as YAML (what checkpoints carry).
+std::string dump_run_config(RunConfig& cfg);
+
+}  // namespace leanseq::train

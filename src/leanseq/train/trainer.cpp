@@ -1,0 +1,384 @@
+#include "leanseq/train/trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/core/timer.h"
+#include "leanseq/data/batching.h"
+#include "leanseq/data/dictionary.h"
+#include "leanseq/data/prepare.h"
+#include "leanseq/data/spm.h"
+#include "leanseq/decode/translator.h"
+#include "leanseq/eval/bleu.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/models/state_dict.h"
+#include "leanseq/train/checkpoint.h"
+#include "leanseq/train/criterion.h"
+#include "leanseq/train/signals.h"
+
+namespace fs = std::filesystem;
+
+namespace leanseq::train {
+
+namespace {
+constexpr int64_t kPad = data::Dictionary::kPad;
+constexpr double kLn2 = 0.69314718055994530942;
+
+std::string fmt(double v, int prec) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+}  // namespace
+
+struct Trainer::Impl {
+  RunConfig cfg;
+  data::PreparedMeta meta;
+  data::Dictionary src_dict, tgt_dict;
+  VocabFiles vocab;
+  std::unique_ptr<data::PairDataset> train, valid;
+  std::vector<std::pair<int64_t, int64_t>> train_lengths, valid_lengths;
+  std::shared_ptr<models::Seq2SeqModel> model;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Adam> optimizer;
+  TrainerProgress progress;
+  Timer timer;  // this run segment
+  std::ofstream log_file;
+  bool tty = false;
+  int64_t tokens_this_run = 0;
+  double train_seconds_this_run = 0;
+  // running sums since the last log line
+  double log_loss = 0, log_nll = 0, log_tokens = 0, log_seconds = 0;
+  int64_t log_updates = 0;
+  std::unique_ptr<decode::Translator> translator;  // for validation BLEU
+
+  double elapsed() const { return progress.elapsed_seconds + timer.seconds(); }
+
+  void setup(bool resume) {
+    if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+    if (cfg.data.empty()) throw ConfigError("train: no data directory (--data DIR, written by leanseq prepare)");
+    meta = data::load_prepared(cfg.data);
+    src_dict = data::Dictionary::load(meta.src_dict);
+    tgt_dict = data::Dictionary::load(meta.tgt_dict);
+    vocab.src_lang = meta.src_lang;
+    vocab.tgt_lang = meta.tgt_lang;
+    vocab.src_dict = read_bytes(meta.src_dict);
+    vocab.tgt_dict = read_bytes(meta.tgt_dict);
+    vocab.src_spm = read_bytes(meta.src_spm);
+    vocab.tgt_spm = read_bytes(meta.tgt_spm);
+    vocab.joint = meta.joint;
+    train = std::make_unique<data::PairDataset>(meta.split_prefix("train", meta.src_lang),
+                                                meta.split_prefix("train", meta.tgt_lang));
+    valid = std::make_unique<data::PairDataset>(meta.split_prefix("valid", meta.src_lang),
+                                                meta.split_prefix("valid", meta.tgt_lang));
+    for (size_t i = 0; i < train->size(); ++i) train_lengths.emplace_back(train->src_len(i), train->tgt_len(i));
+    for (size_t i = 0; i < valid->size(); ++i) valid_lengths.emplace_back(valid->src_len(i), valid->tgt_len(i));
+
+    io::make_dirs(cfg.save_dir);
+    std::string last = cfg.save_dir + "/checkpoint_last.pt";
+    std::optional<Checkpoint> ck;
+    if (resume && io::file_exists(last)) {
+      ck = read_checkpoint(last);
+      auto saved = resolve_run_config(parse_yaml_text(ck->config_yaml, last + " (config)"));
+      if (saved.arch != cfg.arch || dump_config_yaml(*saved.model) != dump_config_yaml(*cfg.model)) {
+        log::warn("resuming with the model config stored in " + last + " (arch " + saved.arch + ")");
+      }
+      cfg.arch = saved.arch;
+      cfg.model = saved.model;
+    }
+    torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+    model = models::build_model(*cfg.model, {src_dict.size(), tgt_dict.size(), meta.joint});
+    params = models::unique_parameters(*model);
+    torch::optim::AdamOptions ao(cfg.lr.lr);
+    ao.betas({cfg.adam_beta1, cfg.adam_beta2}).eps(cfg.adam_eps).weight_decay(cfg.weight_decay);
+    optimizer = std::make_unique<torch::optim::Adam>(params, ao);
+    if (ck) {
+      models::load_named_tensors(*model, ck->model_tensors, true, last);
+      if (ck->optimizer) optimizer->load(*ck->optimizer);
+      progress = ck->progress;
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(ck->rng_state);
+      log::info("resumed from " + last + " at epoch " + std::to_string(progress.epoch) + ", update " +
+                std::to_string(progress.num_updates));
+    }
+    log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
+    tty = cfg.log_format == "auto" && isatty(2);
+    log::info("model " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(models::count_parameters(*model)) +
+              " parameters; " + std::to_string(train->size()) + " training pairs, " + std::to_string(valid->size()) +
+              " valid");
+  }
+
+  void set_lr(double lr) {
+    for (auto& group : optimizer->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+  }
+
+  // One update over `batches` (update_freq of them). Returns false when the batches hold no tokens.
+  bool train_step(const std::vector<std::vector<int64_t>>& batches) {
+    Timer t;
+    model->train();
+    optimizer->zero_grad();
+    double loss_sum = 0, nll_sum = 0;
+    int64_t ntokens = 0;
+    for (const auto& ids : batches) {
+      auto b = train->batch(ids);
+      auto out = model->forward(b.src, b.src_lengths, b.prev_output);
+      auto lprobs = torch::log_softmax(out.logits, -1, torch::kFloat);
+      auto r = label_smoothed_nll_loss(lprobs.view({-1, lprobs.size(-1)}), b.target.view(-1), cfg.label_smoothing, kPad);
+      r.loss.backward();
+      loss_sum += r.loss.item<double>();
+      nll_sum += r.nll_loss.item<double>();
+      ntokens += b.ntokens;
+    }
+    if (ntokens == 0) return false;
+    // Gradients of the summed loss, normalised by the number of target tokens (fairseq's sample_size).
+    for (auto& p : params) {
+      if (p.grad().defined()) p.grad().div_(static_cast<double>(ntokens));
+    }
+    if (cfg.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);
+    double lr = learning_rate(cfg.lr, progress.num_updates);
+    set_lr(lr);
+    optimizer->step();
+    ++progress.num_updates;
+    double secs = t.seconds();
+    tokens_this_run += ntokens;
+    train_seconds_this_run += secs;
+    log_loss += loss_sum, log_nll += nll_sum, log_tokens += static_cast<double>(ntokens), log_seconds += secs;
+    ++log_updates;
+    return true;
+  }
+
+  void write_record(nlohmann::json rec) {
+    rec["minutes"] = elapsed() / 60.0;
+    rec["epoch"] = progress.epoch;
+    rec["update"] = progress.num_updates;
+    log_file << rec.dump() << "\n";
+    log_file.flush();
+    if (cfg.log_format == "json") std::cout << rec.dump() << std::endl;
+  }
+
+  void maybe_log(int64_t batch_index, int64_t n_batches) {
+    if (tty) {
+      double frac = static_cast<double>(batch_index) / static_cast<double>(std::max<int64_t>(n_batches, 1));
+      int width = 20, filled = static_cast<int>(frac * width);
+      std::string bar(static_cast<size_t>(filled), '=');
+      bar += std::string(static_cast<size_t>(width - filled), ' ');
+      double loss = log_tokens > 0 ? log_loss / log_tokens / kLn2 : 0;
+      std::fprintf(stderr, "\repoch %ld [%s] %3d%% | update %ld | loss %.3f | lr %.2e | %.0f tok/s | %.1f min   ",
+                   static_cast<long>(progress.epoch), bar.c_str(), static_cast<int>(frac * 100),
+                   static_cast<long>(progress.num_updates), loss, learning_rate(cfg.lr, progress.num_updates),
+                   log_seconds > 0 ? log_tokens / log_seconds : 0.0, elapsed() / 60.0);
+      std::fflush(stderr);
+    }
+    if (progress.num_updates % cfg.log_interval != 0) return;
+    nlohmann::json rec{{"type", "train"},
+                       {"loss", log_loss / log_tokens / kLn2},
+                       {"nll_loss", log_nll / log_tokens / kLn2},
+                       {"ppl", std::pow(2.0, log_nll / log_tokens / kLn2)},
+                       {"lr", learning_rate(cfg.lr, progress.num_updates)},
+                       {"tokens_per_second", log_tokens / log_seconds}};
+    write_record(rec);
+    if (!tty && cfg.log_format != "json") {
+      log::info("epoch " + std::to_string(progress.epoch) + " | update " + std::to_string(progress.num_updates) +
+                " | loss " + fmt(rec["loss"], 3) + " | nll " + fmt(rec["nll_loss"], 3) + " | ppl " +
+                fmt(rec["ppl"], 2) + " | lr " + fmt(rec["lr"].get<double>() * 1e4, 3) + "e-4 | " +
+                fmt(rec["tokens_per_second"], 0) + " tok/s | " + fmt(elapsed() / 60.0, 1) + " min");
+    }
+    log_loss = log_nll = log_tokens = log_seconds = 0;
+    log_updates = 0;
+  }
+
+  ValidResult validate() {
+    ValidResult r;
+    model->eval();
+    torch::NoGradGuard no_grad;
+    data::BatchingOptions bo;
+    bo.max_tokens = cfg.max_tokens;
+    double loss = 0, nll = 0, ntok = 0;
+    for (const auto& ids : data::batch_by_size(valid_lengths, bo)) {
+      auto b = valid->batch(ids);
+      auto out = model->forward(b.src, b.src_lengths, b.prev_output);
+      auto lprobs = torch::log_softmax(out.logits, -1, torch::kFloat);
+      auto l = label_smoothed_nll_loss(lprobs.view({-1, lprobs.size(-1)}), b.target.view(-1), cfg.label_smoothing, kPad);
+      loss += l.loss.item<double>();
+      nll += l.nll_loss.item<double>();
+      ntok += static_cast<double>(b.ntokens);
+    }
+    r.loss = loss / ntok / kLn2;
+    r.nll_loss = nll / ntok / kLn2;
+    if (cfg.eval_bleu) r.bleu = valid_bleu();
+    return r;
+  }
+
+  double valid_bleu() {
+    if (!translator) {
+      auto src_spm = std::make_shared<data::SentencePiece>(meta.src_spm);
+      auto tgt_spm = meta.tgt_spm == meta.src_spm ? src_spm : std::make_shared<data::SentencePiece>(meta.tgt_spm);
+      translator = std::make_unique<decode::Translator>(model, src_dict, tgt_dict, src_spm, tgt_spm);
+    }
+    size_t n = valid->size();
+    if (cfg.eval_bleu_max_sentences > 0) n = std::min<size_t>(n, static_cast<size_t>(cfg.eval_bleu_max_sentences));
+    std::vector<std::vector<int64_t>> sources;
+    std::vector<std::string> refs;
+    for (size_t i = 0; i < n; ++i) {
+      auto b = valid->batch({static_cast<int64_t>(i)});
+      auto s = b.src[0];
+      sources.emplace_back(s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());
+      auto t = b.target[0];
+      refs.push_back(translator->detokenize(std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel())));
+    }
+    decode::TranslateOptions to;
+    to.search.beam = cfg.eval_bleu_beam;
+    to.search.lenpen = cfg.eval_bleu_lenpen;
+    to.search.max_len_a = 1.2;
+    to.search.max_len_b = 10;
+    auto out = translator->translate_ids(sources, to);
+    std::vector<std::string> hyps;
+    for (auto& o : out) hyps.push_back(o.empty() ? "" : o[0].text);
+    return eval::corpus_bleu(hyps, {refs}).score;
+  }
+
+  void save(const std::string& name) {
+    std::string yaml = dump_run_config(cfg);
+    TrainerProgress p = progress;
+    p.elapsed_seconds = elapsed();
+    save_checkpoint(cfg.save_dir + "/" + name, yaml, vocab, p, *model, optimizer.get());
+  }
+
+  void copy_checkpoint(const std::string& from, const std::string& to) {
+    io::atomic_write(cfg.save_dir + "/" + to, [&](const std::string& tmp) {
+      fs::copy_file(cfg.save_dir + "/" + from, tmp, fs::copy_options::overwrite_existing);
+    });
+  }
+
+  // Validates, logs, and saves checkpoint_last (+ best, + `extra` when given).
+  void validate_and_save(const std::string& extra) {
+    if (tty) std::fprintf(stderr, "\n");
+    auto v = validate();
+    nlohmann::json rec{{"type", "valid"}, {"loss", v.loss}, {"nll_loss", v.nll_loss}, {"ppl", std::pow(2.0, v.nll_loss)}};
+    if (v.bleu >= 0) rec["bleu"] = v.bleu;
+    write_record(rec);
+    log::info("valid | epoch " + std::to_string(progress.epoch) + " | update " + std::to_string(progress.num_updates) +
+              " | loss " + fmt(v.loss, 3) + " | nll " + fmt(v.nll_loss, 3) + " | ppl " + fmt(std::pow(2.0, v.nll_loss), 2) +
+              (v.bleu >= 0 ? " | bleu " + fmt(v.bleu, 2) : ""));
+    last_valid = v;
+    double metric = cfg.best_metric == "bleu" ? v.bleu : v.loss;
+    bool better = std::isnan(progress.best_metric) ||
+                  (cfg.best_metric == "bleu" ? metric > progress.best_metric : metric < progress.best_metric);
+    if (better) progress.best_metric = metric;
+    save("checkpoint_last.pt");
+    if (better) copy_checkpoint("checkpoint_last.pt", "checkpoint_best.pt");
+    if (!extra.empty()) copy_checkpoint("checkpoint_last.pt", extra);
+  }
+
+  void prune_interval_checkpoints() {
+    if (cfg.keep_interval_updates < 0) return;
+    std::vector<std::pair<int64_t, fs::path>> found;
+    for (const auto& e : fs::directory_iterator(cfg.save_dir)) {
+      std::string n = e.path().filename().string();
+      auto us = n.rfind('_');
+      if (n.rfind("checkpoint_", 0) == 0 && us != std::string::npos && n.find('_') != us && n.size() > 3 &&
+          n.substr(n.size() - 3) == ".pt") {
+        try {
+          found.emplace_back(std::stoll(n.substr(us + 1)), e.path());
+        } catch (...) {
+        }
+      }
+    }
+    std::sort(found.begin(), found.end());
+    while (static_cast<int64_t>(found.size()) > cfg.keep_interval_updates) {
+      fs::remove(found.front().second);
+      found.erase(found.begin());
+    }
+  }
+
+  ValidResult last_valid;
+};
+
+Trainer::Trainer(RunConfig cfg, bool resume) : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = std::move(cfg);
+  impl_->setup(resume);
+}
+
+Trainer::~Trainer() = default;
+
+ValidResult Trainer::validate() { return impl_->validate(); }
+
+TrainOutcome Trainer::run() {
+  auto& s = *impl_;
+  auto& cfg = s.cfg;
+  TrainOutcome out;
+  install_stop_handlers();
+  data::BatchingOptions bo;
+  bo.max_tokens = cfg.max_tokens;
+  bo.max_sentences = cfg.max_sentences;
+  auto sorted_batches = data::batch_by_size(s.train_lengths, bo);
+  auto limit_reached = [&] {
+    return (cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) ||
+           (cfg.max_minutes > 0 && s.elapsed() >= cfg.max_minutes * 60.0);
+  };
+  bool stop = limit_reached() || (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch);
+  while (!stop) {
+    auto batches = sorted_batches;
+    data::shuffle_batches(batches, static_cast<uint64_t>(cfg.seed) * 1000003ULL + static_cast<uint64_t>(s.progress.epoch));
+    const int64_t n = static_cast<int64_t>(batches.size());
+    while (s.progress.batch_in_epoch < n) {
+      std::vector<std::vector<int64_t>> group;
+      for (int64_t k = 0; k < cfg.update_freq && s.progress.batch_in_epoch < n; ++k) {
+        group.push_back(batches[s.progress.batch_in_epoch++]);
+      }
+      s.train_step(group);
+      s.maybe_log(s.progress.batch_in_epoch, n);
+      if (cfg.save_interval_updates > 0 && s.progress.num_updates % cfg.save_interval_updates == 0) {
+        s.validate_and_save("checkpoint_" + std::to_string(s.progress.epoch) + "_" +
+                            std::to_string(s.progress.num_updates) + ".pt");
+        s.prune_interval_checkpoints();
+      } else if (cfg.validate_interval_updates > 0 && s.progress.num_updates % cfg.validate_interval_updates == 0) {
+        s.validate_and_save("");
+      }
+      if (int sig = stop_signal()) {
+        if (s.tty) std::fprintf(stderr, "\n");
+        log::warn("signal " + std::to_string(sig) + " received: saving checkpoint_last.pt and stopping");
+        s.save("checkpoint_last.pt");
+        out.signal = sig;
+        stop = true;
+        break;
+      }
+      if (limit_reached()) {
+        stop = true;
+        break;
+      }
+    }
+    if (out.signal) break;
+    if (s.progress.batch_in_epoch >= n) {
+      // End of epoch: the next one starts from its first batch.
+      int64_t finished = s.progress.epoch;
+      ++s.progress.epoch;
+      s.progress.batch_in_epoch = 0;
+      ++out.epochs_done;
+      s.validate_and_save(cfg.no_epoch_checkpoints ? "" : "checkpoint" + std::to_string(finished) + ".pt");
+      if (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch) stop = true;
+    } else if (stop) {
+      s.validate_and_save("");
+    }
+  }
+  if (s.tty) std::fprintf(stderr, "\n");
+  out.num_updates = s.progress.num_updates;
+  out.best_metric = s.progress.best_metric;
+  out.last_valid_loss = s.last_valid.loss;
+  out.last_valid_bleu = s.last_valid.bleu;
+  out.train_target_tokens = s.tokens_this_run;
+  out.train_seconds = s.train_seconds_this_run;
+  out.train_tokens_per_second = s.train_seconds_this_run > 0 ? s.tokens_this_run / s.train_seconds_this_run : 0;
+  return out;
+}
+
+}  // namespace leanseq::train
