@@ -7,12 +7,14 @@
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/memory.h"
 
 namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  leanseq::retain_freed_memory();
   CLI::App app{"leanseq: sequence-to-sequence models that pay less attention"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "leanseq 0.1.0");

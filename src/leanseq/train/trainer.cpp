@@ -18,10 +18,10 @@
 #include "leanseq/data/spm.h"
 #include "leanseq/decode/translator.h"
 #include "leanseq/eval/bleu.h"
+#include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/checkpoint.h"
-#include "leanseq/train/criterion.h"
 #include "leanseq/train/signals.h"
 
 namespace fs = std::filesystem;
@@ -131,11 +131,12 @@ struct Trainer::Impl {
     for (const auto& ids : batches) {
       auto b = train->batch(ids);
       auto out = model->forward(b.src, b.src_lengths, b.prev_output);
-      auto lprobs = torch::log_softmax(out.logits, -1, torch::kFloat);
-      auto r = label_smoothed_nll_loss(lprobs.view({-1, lprobs.size(-1)}), b.target.view(-1), cfg.label_smoothing, kPad);
+      auto logits = out.logits.to(torch::kFloat);
+      auto r = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
+                                                     cfg.label_smoothing, kPad);
       r.loss.backward();
       loss_sum += r.loss.item<double>();
-      nll_sum += r.nll_loss.item<double>();
+      nll_sum += r.nll.item<double>();
       ntokens += b.ntokens;
     }
     if (ntokens == 0) return false;
@@ -206,10 +207,11 @@ struct Trainer::Impl {
     for (const auto& ids : data::batch_by_size(valid_lengths, bo)) {
       auto b = valid->batch(ids);
       auto out = model->forward(b.src, b.src_lengths, b.prev_output);
-      auto lprobs = torch::log_softmax(out.logits, -1, torch::kFloat);
-      auto l = label_smoothed_nll_loss(lprobs.view({-1, lprobs.size(-1)}), b.target.view(-1), cfg.label_smoothing, kPad);
+      auto logits = out.logits.to(torch::kFloat);
+      auto l = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
+                                                     cfg.label_smoothing, kPad);
       loss += l.loss.item<double>();
-      nll += l.nll_loss.item<double>();
+      nll += l.nll.item<double>();
       ntok += static_cast<double>(b.ntokens);
     }
     r.loss = loss / ntok / kLn2;

@@ -1,0 +1,88 @@
+// Google Benchmark micro-benchmarks of the hot pieces at transformer_small shapes.
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include "leanseq/core/memory.h"
+#include "leanseq/kernels/label_smoothed_ce.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/train/criterion.h"
+
+namespace {
+
+// Label-smoothed cross-entropy forward+backward over [tokens, V] logits.
+void BM_LabelSmoothedLoss(benchmark::State& state) {
+  const int64_t N = state.range(0), V = state.range(1);
+  auto logits = torch::randn({N, V}).requires_grad_(true);
+  auto target = torch::randint(4, V, {N}, torch::kLong);
+  for (auto _ : state) {
+    auto lp = torch::log_softmax(logits, -1);
+    auto r = leanseq::train::label_smoothed_nll_loss(lp, target, 0.1, 1);
+    r.loss.backward();
+    benchmark::DoNotOptimize(logits.grad());
+    logits.mutable_grad().reset();
+  }
+  state.SetItemsProcessed(state.iterations() * N);
+}
+BENCHMARK(BM_LabelSmoothedLoss)->Args({2048, 8000})->Unit(benchmark::kMillisecond);
+
+// The fused kernel on the same shapes.
+void BM_LabelSmoothedLossFused(benchmark::State& state) {
+  const int64_t N = state.range(0), V = state.range(1);
+  auto logits = torch::randn({N, V}).requires_grad_(true);
+  auto target = torch::randint(4, V, {N}, torch::kLong);
+  for (auto _ : state) {
+    auto r = leanseq::kernels::label_smoothed_cross_entropy(logits, target, 0.1, 1);
+    r.loss.backward();
+    benchmark::DoNotOptimize(logits.grad());
+    logits.mutable_grad().reset();
+  }
+  state.SetItemsProcessed(state.iterations() * N);
+}
+BENCHMARK(BM_LabelSmoothedLossFused)->Args({2048, 8000})->Unit(benchmark::kMillisecond);
+
+// One training step (forward + backward) of transformer_small on a [B, T] batch.
+void BM_TransformerSmallTrainStep(benchmark::State& state) {
+  const int64_t B = state.range(0), T = state.range(1), V = 8000;
+  auto model = leanseq::models::build_model(*leanseq::models::registry().preset_config("transformer_small"), {V, V, true});
+  model->train();
+  auto src = torch::randint(4, V, {B, T}, torch::kLong), prev = torch::randint(4, V, {B, T}, torch::kLong);
+  auto lengths = torch::full({B}, T, torch::kLong);
+  for (auto _ : state) {
+    auto out = model->forward(src, lengths, prev);
+    auto lp = torch::log_softmax(out.logits, -1);
+    auto r = leanseq::train::label_smoothed_nll_loss(lp.view({-1, V}), prev.view(-1), 0.1, 1);
+    r.loss.backward();
+    for (auto& p : model->parameters()) p.mutable_grad().reset();
+  }
+  state.SetItemsProcessed(state.iterations() * B * T);
+}
+BENCHMARK(BM_TransformerSmallTrainStep)->Args({128, 16})->Unit(benchmark::kMillisecond);
+
+// One incremental decoder step for B rows with a prefix of 10 tokens.
+void BM_TransformerSmallDecodeStep(benchmark::State& state) {
+  const int64_t B = state.range(0), S = 16, V = 8000;
+  torch::NoGradGuard g;
+  auto model = leanseq::models::build_model(*leanseq::models::registry().preset_config("transformer_small"), {V, V, true});
+  model->eval();
+  auto src = torch::randint(4, V, {B, S}, torch::kLong);
+  auto enc = model->encode(src, torch::full({B}, S, torch::kLong));
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto st = model->init_state(enc);
+    model->step(torch::randint(4, V, {B, 10}, torch::kLong), enc, st);
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(model->step(torch::randint(4, V, {B, 1}, torch::kLong), enc, st).logits);
+  }
+  state.SetItemsProcessed(state.iterations() * B);
+}
+BENCHMARK(BM_TransformerSmallDecodeStep)->Arg(320)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  leanseq::retain_freed_memory();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,21 @@
+// Fused log-softmax + label-smoothed cross-entropy (fairseq's criterion) as a custom autograd
+// Function: one pass computes the per-row losses and the gradient with respect to the logits, so
+// the [N, V] log-probabilities are never materialised. The plain-ATen reference is
+// train::label_smoothed_nll_loss over log_softmax; tests hold the two together.
+#pragma once
+#include <torch/torch.h>
+
+namespace leanseq::kernels {
+
+struct CrossEntropyResult {
+  torch::Tensor loss;  // scalar sum over non-ignored rows; differentiable w.r.t. logits
+  torch::Tensor nll;   // scalar sum of the plain NLL (not differentiable)
+};
+
+// logits: [N, V] float32 (CPU); target: [N] int64. eps_i = eps / (V - 1);
+// loss = sum_i (1 - eps - eps_i) * nll_i + eps_i * sum_v(-log p_iv), rows with target ==
+// ignore_index contribute nothing.
+CrossEntropyResult label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, double eps,
+                                                int64_t ignore_index);
+
+}  // namespace leanseq::kernels

@@ -1,0 +1,144 @@
+// Whole pipelines through the leanseq executable: synthetic pairs -> prepare -> train (seconds)
+// -> translate -> score, and the bad-input paths with their exit codes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/fixtures.h"
+
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+
+namespace {
+const std::string kCli = LEANSEQ_CLI;
+
+// A learnable synthetic task: word-by-word substitution with a fixed reordering of adjacent pairs.
+void write_task(const std::string& prefix, int n, int seed) {
+  std::ofstream s(prefix + ".src"), t(prefix + ".tgt");
+  uint32_t x = 12345u + static_cast<uint32_t>(seed);
+  for (int i = 0; i < n; ++i) {
+    int len = 3 + static_cast<int>((x >> 8) % 6);
+    std::vector<int> w;
+    for (int k = 0; k < len; ++k) {
+      x = x * 1664525u + 1013904223u;
+      w.push_back(static_cast<int>((x >> 16) % 20));
+    }
+    for (int k = 0; k < len; ++k) s << (k ? " " : "") << "a" << w[k];
+    for (int k = 0; k < len; ++k) t << (k ? " " : "") << "b" << w[k];
+    s << "\n", t << "\n";
+  }
+}
+
+std::string prepare_task(const std::string& dir) {
+  write_task(dir + "/train", 2000, 1);
+  write_task(dir + "/valid", 50, 2);
+  write_task(dir + "/test", 100, 3);
+  std::string out;
+  int rc = run_command(kCli + " prepare --src src --tgt tgt --train " + dir + "/train --valid " + dir + "/valid --test " +
+                           dir + "/test --out " + dir + "/bin --vocab-size 60",
+                       out);
+  EXPECT_EQ(rc, 0) << out;
+  return dir + "/bin";
+}
+}  // namespace
+
+TEST(EndToEnd, TransformerLearnsASyntheticTask) {
+  auto dir = temp_dir("e2e");
+  auto data = prepare_task(dir);
+  std::string out;
+  int rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                           "/ck --max-minutes 0.4 --seed 3 --set optim.lr=0.003 --set optim.warmup_updates=50 "
+                           "--set batch.max_tokens=1000 --set log.interval=50 --log-format json",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"type\":\"valid\""), std::string::npos);
+  rc = run_command(kCli + " translate --checkpoint " + dir + "/ck/checkpoint_best.pt --input " + dir +
+                       "/test.src --output " + dir + "/test.hyp --beam 4",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("sentences/s"), std::string::npos);
+  rc = run_command(kCli + " score --ref " + dir + "/test.tgt --hyp " + dir + "/test.hyp --format json", out);
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(j["metric"], "bleu");
+  EXPECT_GT(j["score"].get<double>(), 80.0) << out;
+  // The learning curve renders.
+  rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --output " + dir + "/curve.png", out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_GT(std::filesystem::file_size(dir + "/curve.png"), 1000u);
+  // Averaging two checkpoints gives a loadable checkpoint.
+  rc = run_command(kCli + " average --inputs " + dir + "/ck/checkpoint_last.pt " + dir +
+                       "/ck/checkpoint_best.pt --output " + dir + "/avg.pt",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  rc = run_command("echo 'a1 a2 a3' | " + kCli + " translate --checkpoint " + dir + "/avg.pt --greedy", out);
+  EXPECT_EQ(rc, 0) << out;
+}
+
+TEST(EndToEnd, BadInputsGiveOneClearLineAndExitCodes) {
+  auto dir = temp_dir("bad");
+  std::string out;
+  // Unknown config key: exit 2, named, with a hint.
+  int rc = run_command(kCli + " train --data " + dir + " --set model.encoder.layer=3", out);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("unknown key 'model.encoder.layer'; did you mean 'model.encoder.layers'?"), std::string::npos) << out;
+  // Unknown arch: exit 2.
+  rc = run_command(kCli + " train --arch transformr --data " + dir, out);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(out.find("unknown arch 'transformr'"), std::string::npos) << out;
+  // Missing prepared data: exit 1, names the file.
+  rc = run_command(kCli + " train --data " + dir + "/nothing", out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find(dir + "/nothing/meta.yaml: not found"), std::string::npos) << out;
+  // Mismatched corpus: exit 1, names both files and counts; nothing written.
+  std::ofstream(dir + "/t.src") << "a b\nc d\n";
+  std::ofstream(dir + "/t.tgt") << "x y\n";
+  rc = run_command(kCli + " prepare --src src --tgt tgt --train " + dir + "/t --valid " + dir + "/t --out " + dir + "/o",
+                   out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find(dir + "/t.src has 2 lines but " + dir + "/t.tgt has 1"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o/meta.yaml"));
+  // Invalid UTF-8 in a hypothesis file: exit 1 with file:line.
+  std::ofstream(dir + "/ref.txt") << "fine\nfine\n";
+  std::ofstream(dir + "/hyp.txt") << "fine\nbad \xff\n";
+  rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/hyp.txt", out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find(dir + "/hyp.txt:2: invalid UTF-8"), std::string::npos) << out;
+  // A truncated checkpoint: exit 1, names the file.
+  std::ofstream(dir + "/bad.pt") << "PK\x03\x04garbage";
+  rc = run_command("echo hi | " + kCli + " translate --checkpoint " + dir + "/bad.pt", out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find(dir + "/bad.pt: cannot read checkpoint"), std::string::npos) << out;
+  // Usage errors exit 2.
+  rc = run_command(kCli + " score --hyp x", out);
+  EXPECT_EQ(rc, 2);
+  rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/ref.txt --metric ter", out);
+  EXPECT_EQ(rc, 2);
+}
+
+TEST(EndToEnd, ListArchsPrintsNamesFirst) {
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " list-archs", out), 0);
+  EXPECT_EQ(out.rfind("transformer\t", 0), 0u) << out;
+  EXPECT_NE(out.find("\ntransformer_iwslt_de_en\ttransformer\tlayers 6+6, dim 512, ffn 1024, heads 4"), std::string::npos);
+  EXPECT_NE(out.find("\ntransformer_vaswani_wmt_en_de_big\t"), std::string::npos);
+}
+
+TEST(EndToEnd, SigtermSavesAndExits143) {
+  auto dir = temp_dir("sig");
+  auto data = prepare_task(dir);
+  std::string out;
+  int rc = run_command("timeout --preserve-status -s TERM 8 " + kCli + " train --arch transformer_tiny --data " + data + " --save-dir " +
+                           dir + "/ck --log-format text",
+                       out);
+  EXPECT_EQ(rc, 143) << out;
+  EXPECT_NE(out.find("signal 15 received"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_last.pt"));
+  rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                       "/ck --resume --max-update 1 --log-format text",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
+}

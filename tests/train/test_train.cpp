@@ -1,0 +1,139 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/data/prepare.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/train/checkpoint.h"
+#include "leanseq/train/criterion.h"
+#include "leanseq/train/lr_schedule.h"
+#include "leanseq/train/run_config.h"
+#include "leanseq/train/trainer.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+using namespace leanseq::train;
+
+TEST(Criterion, ReproducesFairseqLabelSmoothedNllLoss) {
+  LEANSEQ_REQUIRE_FIXTURE("label_smoothed_nll_loss_eps0.1", fx);
+  auto lp = fx.inputs["lprobs"], t = fx.inputs["target"];
+  auto r = label_smoothed_nll_loss(lp, t, 0.1, 1);
+  EXPECT_NEAR(r.loss.item<double>(), fx.outputs["loss"].item<double>(), 1e-4);
+  EXPECT_NEAR(r.nll_loss.item<double>(), fx.outputs["nll_loss"].item<double>(), 1e-4);
+  auto u = label_smoothed_nll_loss_per_token(lp, t, 0.1, 1);
+  EXPECT_LT(test::max_abs_diff(u.loss, fx.outputs["loss_unreduced"].view(-1)), 1e-5);
+  EXPECT_LT(test::max_abs_diff(u.nll_loss, fx.outputs["nll_loss_unreduced"].view(-1)), 1e-5);
+}
+
+TEST(LrSchedule, ReproducesFairseqInverseSqrt) {
+  LEANSEQ_REQUIRE_FIXTURE("lr_inverse_sqrt", fx);
+  LrScheduleOptions o;
+  o.lr = 5e-4;
+  o.warmup_updates = 4000;
+  o.warmup_init_lr = 1e-7;
+  auto n = fx.inputs["num_updates"], lr = fx.outputs["lr"];
+  for (int64_t i = 0; i < n.size(0); ++i) {
+    EXPECT_NEAR(learning_rate(o, n[i].item<int64_t>()), lr[i].item<double>(), 1e-15) << n[i].item<int64_t>();
+  }
+}
+
+namespace {
+// Writes a tiny parallel corpus (a word substitution cipher) and prepares it.
+std::string tiny_data(const std::string& dir) {
+  auto write = [&](const std::string& name, int n, int seed) {
+    std::ofstream s(dir + "/" + name + ".xx"), t(dir + "/" + name + ".yy");
+    for (int i = 0; i < n; ++i) {
+      for (int k = 0; k < 3 + (i + seed) % 4; ++k) {
+        int w = (i * 7 + k * 5 + seed) % 12;
+        s << (k ? " " : "") << "s" << w;
+        t << (k ? " " : "") << "t" << w;
+      }
+      s << "\n", t << "\n";
+    }
+  };
+  write("train", 200, 0);
+  write("valid", 20, 3);
+  data::PrepareOptions po;
+  po.src_lang = "xx", po.tgt_lang = "yy";
+  po.train = dir + "/train", po.valid = dir + "/valid";
+  po.out_dir = dir + "/bin";
+  po.vocab_size = 40;
+  data::prepare(po);
+  return po.out_dir;
+}
+
+RunConfig tiny_config(const std::string& data, const std::string& save_dir, int64_t max_update) {
+  ConfigValues v;
+  v.set("arch", "transformer_tiny", "test");
+  v.set("data", data, "test");
+  v.set("save_dir", save_dir, "test");
+  v.set("stop.max_update", std::to_string(max_update), "test");
+  v.set("model.dropout", "0.1", "test");  // exercises the RNG state on resume
+  v.set("batch.max_tokens", "200", "test");
+  v.set("optim.warmup_updates", "5", "test");
+  v.set("optim.lr", "0.002", "test");
+  v.set("log.format", "text", "test");
+  return resolve_run_config(v);
+}
+}  // namespace
+
+TEST(Trainer, ResumeContinuesExactly) {
+  auto dir = test::temp_dir("resume");
+  auto data = tiny_data(dir);
+  {
+    Trainer t(tiny_config(data, dir + "/straight", 12), false);
+    EXPECT_EQ(t.run().num_updates, 12);
+  }
+  {
+    Trainer t(tiny_config(data, dir + "/split", 5), false);
+    EXPECT_EQ(t.run().num_updates, 5);
+  }
+  {
+    Trainer t(tiny_config(data, dir + "/split", 12), true);
+    EXPECT_EQ(t.run().num_updates, 12);
+  }
+  auto a = read_checkpoint(dir + "/straight/checkpoint_last.pt");
+  auto b = read_checkpoint(dir + "/split/checkpoint_last.pt");
+  ASSERT_EQ(a.model_tensors.size(), b.model_tensors.size());
+  for (const auto& [k, v] : a.model_tensors) {
+    EXPECT_LT(test::max_abs_diff(v, b.model_tensors[k]), 1e-6) << k;
+  }
+  EXPECT_EQ(a.progress.num_updates, 12);
+  EXPECT_EQ(b.progress.batch_in_epoch, a.progress.batch_in_epoch);
+}
+
+TEST(Checkpoint, RebuildsTheModelAndRejectsTruncatedFiles) {
+  auto dir = test::temp_dir("ckpt");
+  auto data = tiny_data(dir);
+  Trainer t(tiny_config(data, dir + "/ck", 2), false);
+  t.run();
+  auto loaded = load_model(dir + "/ck/checkpoint_last.pt");
+  EXPECT_EQ(loaded.config.arch, "transformer_tiny");
+  EXPECT_EQ(loaded.src_vocab_size, loaded.tgt_vocab_size);
+  std::string path = dir + "/ck/checkpoint_last.pt";
+  std::filesystem::copy_file(path, dir + "/trunc.pt");
+  std::filesystem::resize_file(dir + "/trunc.pt", std::filesystem::file_size(path) / 2);
+  try {
+    load_model(dir + "/trunc.pt");
+    FAIL();
+  } catch (const CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/trunc.pt: cannot read checkpoint"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_model(dir + "/missing.pt"), CheckpointError);
+}
+
+TEST(RunConfig, PresetThenOverridesAndUnknownKeys) {
+  ConfigValues v = parse_yaml_text("arch: transformer_iwslt_de_en\nmodel:\n  dropout: 0.3\n", "cfg.yaml");
+  auto cfg = resolve_run_config(v);
+  auto yaml = dump_run_config(cfg);
+  EXPECT_NE(yaml.find("ffn_embed_dim: \"1024\""), std::string::npos);
+  EXPECT_NE(yaml.find("dropout: \"0.29999999999999999\""), std::string::npos);
+  try {
+    resolve_run_config(parse_yaml_text("model:\n  encoder:\n    layer: 3\n", "cfg.yaml"));
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'model.encoder.layer'; did you mean 'model.encoder.layers'?");
+  }
+}
