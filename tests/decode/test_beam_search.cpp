@@ -5,6 +5,7 @@
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/models/transformer.h"
+#include "support/fairseq_models.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
@@ -93,18 +94,7 @@ TEST(BeamSearch, MaxLenForcesEosAndLengthPenaltyNormalizes) {
 
 TEST(BeamSearch, ReproducesFairseqSequenceGenerator) {
   LEANSEQ_REQUIRE_FIXTURE("model_transformer", fx);
-  auto j = nlohmann::json::parse(fx.json_text);
-  const auto& a = j["config"]["model_args"];
-  models::TransformerConfig cfg;
-  cfg.encoder.embed_dim = cfg.decoder.embed_dim = a["encoder_embed_dim"];
-  cfg.encoder.ffn_embed_dim = cfg.decoder.ffn_embed_dim = a["encoder_ffn_embed_dim"];
-  cfg.encoder.layers = cfg.decoder.layers = a["encoder_layers"];
-  cfg.encoder.attention_heads = cfg.decoder.attention_heads = a["encoder_attention_heads"];
-  cfg.share_decoder_input_output_embed = true;
-  cfg.max_source_positions = cfg.max_target_positions = a["max_target_positions"];
-  auto model = std::make_shared<models::TransformerModel>(cfg, 20, 20);
-  models::load_named_tensors(*model, fx.params, true, "model_transformer.json");
-  model->eval();
+  auto model = test::fairseq_transformer(fx, "model_transformer.json");
   SearchOptions opt;
   opt.beam = 3;
   opt.max_len_b = 6;

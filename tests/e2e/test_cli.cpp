@@ -114,7 +114,7 @@ TEST(EndToEnd, BadInputsGiveOneClearLineAndExitCodes) {
   // Usage errors exit 2.
   rc = run_command(kCli + " score --hyp x", out);
   EXPECT_EQ(rc, 2);
-  rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/ref.txt --metric ter", out);
+  rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/ref.txt --metric meteor", out);
   EXPECT_EQ(rc, 2);
 }
 

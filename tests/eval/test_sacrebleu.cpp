@@ -7,6 +7,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
+#include "leanseq/eval/ter.h"
 #include "leanseq/eval/tokenizers.h"
 #include "support/fixtures.h"
 
@@ -155,6 +156,24 @@ TEST(SacreBleu, Chrf) {
     sent.beta = 2;  // sentence_chrf is called with its default beta
     EXPECT_NEAR(sentence_chrf(c[0], refs, sent).score, c[2].get<double>(), 1e-4) << c.dump();
   }
+}
+
+TEST(SacreBleu, Ter) {
+  LOAD_OR_SKIP("cases.json", d);
+  int n = 0;
+  for (const auto& c : d["ter"]["cases"]) {
+    auto hyps = c[0].get<std::vector<std::string>>();
+    auto refs = c[1].get<std::vector<std::string>>();
+    EXPECT_NEAR(corpus_ter(hyps, {refs}).score, 100 * c[2].get<double>(), 1e-3) << c.dump();
+    ++n;
+  }
+  EXPECT_EQ(n, 6);
+}
+
+TEST(Ter, ShiftsAreCountedAsOneEdit) {
+  EXPECT_EQ(ter_edits({"d", "e", "f", "g", "h", "a", "b", "c"}, {"a", "b", "c", "d", "e", "f", "g", "h"}), 1.0);
+  EXPECT_EQ(ter_edits({"a", "b"}, {"a", "c"}), 1.0);
+  EXPECT_EQ(corpus_ter({"The Cat"}, {{"the cat"}}).score, 0.0);  // case-insensitive by default
 }
 
 TEST(Bleu, MismatchedStreamsAreAnError) {

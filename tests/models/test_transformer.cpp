@@ -9,42 +9,15 @@
 #include "leanseq/models/state_dict.h"
 #include "leanseq/models/transformer.h"
 #include "leanseq/nn/embeddings.h"
+#include "support/fairseq_models.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
 using namespace leanseq::models;
 
 namespace {
-TransformerConfig config_from_fairseq(const nlohmann::json& a) {
-  TransformerConfig c;
-  c.encoder.embed_dim = a["encoder_embed_dim"];
-  c.encoder.ffn_embed_dim = a["encoder_ffn_embed_dim"];
-  c.encoder.layers = a["encoder_layers"];
-  c.encoder.attention_heads = a["encoder_attention_heads"];
-  c.encoder.normalize_before = a["encoder_normalize_before"];
-  c.encoder.learned_pos = a["encoder_learned_pos"];
-  c.decoder.embed_dim = a["decoder_embed_dim"];
-  c.decoder.ffn_embed_dim = a["decoder_ffn_embed_dim"];
-  c.decoder.layers = a["decoder_layers"];
-  c.decoder.attention_heads = a["decoder_attention_heads"];
-  c.decoder.normalize_before = a["decoder_normalize_before"];
-  c.decoder.learned_pos = a["decoder_learned_pos"];
-  c.dropout = a["dropout"];
-  c.share_decoder_input_output_embed = a["share_decoder_input_output_embed"];
-  c.share_all_embeddings = a["share_all_embeddings"];
-  c.max_source_positions = a["max_source_positions"];
-  c.max_target_positions = a["max_target_positions"];
-  return c;
-}
-
 std::shared_ptr<Seq2SeqModel> fixture_model(const test::Fixture& fx) {
-  auto j = nlohmann::json::parse(fx.json_text);
-  auto cfg = config_from_fairseq(j["config"]["model_args"]);
-  int64_t V = j["config"]["vocab_size"];
-  auto model = std::make_shared<TransformerModel>(cfg, V, V);
-  load_named_tensors(*model, fx.params, true, "model_transformer.json");
-  model->eval();
-  return model;
+  return test::fairseq_transformer(fx, "model_transformer.json");
 }
 }  // namespace
 

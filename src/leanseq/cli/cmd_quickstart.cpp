@@ -83,7 +83,8 @@ void add_quickstart(CLI::App& app, int& exit_code) {
     values.set("save_dir", save_dir, "quickstart");
     values.set("stop.max_minutes", std::to_string(a->minutes), "--minutes");
     values.set("optim.lr", "0.001", "quickstart");
-    values.set("optim.warmup_updates", "400", "quickstart");
+    // A short warmup: a budget of minutes on two cores is only a few hundred updates.
+    values.set("optim.warmup_updates", "100", "quickstart");
     values.set("optim.weight_decay", "0.0001", "quickstart");
     values.set("batch.max_tokens", "2048", "quickstart");
     values.set("log.interval", "50", "quickstart");

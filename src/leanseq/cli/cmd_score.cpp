@@ -7,6 +7,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
+#include "leanseq/eval/ter.h"
 
 namespace leanseq::cli {
 
@@ -20,10 +21,10 @@ struct ScoreArgs {
 
 void add_score(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ScoreArgs>();
-  auto* sub = app.add_subcommand("score", "BLEU / chrF / chrF++ exactly as sacreBLEU 2.x, or fairseq's tokenized BLEU");
+  auto* sub = app.add_subcommand("score", "BLEU, chrF, chrF++ and TER as sacreBLEU 2.x, or fairseq's tokenized BLEU");
   sub->add_option("--ref,-r", a->refs, "reference file (repeat for several references)")->required();
   sub->add_option("--hyp", a->hyp, "hypothesis file ('-': stdin)")->required();
-  sub->add_option("--metric,-m", a->metric, "bleu, chrf, chrf++ or tok-bleu (fairseq-style: whitespace tokens)")
+  sub->add_option("--metric,-m", a->metric, "bleu, chrf, chrf++, ter or tok-bleu (fairseq-style: whitespace tokens)")
       ->capture_default_str();
   sub->add_option("--tokenize", a->tokenize, "13a, intl, char or none (BLEU)")->capture_default_str();
   sub->add_flag("--lowercase", a->lowercase, "lowercase hypotheses and references");
@@ -65,8 +66,15 @@ void add_score(CLI::App& app, int& exit_code) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%s = %.2f", a->metric == "chrf" ? "chrF2" : "chrF2++", s.score);
       text = buf;
+    } else if (a->metric == "ter") {
+      eval::TerOptions o;
+      auto s = eval::corpus_ter(hyps, refs, o);
+      out = {{"metric", "ter"}, {"score", s.score}, {"edits", s.edits}, {"ref_length", s.ref_length}};
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "TER = %.2f (%.0f edits / %.1f reference words)", s.score, s.edits, s.ref_length);
+      text = buf;
     } else {
-      throw ConfigError("--metric: unknown metric '" + a->metric + "' (expected bleu, chrf, chrf++ or tok-bleu)");
+      throw ConfigError("--metric: unknown metric '" + a->metric + "' (expected bleu, chrf, chrf++, ter or tok-bleu)");
     }
     if (a->format == "json") {
       std::cout << out.dump() << "\n";

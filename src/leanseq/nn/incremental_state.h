@@ -32,7 +32,6 @@ using LayerCache = std::variant<std::monostate, SelfAttentionCache, StaticAttent
 class IncrementalState {
  public:
   explicit IncrementalState(size_t slots = 0) : caches_(slots) {}
-  LayerCache& slot(size_t i) { return caches_.at(i); }
   size_t size() const { return caches_.size(); }
   int64_t steps = 0;  // target tokens consumed so far
 
