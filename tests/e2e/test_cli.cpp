@@ -68,6 +68,9 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
   rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --output " + dir + "/curve.png", out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_GT(std::filesystem::file_size(dir + "/curve.png"), 1000u);
+  rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --x update --output " + dir + "/curve.svg", out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(leanseq::test::read_text(dir + "/curve.svg").find("<svg"), std::string::npos);
   // Averaging two checkpoints gives a loadable checkpoint.
   rc = run_command(kCli + " average --inputs " + dir + "/ck/checkpoint_last.pt " + dir +
                        "/ck/checkpoint_best.pt --output " + dir + "/avg.pt",

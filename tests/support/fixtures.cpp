@@ -66,6 +66,13 @@ int run_command(const std::string& cmd, std::string& output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 std::string temp_dir(const std::string& tag) {
   std::random_device rd;
   auto p = std::filesystem::temp_directory_path() /

@@ -25,6 +25,9 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
 // Runs a shell command, returning its exit code; stdout+stderr go to `output`.
 int run_command(const std::string& cmd, std::string& output);
 
+// The whole content of a file ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
 // A fresh temporary directory under the system temp dir.
 std::string temp_dir(const std::string& tag);
 

@@ -64,8 +64,9 @@ std::string tiny_data(const std::string& dir) {
   return po.out_dir;
 }
 
-RunConfig tiny_config(const std::string& data, const std::string& save_dir, int64_t max_update) {
-  ConfigValues v;
+RunConfig tiny_config(const std::string& data, const std::string& save_dir, int64_t max_update,
+                      const std::vector<std::string>& extra = {}) {
+  ConfigValues v = parse_assignments(extra, "test");
   v.set("arch", "transformer_tiny", "test");
   v.set("data", data, "test");
   v.set("save_dir", save_dir, "test");
@@ -107,8 +108,15 @@ TEST(Trainer, ResumeContinuesExactly) {
 TEST(Checkpoint, RebuildsTheModelAndRejectsTruncatedFiles) {
   auto dir = test::temp_dir("ckpt");
   auto data = tiny_data(dir);
-  Trainer t(tiny_config(data, dir + "/ck", 2), false);
+  Trainer t(tiny_config(data, dir + "/ck", 3,
+                        {"checkpoint.save_interval_updates=1", "checkpoint.keep_interval_updates=2"}),
+            false);
   t.run();
+  // Every update saved checkpoint_<epoch>_<update>.pt; only the last two are kept.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ck/checkpoint_1_1.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_1_2.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_1_3.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_best.pt"));
   auto loaded = load_model(dir + "/ck/checkpoint_last.pt");
   EXPECT_EQ(loaded.config.arch, "transformer_tiny");
   EXPECT_EQ(loaded.src_vocab_size, loaded.tgt_vocab_size);
