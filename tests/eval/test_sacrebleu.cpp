@@ -177,5 +177,8 @@ TEST(Ter, ShiftsAreCountedAsOneEdit) {
 }
 
 TEST(Bleu, MismatchedStreamsAreAnError) {
-  EXPECT_THROW(corpus_bleu({"a", "b"}, {{"a"}}), leanseq::DataError);
+  const std::vector<std::vector<std::string>> one_line{{"a"}};
+  EXPECT_THROW(corpus_bleu({"a", "b"}, one_line), leanseq::DataError);
+  EXPECT_THROW(corpus_chrf({"a", "b"}, one_line), leanseq::DataError);
+  EXPECT_THROW(corpus_ter({"a", "b"}, one_line), leanseq::DataError);
 }

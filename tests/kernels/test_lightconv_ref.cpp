@@ -113,3 +113,36 @@ TEST(LightconvReference, HeadToChannelMappingIsContiguousBlocks) {
   EXPECT_NEAR(y[0][0][2].item<float>(), 0.0f, 1e-4);
   EXPECT_NEAR(y[0][0][3].item<float>(), 0.0f, 1e-4);
 }
+
+TEST(LightconvReference, CausalStepsReproduceFairseqIncrementalDecoding) {
+  auto names = fixture_names("incremental_");
+  if (names.empty()) GTEST_SKIP() << "../shared/fixtures/fairseq is absent";
+  EXPECT_EQ(names.size(), 12u);
+  for (const auto& name : names) {
+    test::Fixture fx;
+    ASSERT_TRUE(test::load_fixture(name, fx));
+    auto j = nlohmann::json::parse(fx.json_text);
+    const int64_t H = j["config"]["num_heads"], K = j["config"]["kernel_size"];
+    auto x = fx.inputs["x"].transpose(0, 1).contiguous();  // [B, T, C]
+    const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+    auto weights_for = [&](const torch::Tensor& xs) {
+      if (fx.params.count("weight")) return kernels::lightweight_weights(fx.params["weight"], B, xs.size(1));
+      auto b = fx.params.count("weight_linear.bias") ? fx.params["weight_linear.bias"] : torch::Tensor();
+      return kernels::dynamic_weights(torch::nn::functional::linear(xs, fx.params["weight_linear.weight"], b), H);
+    };
+    auto expect = fx.outputs["y_steps"].transpose(0, 1);
+    for (int64_t chunk : {1, 2, 3}) {
+      auto window = torch::zeros({B, K - 1, C});
+      std::vector<torch::Tensor> ys;
+      for (int64_t t = 0; t < T; t += chunk) {
+        auto xs = x.narrow(1, t, std::min(chunk, T - t));
+        auto [y, next] = kernels::lightconv_causal_step(window, xs, weights_for(xs));
+        ys.push_back(y);
+        window = next;
+      }
+      EXPECT_LT(test::max_abs_diff(torch::cat(ys, 1), expect), 1e-5) << name << " chunk " << chunk;
+    }
+    // The full-sequence band path gives the same outputs.
+    EXPECT_LT(test::max_abs_diff(kernels::lightconv_band(x, weights_for(x), K - 1), expect), 1e-5) << name;
+  }
+}

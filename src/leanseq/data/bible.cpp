@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/io.h"
 
 namespace leanseq::data {
@@ -63,9 +64,6 @@ std::string drop_elements(const std::string& s, const std::string& tag, bool (*k
 bool keep_none(const std::string&) { return false; }
 bool keep_canonical(const std::string& t) { return t.find("canonical=\"true\"") != std::string::npos; }
 
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
-}
 
 }  // namespace
 

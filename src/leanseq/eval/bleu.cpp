@@ -5,6 +5,7 @@
 #include <map>
 
 #include "leanseq/core/error.h"
+#include "leanseq/eval/streams.h"
 #include "leanseq/eval/unicode.h"
 
 namespace leanseq::eval {
@@ -132,13 +133,7 @@ BleuScore bleu_from_stats(BleuStats stats, const BleuOptions& opt) {
 
 BleuScore corpus_bleu(const std::vector<std::string>& hyps,
                       const std::vector<std::vector<std::string>>& refs, const BleuOptions& opt) {
-  for (size_t k = 0; k < refs.size(); ++k) {
-    if (refs[k].size() != hyps.size()) {
-      throw DataError("reference stream " + std::to_string(k + 1) + " has " +
-                      std::to_string(refs[k].size()) + " segments but the hypotheses have " +
-                      std::to_string(hyps.size()));
-    }
-  }
+  check_reference_streams(hyps, refs);
   BleuStats total;
   total.correct.assign(opt.max_order, 0);
   total.total.assign(opt.max_order, 0);

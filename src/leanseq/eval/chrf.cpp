@@ -3,6 +3,7 @@
 #include <map>
 
 #include "leanseq/core/error.h"
+#include "leanseq/eval/streams.h"
 #include "leanseq/eval/unicode.h"
 
 namespace leanseq::eval {
@@ -106,13 +107,7 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
                       const std::vector<std::vector<std::string>>& refs, const ChrfOptions& opt) {
   const int order = opt.char_order + opt.word_order;
   std::vector<double> total(3 * order, 0.0);
-  for (size_t k = 0; k < refs.size(); ++k) {
-    if (refs[k].size() != hyps.size()) {
-      throw DataError("reference stream " + std::to_string(k + 1) + " has " +
-                      std::to_string(refs[k].size()) + " segments but the hypotheses have " +
-                      std::to_string(hyps.size()));
-    }
-  }
+  check_reference_streams(hyps, refs);
   for (size_t i = 0; i < hyps.size(); ++i) {
     auto h = extract(hyps[i], opt);
     std::vector<double> best;

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "leanseq/core/error.h"
+#include "leanseq/eval/streams.h"
 #include "leanseq/eval/unicode.h"
 
 namespace leanseq::eval {
@@ -143,12 +144,7 @@ double ter_edits(const Words& hyp, const Words& ref) {
 
 TerScore corpus_ter(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
                     const TerOptions& opt) {
-  for (size_t k = 0; k < refs.size(); ++k) {
-    if (refs[k].size() != hyps.size()) {
-      throw DataError("reference stream " + std::to_string(k + 1) + " has " + std::to_string(refs[k].size()) +
-                      " segments but the hypotheses have " + std::to_string(hyps.size()));
-    }
-  }
+  check_reference_streams(hyps, refs);
   auto words = [&](const std::string& s) { return split_whitespace(opt.case_sensitive ? s : to_lower(s)); };
   TerScore out;
   for (size_t i = 0; i < hyps.size(); ++i) {

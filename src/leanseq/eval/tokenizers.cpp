@@ -1,6 +1,7 @@
 #include "leanseq/eval/tokenizers.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/eval/unicode.h"
 
 namespace leanseq::eval {
@@ -25,11 +26,6 @@ std::string tokenize_name(Tokenize t) {
 
 namespace {
 
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
-    s.replace(pos, from.size(), to);
-  }
-}
 
 std::string join_words(const std::string& s) {
   std::string out;

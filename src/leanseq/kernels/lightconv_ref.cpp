@@ -37,6 +37,20 @@ torch::Tensor lightconv_band(const torch::Tensor& x, const torch::Tensor& weight
   return y.view({B, H, T, R}).permute({0, 2, 1, 3}).reshape({B, T, C});
 }
 
+std::pair<torch::Tensor, torch::Tensor> lightconv_causal_step(const torch::Tensor& window, const torch::Tensor& x_new,
+                                                              const torch::Tensor& weights) {
+  const int64_t K = weights.size(3);
+  TORCH_CHECK(window.dim() == 3 && window.size(1) == K - 1 && window.size(2) == x_new.size(2),
+              "lightconv step: window must be [B, K-1, C] = [", x_new.size(0), ", ", K - 1, ", ", x_new.size(2),
+              "], got ", window.sizes());
+  // [window ; x_new] is the input padded on the left; with padding_l = 0 its windows give y.
+  auto buffer = torch::cat({window, x_new}, 1);  // [B, K-1+n, C]
+  const int64_t B = x_new.size(0), n = x_new.size(1), C = x_new.size(2), H = weights.size(1);
+  auto windows = buffer.unfold(1, K, 1).reshape({B, n, H, C / H, K});
+  auto y = (windows * weights.permute({0, 2, 1, 3}).unsqueeze(3)).sum(-1).reshape({B, n, C});
+  return {y, buffer.narrow(1, n, K - 1)};
+}
+
 torch::Tensor lightweight_weights(const torch::Tensor& weight, int64_t B, int64_t T) {
   auto w = weight.dim() == 3 ? weight.squeeze(1) : weight;  // [H, K]
   TORCH_CHECK(w.dim() == 2, "lightweight weight must be [H, K] or [H, 1, K], got ", weight.sizes());

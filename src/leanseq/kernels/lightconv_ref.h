@@ -20,6 +20,13 @@ torch::Tensor lightconv_unfold(const torch::Tensor& x, const torch::Tensor& weig
 // Band-matrix formulation: per (batch, head) a [T, T] band matrix times the [T, C/H] input block.
 torch::Tensor lightconv_band(const torch::Tensor& x, const torch::Tensor& weights, int64_t padding_l);
 
+// Causal (padding_l = K - 1) convolution of n new positions given the K - 1 inputs before them
+// (`window`, [B, K-1, C]; zeros before the sequence start): the incremental-decoding form of the
+// same semantics. weights: [B, H, n, K]. Returns the outputs [B, n, C] and the new window (the
+// last K - 1 inputs). Any n >= 1 works, so chunks of several tokens decode exactly.
+std::pair<torch::Tensor, torch::Tensor> lightconv_causal_step(const torch::Tensor& window, const torch::Tensor& x_new,
+                                                              const torch::Tensor& weights);
+
 // Lightweight weights: softmax over K of `weight` ([H, K] or fairseq's [H, 1, K]), expanded to
 // [B, H, T, K] without copying.
 torch::Tensor lightweight_weights(const torch::Tensor& weight, int64_t B, int64_t T);
