@@ -78,6 +78,15 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
   EXPECT_EQ(rc, 0) << out;
   rc = run_command("echo 'a1 a2 a3' | " + kCli + " translate --checkpoint " + dir + "/avg.pt --greedy", out);
   EXPECT_EQ(rc, 0) << out;
+  // Alignments: one "s-t" pair per target subword, after a tab.
+  rc = run_command("echo 'a1 a2 a3' | " + kCli + " translate --checkpoint " + dir +
+                       "/ck/checkpoint_best.pt --print-alignment 2>/dev/null",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  auto tab = out.find('\t');
+  ASSERT_NE(tab, std::string::npos) << out;
+  EXPECT_NE(out.find("-0", tab), std::string::npos) << out;
+  EXPECT_NE(out.find("-1", tab), std::string::npos) << out;
 }
 
 TEST(EndToEnd, BadInputsGiveOneClearLineAndExitCodes) {

@@ -16,7 +16,7 @@ namespace {
 struct TranslateArgs {
   std::string checkpoint, input = "-", output = "-";
   decode::TranslateOptions opt;
-  bool greedy = false, interactive = false, scores = false;
+  bool greedy = false, interactive = false, scores = false, alignment = false;
   int64_t threads = 0;
 };
 
@@ -34,14 +34,28 @@ std::vector<std::string> read_input(const std::string& path) {
   return lines;
 }
 
+// "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
+std::string alignment_pairs(const decode::Hypothesis& h) {
+  std::string out;
+  for (size_t t = 0; t + 1 < h.alignment.size(); ++t) {
+    out += (t ? " " : "") + std::to_string(h.alignment[t]) + "-" + std::to_string(t);
+  }
+  return out;
+}
+
 std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const TranslateArgs& a) {
   std::ostringstream os;
+  auto tail = [&](const decode::TranslationHyp& h) { return a.alignment ? "\t" + alignment_pairs(h.hyp) : ""; };
   if (a.opt.search.nbest <= 1 && !a.scores) {
-    os << (hyps.empty() ? "" : hyps[0].text) << "\n";
+    if (hyps.empty()) {
+      os << "\n";
+    } else {
+      os << hyps[0].text << tail(hyps[0]) << "\n";
+    }
     return os.str();
   }
   for (size_t k = 0; k < hyps.size(); ++k) {
-    os << index << "\t" << k << "\t" << hyps[k].hyp.score << "\t" << hyps[k].text << "\n";
+    os << index << "\t" << k << "\t" << hyps[k].hyp.score << "\t" << hyps[k].text << tail(hyps[k]) << "\n";
   }
   return os.str();
 }
@@ -66,10 +80,14 @@ void add_translate(CLI::App& app, int& exit_code) {
   sub->add_option("--max-tokens", a->opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
   sub->add_flag("--print-scores", a->scores, "print index, rank and score before each translation");
   sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read");
+  sub->add_flag("--print-alignment", a->alignment,
+                "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
+                "(last decoder layer's encoder attention, averaged over heads)");
   sub->add_option("--threads", a->threads, "intra-op threads (0: all cores)");
   sub->callback([a, &exit_code] {
     if (a->threads > 0) torch::set_num_threads(static_cast<int>(a->threads));
     if (a->greedy) a->opt.search.beam = 1;
+    a->opt.search.need_attn = a->alignment;
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
     if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
     auto lt = train::load_translator(a->checkpoint);
