@@ -73,11 +73,26 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+// Removes the temporary directories of a test binary when it exits.
+struct TempDirs {
+  std::vector<std::filesystem::path> paths;
+  ~TempDirs() {
+    std::error_code ec;
+    for (const auto& p : paths) std::filesystem::remove_all(p, ec);
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+}  // namespace
+
 std::string temp_dir(const std::string& tag) {
   std::random_device rd;
-  auto p = std::filesystem::temp_directory_path() /
-           ("leanseq-" + tag + "-" + std::to_string(rd()));
+  auto p = std::filesystem::temp_directory_path() / ("leanseq-" + tag + "-" + std::to_string(rd()));
   std::filesystem::create_directories(p);
+  temp_dirs().paths.push_back(p);
   return p.string();
 }
 

@@ -28,7 +28,7 @@ int run_command(const std::string& cmd, std::string& output);
 // The whole content of a file ("" when it cannot be read).
 std::string read_text(const std::string& path);
 
-// A fresh temporary directory under the system temp dir.
+// A fresh temporary directory under the system temp dir, removed when the test binary exits.
 std::string temp_dir(const std::string& tag);
 
 }  // namespace leanseq::test
