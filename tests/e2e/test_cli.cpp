@@ -118,6 +118,11 @@ TEST(EndToEnd, BadInputsGiveOneClearLineAndExitCodes) {
   rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/hyp.txt", out);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find(dir + "/hyp.txt:2: invalid UTF-8"), std::string::npos) << out;
+  // The same from standard input.
+  std::ofstream(dir + "/ref1.txt") << "fine\n";
+  rc = run_command("printf 'bad \\377\\n' | " + kCli + " score --ref " + dir + "/ref1.txt --hyp -", out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("<stdin>:1: invalid UTF-8"), std::string::npos) << out;
   // A truncated checkpoint: exit 1, names the file.
   std::ofstream(dir + "/bad.pt") << "PK\x03\x04garbage";
   rc = run_command("echo hi | " + kCli + " translate --checkpoint " + dir + "/bad.pt", out);

@@ -31,13 +31,7 @@ void add_score(CLI::App& app, int& exit_code) {
   sub->add_option("--format", a->format, "text or json")->capture_default_str();
   sub->callback([a, &exit_code] {
     if (a->format != "text" && a->format != "json") throw ConfigError("--format must be text or json");
-    std::vector<std::string> hyps;
-    if (a->hyp == "-") {
-      std::string line;
-      while (std::getline(std::cin, line)) hyps.push_back(line);
-    } else {
-      hyps = io::read_lines(a->hyp);
-    }
+    auto hyps = io::read_lines(a->hyp);
     std::vector<std::vector<std::string>> refs;
     for (const auto& r : a->refs) {
       refs.push_back(io::read_lines(r));

@@ -20,19 +20,6 @@ struct TranslateArgs {
   int64_t threads = 0;
 };
 
-std::vector<std::string> read_input(const std::string& path) {
-  if (path != "-") return io::read_lines(path);
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (io::utf8_invalid_offset(line) >= 0) {
-      throw DataError("<stdin>:" + std::to_string(lines.size() + 1) + ": invalid UTF-8 (expected UTF-8 text)");
-    }
-    lines.push_back(line);
-  }
-  return lines;
-}
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
 std::string alignment_pairs(const decode::Hypothesis& h) {
@@ -108,7 +95,7 @@ void add_translate(CLI::App& app, int& exit_code) {
         if (prompt) std::cerr << "> " << std::flush;
       }
     } else {
-      auto lines = read_input(a->input);
+      auto lines = io::read_lines(a->input);
       auto res = lt.translator->translate(lines, a->opt, &stats);
       std::ostringstream os;
       for (size_t i = 0; i < res.size(); ++i) os << format_hyps(res[i], i, *a);

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 
 #include "leanseq/core/error.h"
 
@@ -44,9 +46,8 @@ long utf8_invalid_offset(const std::string& s) {
   return -1;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open file for reading");
+namespace {
+std::vector<std::string> read_stream(std::istream& in, const std::string& path) {
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -60,6 +61,19 @@ std::vector<std::string> read_lines(const std::string& path) {
     lines.push_back(std::move(line));
   }
   return lines;
+}
+}  // namespace
+
+std::vector<std::string> read_lines(const std::string& path) {
+  if (path == "-") return read_stream(std::cin, "<stdin>");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open file for reading");
+  return read_stream(in, path);
+}
+
+std::vector<std::string> split_lines(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
+  return read_stream(in, origin);
 }
 
 bool file_exists(const std::string& path) { return std::filesystem::exists(path); }

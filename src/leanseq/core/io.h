@@ -6,9 +6,12 @@
 
 namespace leanseq::io {
 
-// Reads a text file into lines (without '\n'; a trailing '\r' is kept out too). Throws DataError
-// naming the file when it is missing, and file:line when a line is not valid UTF-8.
+// Reads a text file ("-": standard input, named <stdin> in errors) into lines (without '\n'; a
+// trailing '\r' is kept out too). Throws DataError naming the file when it is missing, and
+// file:line when a line is not valid UTF-8.
 std::vector<std::string> read_lines(const std::string& path);
+// The same for text already in memory; `origin` names it in errors.
+std::vector<std::string> split_lines(const std::string& text, const std::string& origin);
 
 // Returns the byte offset of the first invalid UTF-8 sequence, or -1 when `s` is valid.
 long utf8_invalid_offset(const std::string& s);

@@ -65,9 +65,14 @@ void Dictionary::save(const std::string& path) const {
   io::atomic_write_text(path, os.str());
 }
 
-Dictionary Dictionary::load(const std::string& path) {
+Dictionary Dictionary::load(const std::string& path) { return from_lines(io::read_lines(path), path); }
+
+Dictionary Dictionary::parse(const std::string& text, const std::string& origin) {
+  return from_lines(io::split_lines(text, origin), origin);
+}
+
+Dictionary Dictionary::from_lines(const std::vector<std::string>& lines, const std::string& path) {
   Dictionary d;
-  auto lines = io::read_lines(path);
   for (size_t i = 0; i < lines.size(); ++i) {
     const auto& line = lines[i];
     auto sp = line.rfind(' ');

@@ -26,6 +26,8 @@ class Dictionary {
 
   void save(const std::string& path) const;  // atomic
   static Dictionary load(const std::string& path);
+  // Parses dict.txt contents held in memory; `origin` names them in errors.
+  static Dictionary parse(const std::string& text, const std::string& origin);
 
   // Encodes whitespace-separated pieces, appending </s>.
   std::vector<int64_t> encode(const std::vector<std::string>& pieces, bool append_eos = true) const;
@@ -33,6 +35,7 @@ class Dictionary {
   std::vector<std::string> decode(const std::vector<int64_t>& ids) const;
 
  private:
+  static Dictionary from_lines(const std::vector<std::string>& lines, const std::string& path);
   std::vector<std::string> symbols_;
   std::vector<int64_t> counts_;
   std::unordered_map<std::string, int64_t> index_;

@@ -10,20 +10,6 @@
 namespace leanseq::train {
 
 namespace {
-data::Dictionary dictionary_from_text(const std::string& text, const std::string& origin) {
-  // Reuse the file parser through a temporary file: one format, one parser.
-  auto path = std::filesystem::temp_directory_path() / ("leanseq-dict-" + std::to_string(::getpid()) + ".txt");
-  write_bytes(path.string(), text);
-  try {
-    auto d = data::Dictionary::load(path.string());
-    std::filesystem::remove(path);
-    return d;
-  } catch (...) {
-    std::filesystem::remove(path);
-    throw;
-  }
-}
-
 std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, const std::string& tag) {
   auto path = std::filesystem::temp_directory_path() /
               ("leanseq-spm-" + std::to_string(::getpid()) + "-" + tag + ".model");
@@ -40,8 +26,8 @@ LoadedTranslator load_translator(const std::string& checkpoint_path) {
   const auto& v = out.loaded.vocab;
   auto src_spm = spm_from_bytes(v.src_spm, "src");
   auto tgt_spm = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, "tgt");
-  out.translator = std::make_unique<decode::Translator>(out.loaded.model, dictionary_from_text(v.src_dict, checkpoint_path),
-                                                        dictionary_from_text(v.tgt_dict, checkpoint_path), src_spm,
+  out.translator = std::make_unique<decode::Translator>(out.loaded.model, data::Dictionary::parse(v.src_dict, checkpoint_path + " (source dictionary)"),
+                                                        data::Dictionary::parse(v.tgt_dict, checkpoint_path + " (target dictionary)"), src_spm,
                                                         tgt_spm);
   return out;
 }
