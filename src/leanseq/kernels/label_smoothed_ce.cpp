@@ -1,8 +1,9 @@
 #include "leanseq/kernels/label_smoothed_ce.h"
 
 #include <cmath>
-#include <thread>
 #include <vector>
+
+#include "leanseq/kernels/parallel.h"
 
 namespace leanseq::kernels {
 
@@ -52,25 +53,23 @@ class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
     const float* xp = x.data_ptr<float>();
     float* gp = grad.data_ptr<float>();
     const int64_t* tp = t.data_ptr<int64_t>();
-    const int workers = static_cast<int>(std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), N / 64 + 1));
+    // Checked here: the workers below must not throw.
+    auto bad = t.ne(ignore_index).logical_and(t.lt(0).logical_or(t.ge(V)));
+    TORCH_CHECK(!bad.any().item<bool>(), "label_smoothed_cross_entropy: a target is outside [0, ", V, ")");
+    const int workers = workers_for(N, 64);
     std::vector<double> loss(workers, 0.0), nll(workers, 0.0);
-    auto work = [&](int w) {
-      for (int64_t i = w; i < N; i += workers) {
+    parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
         float* g = gp + i * V;
         if (tp[i] == ignore_index) {
           std::fill(g, g + V, 0.f);
           continue;
         }
-        TORCH_CHECK(tp[i] >= 0 && tp[i] < V, "label_smoothed_cross_entropy: target ", tp[i], " outside [0, ", V, ")");
         auto r = row_kernel(xp + i * V, g, V, tp[i], e, ei);
         loss[w] += r.loss;
         nll[w] += r.nll;
       }
-    };
-    std::vector<std::thread> threads;
-    for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
-    work(0);
-    for (auto& th : threads) th.join();
+    });
     double loss_sum = 0, nll_sum = 0;
     for (int w = 0; w < workers; ++w) loss_sum += loss[w], nll_sum += nll[w];
     ctx->save_for_backward({grad});
