@@ -92,9 +92,9 @@ TEST(BeamSearch, MaxLenForcesEosAndLengthPenaltyNormalizes) {
   }
 }
 
-TEST(BeamSearch, ReproducesFairseqSequenceGenerator) {
-  LEANSEQ_REQUIRE_FIXTURE("model_transformer", fx);
-  auto model = test::fairseq_transformer(fx, "model_transformer.json");
+namespace {
+void check_fairseq_beams(test::Fixture& fx, const std::string& name) {
+  auto model = test::fairseq_model(fx, name);
   SearchOptions opt;
   opt.beam = 3;
   opt.max_len_b = 6;
@@ -104,11 +104,11 @@ TEST(BeamSearch, ReproducesFairseqSequenceGenerator) {
   auto all_pos = fx.outputs["beam_all_positional_scores"];
   auto all_len = fx.outputs["beam_all_lengths"];
   for (int64_t b = 0; b < 3; ++b) {
-    ASSERT_EQ(res[b].size(), 3u);
+    ASSERT_EQ(res[b].size(), 3u) << name;
     for (int64_t k = 0; k < 3; ++k) {
       const auto& h = res[b][k];
       int64_t len = all_len[b][k].item<int64_t>();
-      ASSERT_EQ(static_cast<int64_t>(h.tokens.size()), len) << "sentence " << b << " hyp " << k;
+      ASSERT_EQ(static_cast<int64_t>(h.tokens.size()), len) << name << " sentence " << b << " hyp " << k;
       for (int64_t t = 0; t < len; ++t) {
         EXPECT_EQ(h.tokens[t], all_tokens[b][k][t].item<int64_t>());
         EXPECT_NEAR(h.positional_scores[t], all_pos[b][k][t].item<float>(), 1e-5);
@@ -116,4 +116,20 @@ TEST(BeamSearch, ReproducesFairseqSequenceGenerator) {
       EXPECT_NEAR(h.score, all_scores[b][k].item<float>(), 1e-5);
     }
   }
+}
+}  // namespace
+
+TEST(BeamSearch, ReproducesFairseqSequenceGeneratorTransformer) {
+  LEANSEQ_REQUIRE_FIXTURE("model_transformer", fx);
+  check_fairseq_beams(fx, "model_transformer");
+}
+
+TEST(BeamSearch, ReproducesFairseqSequenceGeneratorLightweightConv) {
+  LEANSEQ_REQUIRE_FIXTURE("model_lightconv_lightweight", fx);
+  check_fairseq_beams(fx, "model_lightconv_lightweight");
+}
+
+TEST(BeamSearch, ReproducesFairseqSequenceGeneratorDynamicConv) {
+  LEANSEQ_REQUIRE_FIXTURE("model_lightconv_dynamic", fx);
+  check_fairseq_beams(fx, "model_lightconv_dynamic");
 }

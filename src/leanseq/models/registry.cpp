@@ -1,6 +1,7 @@
 #include "leanseq/models/registry.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/models/lightconv.h"
 #include "leanseq/models/transformer.h"
 
 namespace leanseq::models {
@@ -38,6 +39,7 @@ const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
     register_transformer(reg);
+    register_lightconv(reg);
     return reg;
   }();
   return r;

@@ -120,13 +120,8 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerDecoderLayer(cfg.layer_options(s)));
   layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
-  auto projection = register_module("output_projection", std::make_shared<torch::nn::Module>());
-  if (cfg.share_decoder_input_output_embed || cfg.share_all_embeddings) {
-    output_weight = projection->register_parameter("weight", embed_tokens->weight);
-  } else {
-    output_weight = projection->register_parameter(
-        "weight", torch::randn({vocab, s.embed_dim}) * std::pow(static_cast<double>(s.embed_dim), -0.5));
-  }
+  output_weight = nn::register_output_projection(
+      *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
 }
 
 torch::Tensor TransformerDecoderImpl::run_layers(

@@ -60,4 +60,11 @@ torch::nn::Embedding make_embedding(int64_t num, int64_t dim, int64_t padding_id
   return e;
 }
 
+torch::Tensor register_output_projection(torch::nn::Module& owner, const torch::nn::Embedding& embed, bool tied,
+                                         int64_t vocab, int64_t dim) {
+  auto projection = owner.register_module("output_projection", std::make_shared<torch::nn::Module>());
+  if (tied) return projection->register_parameter("weight", embed->weight);
+  return projection->register_parameter("weight", torch::randn({vocab, dim}) * std::pow(static_cast<double>(dim), -0.5));
+}
+
 }  // namespace leanseq::nn

@@ -35,4 +35,9 @@ TORCH_MODULE(PositionalEmbedding);
 // Embedding with fairseq's init: N(0, dim^-0.5), the padding row zero.
 torch::nn::Embedding make_embedding(int64_t num, int64_t dim, int64_t padding_idx);
 
+// Registers the decoder's output projection as `<owner>.output_projection.weight` [vocab, dim]:
+// the token embedding itself when tied, else a new N(0, dim^-0.5) matrix. Returns the weight.
+torch::Tensor register_output_projection(torch::nn::Module& owner, const torch::nn::Embedding& embed, bool tied,
+                                         int64_t vocab, int64_t dim);
+
 }  // namespace leanseq::nn

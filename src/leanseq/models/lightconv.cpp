@@ -1,0 +1,316 @@
+#include "leanseq/models/lightconv.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/models/registry.h"
+
+namespace leanseq::models {
+
+namespace {
+constexpr int64_t kPad = 1;
+
+void visit_side(ConfigVisitor& v, const std::string& p, LightConvSideConfig& s) {
+  v.field(p + ".embed_dim", s.embed_dim, "embedding dimension");
+  v.field(p + ".conv_dim", s.conv_dim, "convolution channels (0: embed_dim)");
+  v.field(p + ".ffn_embed_dim", s.ffn_embed_dim, "feed-forward inner dimension");
+  v.field(p + ".layers", s.layers, "number of layers");
+  v.field(p + ".attention_heads", s.attention_heads, "convolution heads (and encoder-attention heads in the decoder)");
+  v.field(p + ".kernel_size_list", s.kernel_size_list, "kernel size per layer, e.g. 3,7,15,31 (one value: all layers)");
+  v.field(p + ".conv_type", s.conv_type, "dynamic or lightweight");
+  v.field(p + ".glu", s.glu, "input projection to 2 * conv_dim followed by a GLU");
+  v.field(p + ".normalize_before", s.normalize_before, "pre-norm (LayerNorm before each block)");
+  v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
+}
+
+torch::nn::LayerNorm maybe_layer_norm(bool pre_norm, int64_t dim) {
+  return pre_norm ? torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)) : torch::nn::LayerNorm(nullptr);
+}
+
+torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
+  return p > 0 ? torch::dropout(x, p, training) : x;
+}
+}  // namespace
+
+std::vector<int64_t> LightConvSideConfig::kernel_sizes(const std::string& key) const {
+  // Accepts "3,7,15", "[3, 7, 15]" (fairseq's notation) or one size for every layer.
+  std::vector<int64_t> out;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    size_t used = 0;
+    int64_t k = -1;
+    try {
+      k = std::stoll(cur, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != cur.size() || k < 1) {
+      throw ConfigError(key + ": '" + cur + "' is not a positive kernel size (expected e.g. 3,7,15,31)");
+    }
+    out.push_back(k);
+    cur.clear();
+  };
+  for (char c : kernel_size_list) {
+    if (c == ',' || c == ' ' || c == '[' || c == ']') {
+      flush();
+    } else {
+      cur += c;
+    }
+  }
+  flush();
+  if (out.size() == 1) out.assign(static_cast<size_t>(std::max<int64_t>(layers, 0)), out[0]);
+  if (static_cast<int64_t>(out.size()) != layers) {
+    throw ConfigError(key + ": " + std::to_string(out.size()) + " kernel sizes for " + std::to_string(layers) +
+                      " layers");
+  }
+  return out;
+}
+
+LightConvConfig::LightConvConfig() {
+  decoder.layers = 6;
+  decoder.kernel_size_list = "3,7,15,31,31,31";
+}
+
+void LightConvConfig::visit(ConfigVisitor& v) {
+  visit_side(v, "encoder", encoder);
+  visit_side(v, "decoder", decoder);
+  v.field("dropout", dropout, "dropout probability");
+  v.field("attention_dropout", attention_dropout, "dropout on encoder-attention weights");
+  v.field("relu_dropout", relu_dropout, "dropout after the FFN activation");
+  v.field("input_dropout", input_dropout, "dropout on the input of each conv block");
+  v.field("weight_dropout", weight_dropout, "DropConnect on the normalised convolution kernels");
+  v.field("weight_softmax", weight_softmax, "softmax-normalise the kernels over their taps");
+  v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
+  v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
+  v.field("max_source_positions", max_source_positions, "longest source in tokens");
+  v.field("max_target_positions", max_target_positions, "longest target in tokens");
+  v.field("conv_impl", conv_impl, "convolution implementation: auto, unfold, band or kernel");
+}
+
+std::string LightConvConfig::summary() const {
+  std::ostringstream os;
+  os << encoder.conv_type << "/" << decoder.conv_type << " conv, layers " << encoder.layers << "+" << decoder.layers
+     << ", dim " << encoder.embed_dim << ", ffn " << encoder.ffn_embed_dim << ", heads " << encoder.attention_heads
+     << ", kernels " << encoder.kernel_size_list << " / " << decoder.kernel_size_list << ", dropout " << dropout;
+  return os.str();
+}
+
+void LightConvConfig::validate() const {
+  for (const auto& [name, s] : {std::pair<std::string, const LightConvSideConfig*>{"encoder", &encoder},
+                                std::pair<std::string, const LightConvSideConfig*>{"decoder", &decoder}}) {
+    if (s->embed_dim <= 0 || s->layers < 0 || s->attention_heads <= 0 || s->ffn_embed_dim <= 0 || s->conv_dim < 0) {
+      throw ConfigError("model: " + name + " dimensions, layers and heads must be positive");
+    }
+    if (s->resolved_conv_dim() % s->attention_heads != 0) {
+      throw ConfigError("model: " + name + ".conv_dim " + std::to_string(s->resolved_conv_dim()) +
+                        " is not divisible by " + name + ".attention_heads " + std::to_string(s->attention_heads));
+    }
+    if (s->conv_type != "dynamic" && s->conv_type != "lightweight") {
+      throw ConfigError("model." + name + ".conv_type: expected dynamic or lightweight, got '" + s->conv_type + "'");
+    }
+    s->kernel_sizes("model." + name + ".kernel_size_list");
+  }
+  if (encoder.embed_dim != decoder.embed_dim) {
+    throw ConfigError("model: encoder.embed_dim and decoder.embed_dim must be equal (encoder-decoder attention)");
+  }
+  if (decoder.embed_dim % decoder.attention_heads != 0) {
+    throw ConfigError("model: decoder.embed_dim is not divisible by decoder.attention_heads");
+  }
+  kernels::parse_lightconv_impl(conv_impl, "model.conv_impl");
+}
+
+nn::LightConvLayerOptions LightConvConfig::layer_options(const LightConvSideConfig& side, int64_t kernel_size) const {
+  nn::LightConvLayerOptions o;
+  o.embed_dim = side.embed_dim, o.conv_dim = side.resolved_conv_dim(), o.ffn_dim = side.ffn_embed_dim;
+  o.heads = side.attention_heads, o.kernel_size = kernel_size;
+  o.dynamic = side.conv_type == "dynamic", o.glu = side.glu, o.normalize_before = side.normalize_before;
+  o.weight_softmax = weight_softmax;
+  o.dropout = dropout, o.relu_dropout = relu_dropout, o.input_dropout = input_dropout;
+  o.weight_dropout = weight_dropout, o.attention_dropout = attention_dropout;
+  o.impl = kernels::parse_lightconv_impl(conv_impl, "model.conv_impl");
+  return o;
+}
+
+// ---------------------------------------------------------------- encoder
+
+LightConvEncoderImpl::LightConvEncoderImpl(const LightConvConfig& cfg, torch::nn::Embedding embed)
+    : dropout_(cfg.dropout) {
+  const auto& s = cfg.encoder;
+  embed_scale_ = std::sqrt(static_cast<double>(s.embed_dim));
+  embed_tokens = register_module("embed_tokens", embed);
+  embed_positions =
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_source_positions, s.learned_pos));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t k : s.kernel_sizes("model.encoder.kernel_size_list")) {
+    layers->push_back(nn::LightConvEncoderLayer(cfg.layer_options(s, k)));
+  }
+  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  if (layer_norm) register_module("layer_norm", layer_norm);
+}
+
+EncoderOut LightConvEncoderImpl::forward(const torch::Tensor& src) {
+  auto padding_mask = src.eq(kPad);  // [B, S]
+  auto x = maybe_dropout(embed_tokens(src) * embed_scale_ + embed_positions(src), dropout_, is_training());
+  auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
+  for (const auto& layer : *layers) x = layer->as<nn::LightConvEncoderLayer>()->forward(x, mask);
+  if (layer_norm) x = layer_norm(x);
+  return {x, padding_mask};
+}
+
+// ---------------------------------------------------------------- decoder
+
+LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn::Embedding embed, int64_t vocab)
+    : dropout_(cfg.dropout) {
+  const auto& s = cfg.decoder;
+  embed_scale_ = std::sqrt(static_cast<double>(s.embed_dim));
+  embed_tokens = register_module("embed_tokens", embed);
+  embed_positions =
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_target_positions, s.learned_pos));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
+    layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
+  }
+  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  if (layer_norm) register_module("layer_norm", layer_norm);
+  output_weight = nn::register_output_projection(
+      *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
+}
+
+DecoderOut LightConvDecoderImpl::run(torch::Tensor x, bool need_attn,
+                                     const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer) {
+  x = maybe_dropout(x, dropout_, is_training());
+  DecoderOut out;
+  const size_t n = layers->size();
+  for (size_t i = 0; i < n; ++i) {
+    // Like fairseq, the alignment is the encoder attention of the last layer.
+    auto r = layer(i, x, need_attn && i + 1 == n);
+    x = r.out;
+    if (r.weights.defined()) out.attn = r.weights;
+  }
+  if (layer_norm) x = layer_norm(x);
+  out.logits = torch::matmul(x, output_weight.t());
+  return out;
+}
+
+DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
+  auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
+  return run(embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens), need_attn,
+             [&](size_t i, const torch::Tensor& h, bool attn) {
+               return layers[i]->as<nn::LightConvDecoderLayer>()->forward(h, enc.out, enc_mask, attn);
+             });
+}
+
+DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                                      bool need_attn) {
+  const int64_t B = tokens.size(0), n = tokens.size(1);
+  auto out = run(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B), need_attn,
+                 [&](size_t i, const torch::Tensor& h, bool attn) {
+                   return layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i,
+                                                                          2 * i + 1, attn);
+                 });
+  state.steps += n;
+  return out;
+}
+
+// ---------------------------------------------------------------- model
+
+LightConvModel::LightConvModel(const LightConvConfig& cfg, int64_t src_vocab, int64_t tgt_vocab) : cfg_(cfg) {
+  auto enc_embed = nn::make_embedding(src_vocab, cfg.encoder.embed_dim, kPad);
+  auto dec_embed = cfg.share_all_embeddings ? enc_embed : nn::make_embedding(tgt_vocab, cfg.decoder.embed_dim, kPad);
+  encoder = register_module("encoder", LightConvEncoder(cfg, enc_embed));
+  decoder = register_module("decoder", LightConvDecoder(cfg, dec_embed, tgt_vocab));
+}
+
+EncoderOut LightConvModel::encode(const torch::Tensor& src, const torch::Tensor&) { return encoder(src); }
+
+DecoderOut LightConvModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
+  return decoder->forward(prev_tokens, enc, need_attn);
+}
+
+nn::IncrementalState LightConvModel::init_state(const EncoderOut&) {
+  return nn::IncrementalState(2 * decoder->layers->size());
+}
+
+DecoderOut LightConvModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                                bool need_attn) {
+  return decoder->step(tokens, enc, state, need_attn);
+}
+
+// ---------------------------------------------------------------- presets
+
+namespace {
+LightConvConfig& lc(ModelConfig& c) { return static_cast<LightConvConfig&>(c); }
+void set_side(LightConvSideConfig& s, int64_t dim, int64_t ffn, int64_t heads) {
+  s.embed_dim = dim, s.ffn_embed_dim = ffn, s.attention_heads = heads;
+}
+// fairseq's lightconv_wmt_en_de_big.
+void big(LightConvConfig& c) {
+  c.attention_dropout = c.weight_dropout = 0.1;
+  set_side(c.encoder, 1024, 4096, 16);
+  set_side(c.decoder, 1024, 4096, 16);
+  c.dropout = 0.3;
+}
+// The small CPU presets: transformer_small's dimensions (256 / 1024, 4 heads, 3 + 3 layers, shared
+// embeddings) with the IWSLT recipe's dropouts and no GLU.
+void small(LightConvConfig& c, const std::string& conv_type) {
+  set_side(c.encoder, 256, 1024, 4);
+  set_side(c.decoder, 256, 1024, 4);
+  c.encoder.layers = c.decoder.layers = 3;
+  c.encoder.kernel_size_list = c.decoder.kernel_size_list = "3,7,15";
+  c.encoder.glu = c.decoder.glu = false;
+  c.encoder.conv_type = c.decoder.conv_type = conv_type;
+  c.dropout = 0.2, c.attention_dropout = c.weight_dropout = 0.1, c.input_dropout = 0.0;
+  c.share_all_embeddings = true;
+}
+void tiny(LightConvConfig& c, const std::string& conv_type) {
+  set_side(c.encoder, 32, 64, 2);
+  set_side(c.decoder, 32, 64, 2);
+  c.encoder.layers = c.decoder.layers = 2;
+  c.encoder.kernel_size_list = c.decoder.kernel_size_list = "3,5";
+  c.encoder.conv_type = c.decoder.conv_type = conv_type;
+  c.dropout = c.input_dropout = 0.0;
+  c.share_decoder_input_output_embed = true;
+}
+}  // namespace
+
+void register_lightconv(Registry& reg) {
+  reg.add_family({"lightconv",
+                  [] { return std::make_shared<LightConvConfig>(); },
+                  [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
+                    const auto& cfg = static_cast<const LightConvConfig&>(c);
+                    if (cfg.share_all_embeddings && !v.joint) {
+                      throw ConfigError("model.share_all_embeddings needs a joint vocabulary (prepare --joint)");
+                    }
+                    return std::make_shared<LightConvModel>(cfg, v.src_size, v.tgt_size);
+                  }});
+  auto add = [&](const std::string& name, const std::string& desc, std::function<void(LightConvConfig&)> f) {
+    reg.add_preset({name, "lightconv", desc, [f](ModelConfig& c) { f(lc(c)); }});
+  };
+  add("lightconv", "fairseq base LightConv (dynamic convolutions; 7+6 layers, kernels 3..31)", [](LightConvConfig&) {});
+  add("lightconv_iwslt_de_en", "fairseq IWSLT'14 De-En LightConv (no GLU, weight dropout 0.1)", [](LightConvConfig& c) {
+    set_side(c.encoder, 512, 1024, 4);
+    set_side(c.decoder, 512, 1024, 4);
+    c.attention_dropout = c.weight_dropout = 0.1;
+    c.encoder.glu = c.decoder.glu = false;
+    c.input_dropout = 0.0;
+  });
+  add("lightconv_wmt_en_de", "fairseq WMT En-De LightConv (the base architecture)", [](LightConvConfig&) {});
+  add("lightconv_wmt_en_de_big", "fairseq WMT En-De big LightConv (1024 dims, 16 heads, dropout 0.3)", big);
+  add("lightconv_wmt_en_fr_big", "fairseq WMT En-Fr big LightConv (dropout 0.1)", [](LightConvConfig& c) {
+    big(c);
+    c.dropout = 0.1;
+  });
+  add("lightconv_wmt_zh_en_big", "fairseq WMT Zh-En big LightConv (dropouts 0.2)", [](LightConvConfig& c) {
+    big(c);
+    c.dropout = c.attention_dropout = c.weight_dropout = 0.2;
+  });
+  add("lightconv_small", "small lightweight-convolution model for CPU work (transformer_small's dimensions)",
+      [](LightConvConfig& c) { small(c, "lightweight"); });
+  add("dynamicconv_small", "small dynamic-convolution model for CPU work (transformer_small's dimensions)",
+      [](LightConvConfig& c) { small(c, "dynamic"); });
+  add("lightconv_tiny", "tiny lightweight-convolution model for tests", [](LightConvConfig& c) { tiny(c, "lightweight"); });
+  add("dynamicconv_tiny", "tiny dynamic-convolution model for tests", [](LightConvConfig& c) { tiny(c, "dynamic"); });
+}
+
+}  // namespace leanseq::models
