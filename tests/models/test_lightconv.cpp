@@ -200,3 +200,20 @@ TEST(LightConvModel, KernelSizeListErrorsNameTheKey) {
   c.encoder.conv_type = "lite";
   EXPECT_THROW(c.validate(), ConfigError);
 }
+
+TEST(LightConvLanguageModel, DecoderOnlyWithExactIncrementalDecoding) {
+  auto cfg = registry().preset_config("lightconv_lm_tiny");
+  EXPECT_TRUE(cfg->language_model());
+  auto model = build_model(*cfg, {30, 30, true});
+  auto names = model->named_parameters().keys();
+  for (const auto& n : names) {
+    EXPECT_EQ(n.rfind("decoder.", 0), 0u) << n;
+    EXPECT_EQ(n.find("encoder_attn"), std::string::npos) << n;
+  }
+  // Pre-norm blocks, no final LayerNorm (fairseq's final_norm=False for lightconv_lm).
+  EXPECT_EQ(std::find(names.begin(), names.end(), "decoder.layer_norm.weight"), names.end());
+  for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  auto& c = static_cast<LightConvLMConfig&>(*cfg);
+  c.decoder.normalize_before = false;
+  EXPECT_THROW(c.validate(), ConfigError);
+}

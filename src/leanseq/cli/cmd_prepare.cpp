@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "leanseq/cli/commands.h"
+#include "leanseq/core/error.h"
 #include "leanseq/data/prepare.h"
 
 namespace leanseq::cli {
@@ -8,9 +9,12 @@ namespace leanseq::cli {
 void add_prepare(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<data::PrepareOptions>();
   auto separate = std::make_shared<bool>(false);
+  auto lang = std::make_shared<std::string>();
   auto* sub = app.add_subcommand("prepare", "SentencePiece model, fairseq dictionaries and binarized splits");
-  sub->add_option("--src", opt->src_lang, "source language suffix (train.<src>)")->required();
-  sub->add_option("--tgt", opt->tgt_lang, "target language suffix")->required();
+  sub->add_option("--src", opt->src_lang, "source language suffix (train.<src>)");
+  sub->add_option("--tgt", opt->tgt_lang, "target language suffix");
+  sub->add_flag("--lm", opt->language_model, "a monolingual corpus for a language model (with --lang)");
+  sub->add_option("--lang", *lang, "language suffix of a --lm corpus (train.<lang>)");
   sub->add_option("--train", opt->train, "training file prefix")->required();
   sub->add_option("--valid", opt->valid, "validation file prefix")->required();
   sub->add_option("--test", opt->test, "test file prefix (optional)");
@@ -23,8 +27,14 @@ void add_prepare(CLI::App& app, int& exit_code) {
   sub->add_option("--max-len", opt->max_len, "drop training pairs longer than this (subwords)")->capture_default_str();
   sub->add_option("--max-ratio", opt->max_ratio, "drop training pairs with a longer length ratio (0: off)")
       ->capture_default_str();
-  sub->callback([opt, separate, &exit_code] {
+  sub->callback([opt, separate, lang, &exit_code] {
     opt->joint = !*separate;
+    if (opt->language_model) {
+      if (!opt->tgt_lang.empty()) throw ConfigError("prepare --lm: use --lang for the corpus language, not --tgt");
+      opt->tgt_lang = *lang;
+    } else if (!lang->empty()) {
+      throw ConfigError("prepare: --lang applies to --lm corpora; a parallel corpus takes --src and --tgt");
+    }
     auto report = data::prepare(*opt);
     std::cout << report.format() << "wrote " << opt->out_dir << "\n";
     exit_code = 0;

@@ -26,6 +26,12 @@ struct RawSplit {
 RawSplit read_split(const std::string& name, const std::string& prefix, const PrepareOptions& opt) {
   RawSplit s{name, {}, {}};
   std::string sp = prefix + "." + opt.src_lang, tp = prefix + "." + opt.tgt_lang;
+  if (opt.language_model) {
+    if (!io::file_exists(tp)) throw DataError(tp + ": file not found (" + name + " split, expected <prefix>.<lang>)");
+    s.tgt = io::read_lines(tp);
+    if (s.tgt.empty()) throw DataError(tp + ": file is empty");
+    return s;
+  }
   for (const auto& p : {sp, tp}) {
     if (!io::file_exists(p)) throw DataError(p + ": file not found (" + name + " split, expected <prefix>.<lang>)");
   }
@@ -51,6 +57,14 @@ std::string write_lines_file(const std::string& path, const std::vector<std::str
 
 std::string PrepareReport::format() const {
   std::ostringstream os;
+  if (language_model) {
+    os << "vocabulary: " << tgt_vocab << " symbols\n";
+    for (const auto& s : splits) {
+      os << s.name << ": " << s.kept << " of " << s.lines << " sentences kept, " << s.tgt_tokens << " tokens, unk "
+         << s.tgt_unk << "\n";
+    }
+    return os.str();
+  }
   os << "vocabulary: src " << src_vocab << " / tgt " << tgt_vocab << " symbols\n";
   for (const auto& s : splits) {
     os << s.name << ": " << s.kept << " of " << s.lines << " pairs kept";
@@ -62,8 +76,14 @@ std::string PrepareReport::format() const {
 }
 
 PrepareReport prepare(const PrepareOptions& opt) {
-  if (opt.src_lang.empty() || opt.tgt_lang.empty()) throw ConfigError("prepare: --src and --tgt are required");
-  if (opt.src_lang == opt.tgt_lang) throw ConfigError("prepare: source and target language must differ");
+  const bool lm = opt.language_model;
+  if (lm) {
+    if (opt.tgt_lang.empty()) throw ConfigError("prepare --lm: --lang is required");
+    if (!opt.src_lang.empty()) throw ConfigError("prepare --lm: a language-model corpus has one language (--lang), not --src");
+  } else {
+    if (opt.src_lang.empty() || opt.tgt_lang.empty()) throw ConfigError("prepare: --src and --tgt are required");
+    if (opt.src_lang == opt.tgt_lang) throw ConfigError("prepare: source and target language must differ");
+  }
   if (opt.train.empty() || opt.valid.empty()) throw ConfigError("prepare: --train and --valid prefixes are required");
   if (opt.out_dir.empty()) throw ConfigError("prepare: --out is required");
   if (opt.vocab_size < 8) throw ConfigError("prepare: --vocab-size must be at least 8");
@@ -89,6 +109,11 @@ PrepareReport prepare(const PrepareOptions& opt) {
     std::string src_model, tgt_model;
     if (!opt.spm_model.empty()) {
       fs::copy_file(opt.spm_model, tmp + "/spm.model", fs::copy_options::overwrite_existing);
+      src_model = tgt_model = "spm.model";
+    } else if (lm) {
+      std::string in = write_lines_file(tmp + "/spm-input.txt", splits[0].tgt);
+      log::info("training a SentencePiece model (" + std::to_string(opt.vocab_size) + " pieces)");
+      SentencePiece::train({in}, tmp + "/spm", so);
       src_model = tgt_model = "spm.model";
     } else if (opt.joint) {
       std::string a = write_lines_file(tmp + "/spm-input.src", splits[0].src);
@@ -123,33 +148,35 @@ PrepareReport prepare(const PrepareOptions& opt) {
       tgt_pieces.push_back(encode_all(tgt_sp, s.tgt));
     }
     Dictionary src_dict, tgt_dict;
+    const bool joint = opt.joint || lm;
     for (const auto& sent : src_pieces[0]) for (const auto& p : sent) src_dict.add(p);
-    for (const auto& sent : tgt_pieces[0]) for (const auto& p : sent) (opt.joint ? src_dict : tgt_dict).add(p);
+    for (const auto& sent : tgt_pieces[0]) for (const auto& p : sent) (joint ? src_dict : tgt_dict).add(p);
     src_dict.finalize();
-    if (opt.joint) {
+    if (joint) {
       tgt_dict = src_dict;
     } else {
       tgt_dict.finalize();
     }
-    src_dict.save(tmp + "/dict." + opt.src_lang + ".txt");
+    if (!lm) src_dict.save(tmp + "/dict." + opt.src_lang + ".txt");
     tgt_dict.save(tmp + "/dict." + opt.tgt_lang + ".txt");
 
     // 4. Binarize with filters on train.
     PrepareReport report;
+    report.language_model = lm;
     report.src_vocab = src_dict.size();
     report.tgt_vocab = tgt_dict.size();
     for (size_t k = 0; k < splits.size(); ++k) {
       SplitCounts c;
       c.name = splits[k].name;
       IndexedWriter ws, wt;
-      for (size_t i = 0; i < splits[k].src.size(); ++i) {
+      for (size_t i = 0; i < splits[k].tgt.size(); ++i) {
         ++c.lines;
-        auto s = src_dict.encode(src_pieces[k][i]);
+        auto s = lm ? std::vector<int64_t>{} : src_dict.encode(src_pieces[k][i]);
         auto t = tgt_dict.encode(tgt_pieces[k][i]);
         if (k == 0) {
-          int64_t ls = static_cast<int64_t>(s.size()) - 1, lt = static_cast<int64_t>(t.size()) - 1;
+          int64_t lt = static_cast<int64_t>(t.size()) - 1, ls = lm ? lt : static_cast<int64_t>(s.size()) - 1;
           if (ls < opt.min_len || lt < opt.min_len || ls > opt.max_len || lt > opt.max_len) continue;
-          if (opt.max_ratio > 0 && (ls > opt.max_ratio * lt || lt > opt.max_ratio * ls)) continue;
+          if (!lm && opt.max_ratio > 0 && (ls > opt.max_ratio * lt || lt > opt.max_ratio * ls)) continue;
         }
         ++c.kept;
         c.src_tokens += static_cast<int64_t>(s.size());
@@ -159,15 +186,16 @@ PrepareReport prepare(const PrepareOptions& opt) {
         ws.add(s);
         wt.add(t);
       }
-      if (c.kept == 0) throw DataError(splits[k].name + ": every pair was filtered out by the length filters");
-      ws.save(tmp + "/" + c.name + "." + opt.src_lang);
+      if (c.kept == 0) throw DataError(splits[k].name + ": every sentence was filtered out by the length filters");
+      if (!lm) ws.save(tmp + "/" + c.name + "." + opt.src_lang);
       wt.save(tmp + "/" + c.name + "." + opt.tgt_lang);
       report.splits.push_back(c);
     }
 
     YAML::Emitter meta;
-    meta << YAML::BeginMap << YAML::Key << "src_lang" << YAML::Value << opt.src_lang << YAML::Key
-         << "tgt_lang" << YAML::Value << opt.tgt_lang << YAML::Key << "joint" << YAML::Value << opt.joint
+    meta << YAML::BeginMap << YAML::Key << "task" << YAML::Value << (lm ? "language_modeling" : "translation")
+         << YAML::Key << "src_lang" << YAML::Value << (lm ? opt.tgt_lang : opt.src_lang) << YAML::Key
+         << "tgt_lang" << YAML::Value << opt.tgt_lang << YAML::Key << "joint" << YAML::Value << joint
          << YAML::Key << "src_spm" << YAML::Value << src_model << YAML::Key << "tgt_spm" << YAML::Value
          << tgt_model << YAML::EndMap;
     io::atomic_write_text(tmp + "/meta.yaml", std::string(meta.c_str()) + "\n");
@@ -207,6 +235,10 @@ PreparedMeta load_prepared(const std::string& dir) {
   m.dir = fs::absolute(dir).lexically_normal().string();
   for (const char* key : {"src_lang", "tgt_lang", "src_spm", "tgt_spm"}) {
     if (!n[key]) throw DataError(path + ": missing key '" + key + "'");
+  }
+  if (n["task"]) m.task = n["task"].as<std::string>();
+  if (m.task != "translation" && m.task != "language_modeling") {
+    throw DataError(path + ": task '" + m.task + "' is neither translation nor language_modeling");
   }
   m.src_lang = n["src_lang"].as<std::string>();
   m.tgt_lang = n["tgt_lang"].as<std::string>();

@@ -7,6 +7,9 @@
 namespace leanseq::data {
 
 struct PrepareOptions {
+  // With language_model, a monolingual corpus in tgt_lang (<prefix>.<tgt_lang>) for a language
+  // model; src_lang stays empty.
+  bool language_model = false;
   std::string src_lang, tgt_lang;
   std::string train, valid, test;  // file prefixes: <prefix>.<lang>; test may be empty
   std::string out_dir;
@@ -24,6 +27,7 @@ struct SplitCounts {
 };
 
 struct PrepareReport {
+  bool language_model = false;
   std::vector<SplitCounts> splits;
   int64_t src_vocab = 0, tgt_vocab = 0;
   std::string format() const;
@@ -35,10 +39,12 @@ PrepareReport prepare(const PrepareOptions& opt);
 
 // What `prepare` wrote, as read back by train/translate from <dir>/meta.yaml.
 struct PreparedMeta {
+  std::string task = "translation";  // translation | language_modeling (src_lang == tgt_lang)
   std::string dir, src_lang, tgt_lang;
   std::string src_spm, tgt_spm;    // absolute paths of the SentencePiece models
   std::string src_dict, tgt_dict;  // absolute paths of dict.<lang>.txt
   bool joint = true;
+  bool language_model() const { return task == "language_modeling"; }
   std::string split_prefix(const std::string& split, const std::string& lang) const;
 };
 PreparedMeta load_prepared(const std::string& dir);

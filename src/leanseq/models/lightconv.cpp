@@ -96,26 +96,29 @@ std::string LightConvConfig::summary() const {
   return os.str();
 }
 
-void LightConvConfig::validate() const {
-  for (const auto& [name, s] : {std::pair<std::string, const LightConvSideConfig*>{"encoder", &encoder},
-                                std::pair<std::string, const LightConvSideConfig*>{"decoder", &decoder}}) {
-    if (s->embed_dim <= 0 || s->layers < 0 || s->attention_heads <= 0 || s->ffn_embed_dim <= 0 || s->conv_dim < 0) {
-      throw ConfigError("model: " + name + " dimensions, layers and heads must be positive");
-    }
-    if (s->resolved_conv_dim() % s->attention_heads != 0) {
-      throw ConfigError("model: " + name + ".conv_dim " + std::to_string(s->resolved_conv_dim()) +
-                        " is not divisible by " + name + ".attention_heads " + std::to_string(s->attention_heads));
-    }
-    if (s->conv_type != "dynamic" && s->conv_type != "lightweight") {
-      throw ConfigError("model." + name + ".conv_type: expected dynamic or lightweight, got '" + s->conv_type + "'");
-    }
-    s->kernel_sizes("model." + name + ".kernel_size_list");
+namespace {
+void validate_side(const std::string& name, const LightConvSideConfig& s) {
+  if (s.embed_dim <= 0 || s.layers < 0 || s.attention_heads <= 0 || s.ffn_embed_dim <= 0 || s.conv_dim < 0) {
+    throw ConfigError("model: " + name + " dimensions, layers and heads must be positive");
   }
+  for (int64_t dim : {s.resolved_conv_dim(), s.embed_dim}) {
+    if (dim % s.attention_heads != 0) {
+      throw ConfigError("model: " + name + " dimension " + std::to_string(dim) + " is not divisible by " + name +
+                        ".attention_heads " + std::to_string(s.attention_heads));
+    }
+  }
+  if (s.conv_type != "dynamic" && s.conv_type != "lightweight") {
+    throw ConfigError("model." + name + ".conv_type: expected dynamic or lightweight, got '" + s.conv_type + "'");
+  }
+  s.kernel_sizes("model." + name + ".kernel_size_list");
+}
+}  // namespace
+
+void LightConvConfig::validate() const {
+  validate_side("encoder", encoder);
+  validate_side("decoder", decoder);
   if (encoder.embed_dim != decoder.embed_dim) {
     throw ConfigError("model: encoder.embed_dim and decoder.embed_dim must be equal (encoder-decoder attention)");
-  }
-  if (decoder.embed_dim % decoder.attention_heads != 0) {
-    throw ConfigError("model: decoder.embed_dim is not divisible by decoder.attention_heads");
   }
   kernels::parse_lightconv_impl(conv_impl, "model.conv_impl");
 }
@@ -129,7 +132,42 @@ nn::LightConvLayerOptions LightConvConfig::layer_options(const LightConvSideConf
   o.dropout = dropout, o.relu_dropout = relu_dropout, o.input_dropout = input_dropout;
   o.weight_dropout = weight_dropout, o.attention_dropout = attention_dropout;
   o.impl = kernels::parse_lightconv_impl(conv_impl, "model.conv_impl");
+  o.encoder_attention = !decoder_only;
   return o;
+}
+
+LightConvLMConfig::LightConvLMConfig() {
+  decoder_only = true;
+  decoder.normalize_before = true;
+  share_decoder_input_output_embed = false;
+}
+
+void LightConvLMConfig::visit(ConfigVisitor& v) {
+  visit_side(v, "decoder", decoder);
+  v.field("dropout", dropout, "dropout probability");
+  v.field("relu_dropout", relu_dropout, "dropout after the FFN activation");
+  v.field("input_dropout", input_dropout, "dropout on the input of each conv block");
+  v.field("weight_dropout", weight_dropout, "DropConnect on the normalised convolution kernels");
+  v.field("weight_softmax", weight_softmax, "softmax-normalise the kernels over their taps");
+  v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie input and output embeddings");
+  v.field("max_target_positions", max_target_positions, "longest sample in tokens");
+  v.field("conv_impl", conv_impl, "convolution implementation: auto, unfold, band or kernel");
+}
+
+std::string LightConvLMConfig::summary() const {
+  std::ostringstream os;
+  os << decoder.conv_type << " conv language model, layers " << decoder.layers << ", dim " << decoder.embed_dim
+     << ", ffn " << decoder.ffn_embed_dim << ", heads " << decoder.attention_heads << ", kernels "
+     << decoder.kernel_size_list << ", dropout " << dropout;
+  return os.str();
+}
+
+void LightConvLMConfig::validate() const {
+  validate_side("decoder", decoder);
+  kernels::parse_lightconv_impl(conv_impl, "model.conv_impl");
+  if (!decoder.normalize_before) {
+    throw ConfigError("model.decoder.normalize_before: lightconv_lm is pre-norm only (as in fairseq)");
+  }
 }
 
 // ---------------------------------------------------------------- encoder
@@ -171,7 +209,7 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
   for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
     layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
   }
-  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  layer_norm = maybe_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
@@ -235,6 +273,30 @@ nn::IncrementalState LightConvModel::init_state(const EncoderOut&) {
 DecoderOut LightConvModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                 bool need_attn) {
   return decoder->step(tokens, enc, state, need_attn);
+}
+
+LightConvLanguageModel::LightConvLanguageModel(const LightConvLMConfig& cfg, int64_t vocab) : cfg_(cfg) {
+  decoder = register_module("decoder",
+                            LightConvDecoder(cfg, nn::make_embedding(vocab, cfg.decoder.embed_dim, kPad), vocab));
+}
+
+EncoderOut LightConvLanguageModel::encode(const torch::Tensor& src, const torch::Tensor&) {
+  const int64_t B = src.size(0);
+  return {torch::zeros({B, 0, cfg_.decoder.embed_dim}, decoder->output_weight.options()),
+          torch::zeros({B, 0}, src.options().dtype(torch::kBool))};
+}
+
+DecoderOut LightConvLanguageModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
+  return decoder->forward(prev_tokens, enc, false);
+}
+
+nn::IncrementalState LightConvLanguageModel::init_state(const EncoderOut&) {
+  return nn::IncrementalState(2 * decoder->layers->size());
+}
+
+DecoderOut LightConvLanguageModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                                        bool need_attn) {
+  return decoder->step(tokens, enc, state, false);
 }
 
 // ---------------------------------------------------------------- presets
@@ -309,6 +371,35 @@ void register_lightconv(Registry& reg) {
       [](LightConvConfig& c) { small(c, "lightweight"); });
   add("dynamicconv_small", "small dynamic-convolution model for CPU work (transformer_small's dimensions)",
       [](LightConvConfig& c) { small(c, "dynamic"); });
+  reg.add_family({"lightconv_lm",
+                  [] { return std::make_shared<LightConvLMConfig>(); },
+                  [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
+                    return std::make_shared<LightConvLanguageModel>(static_cast<const LightConvLMConfig&>(c), v.tgt_size);
+                  }});
+  auto add_lm = [&](const std::string& name, const std::string& desc, std::function<void(LightConvLMConfig&)> f) {
+    reg.add_preset({name, "lightconv_lm", desc, [f](ModelConfig& c) { f(static_cast<LightConvLMConfig&>(c)); }});
+  };
+  add_lm("lightconv_lm", "fairseq LightConv language model (dynamic convolutions, 6 pre-norm layers)",
+         [](LightConvLMConfig& c) { c.decoder.layers = 6; });
+  add_lm("lightconv_lm_gbw", "fairseq Billion Word LightConv language model (FFN 4096, 16 heads)", [](LightConvLMConfig& c) {
+    c.decoder.ffn_embed_dim = 4096;
+    c.decoder.attention_heads = 16;
+    c.attention_dropout = c.weight_dropout = 0.1;
+  });
+  add_lm("lightconv_lm_small", "small dynamic-convolution language model for CPU work (256 dims, 4 layers)",
+         [](LightConvLMConfig& c) {
+           set_side(c.decoder, 256, 1024, 4);
+           c.decoder.layers = 4;
+           c.decoder.kernel_size_list = "3,7,15,31";
+           c.dropout = 0.2;
+           c.share_decoder_input_output_embed = true;
+         });
+  add_lm("lightconv_lm_tiny", "tiny language model for tests", [](LightConvLMConfig& c) {
+    set_side(c.decoder, 32, 64, 2);
+    c.decoder.layers = 2;
+    c.decoder.kernel_size_list = "3,5";
+    c.dropout = c.input_dropout = 0.0;
+  });
   add("lightconv_tiny", "tiny lightweight-convolution model for tests", [](LightConvConfig& c) { tiny(c, "lightweight"); });
   add("dynamicconv_tiny", "tiny dynamic-convolution model for tests", [](LightConvConfig& c) { tiny(c, "dynamic"); });
 }

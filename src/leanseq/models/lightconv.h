@@ -31,6 +31,7 @@ struct LightConvConfig : ModelConfig {
   bool share_decoder_input_output_embed = false, share_all_embeddings = false;
   int64_t max_source_positions = 1024, max_target_positions = 1024;
   std::string conv_impl = "auto";  // auto | unfold | band | kernel
+  bool decoder_only = false;       // set by LightConvLMConfig: no encoder attention, no final LayerNorm
 
   void visit(ConfigVisitor& v) override;
   std::string family() const override { return "lightconv"; }
@@ -38,6 +39,19 @@ struct LightConvConfig : ModelConfig {
   std::string summary() const override;
   void validate() const override;
   nn::LightConvLayerOptions layer_options(const LightConvSideConfig& side, int64_t kernel_size) const;
+};
+
+// fairseq's lightconv_lm: the LightConv decoder without encoder attention, trained as a language
+// model. Only the decoder.* keys and the shared options are configurable; pre-norm is forced (as
+// fairseq does: "the model training is not stable without this") and there is no final LayerNorm.
+struct LightConvLMConfig : LightConvConfig {
+  LightConvLMConfig();
+  void visit(ConfigVisitor& v) override;
+  std::string family() const override { return "lightconv_lm"; }
+  std::shared_ptr<ModelConfig> clone() const override { return std::make_shared<LightConvLMConfig>(*this); }
+  std::string summary() const override;
+  void validate() const override;
+  bool language_model() const override { return true; }
 };
 
 class LightConvEncoderImpl : public torch::nn::Module {
@@ -87,6 +101,24 @@ class LightConvModel : public Seq2SeqModel {
 
  private:
   LightConvConfig cfg_;
+};
+
+// The language model: encode() returns an empty encoder output ([B, 0, C]); decode() and step()
+// predict the next token of `prev_tokens` = [</s>, y1 .. y(n-1)].
+class LightConvLanguageModel : public Seq2SeqModel {
+ public:
+  LightConvLanguageModel(const LightConvLMConfig& cfg, int64_t vocab);
+  EncoderOut encode(const torch::Tensor& src, const torch::Tensor& src_lengths) override;
+  DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override;
+  nn::IncrementalState init_state(const EncoderOut& enc) override;
+  DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                  bool need_attn) override;
+  int64_t max_target_positions() const override { return cfg_.max_target_positions; }
+
+  LightConvDecoder decoder{nullptr};
+
+ private:
+  LightConvLMConfig cfg_;
 };
 
 void register_lightconv(Registry& reg);

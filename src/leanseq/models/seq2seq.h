@@ -26,6 +26,8 @@ struct DecoderOut {
   torch::Tensor attn;    // [B, T, S] encoder attention (averaged over heads), when asked for
 };
 
+// Language models implement the same interface with an empty encoder output, so that the trainer,
+// checkpoints and evaluation serve both.
 class Seq2SeqModel : public torch::nn::Module {
  public:
   // src: [B, S] int64 (pads anywhere: masks and positions ignore them); src_lengths: [B].
@@ -63,6 +65,9 @@ class ModelConfig : public Configurable {
   virtual std::string summary() const = 0;
   // Throws ConfigError when the values are inconsistent.
   virtual void validate() const {}
+  // A decoder-only language model (trained on monolingual data prepared with --lm; its
+  // encode() ignores the source).
+  virtual bool language_model() const { return false; }
 };
 
 }  // namespace leanseq::models

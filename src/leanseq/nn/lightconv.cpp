@@ -114,8 +114,10 @@ torch::Tensor LightConvEncoderLayerImpl::forward(const torch::Tensor& x, const t
 LightConvDecoderLayerImpl::LightConvDecoderLayerImpl(const LightConvLayerOptions& o) : o_(o) {
   register_conv_block(*this, o, o.kernel_size - 1, linear1, conv, linear2);
   conv_layer_norm = register_module("conv_layer_norm", layer_norm(o.embed_dim));
-  encoder_attn = register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
-  encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
+  if (o.encoder_attention) {
+    encoder_attn = register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+    encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
+  }
   fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));
   fc2 = register_module("fc2", make_linear(o.ffn_dim, o.embed_dim));
   final_layer_norm = register_module("final_layer_norm", layer_norm(o.embed_dim));
@@ -123,6 +125,7 @@ LightConvDecoderLayerImpl::LightConvDecoderLayerImpl(const LightConvLayerOptions
 
 AttentionResult LightConvDecoderLayerImpl::after_conv(
     const torch::Tensor& x, const std::function<AttentionResult(const torch::Tensor&)>& attend) {
+  if (!o_.encoder_attention) return {feed_forward(x, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), {}};
   auto h = o_.normalize_before ? encoder_attn_layer_norm(x) : x;
   auto r = attend(h);
   h = x + maybe_dropout(r.out, o_.dropout, is_training());

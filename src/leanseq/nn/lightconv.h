@@ -43,6 +43,7 @@ TORCH_MODULE(LightConv1d);
 struct LightConvLayerOptions {
   int64_t embed_dim = 512, conv_dim = 512, ffn_dim = 2048, heads = 8, kernel_size = 3;
   bool dynamic = true, glu = true, normalize_before = false, weight_softmax = true;
+  bool encoder_attention = true;  // false in a decoder-only language model
   double dropout = 0.1, relu_dropout = 0.0, input_dropout = 0.1, weight_dropout = 0.0, attention_dropout = 0.0;
   kernels::LightconvImpl impl = kernels::LightconvImpl::kAuto;
 };
@@ -65,8 +66,8 @@ class LightConvEncoderLayerImpl : public torch::nn::Module {
 TORCH_MODULE(LightConvEncoderLayer);
 
 // Decoder layer: the same conv block made causal (padding K - 1; conv_layer_norm), then
-// encoder-decoder attention (encoder_attn, encoder_attn_layer_norm), then the FFN
-// (final_layer_norm).
+// encoder-decoder attention (encoder_attn, encoder_attn_layer_norm; absent in a language model),
+// then the FFN (final_layer_norm).
 class LightConvDecoderLayerImpl : public torch::nn::Module {
  public:
   explicit LightConvDecoderLayerImpl(const LightConvLayerOptions& o);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "leanseq/core/error.h"
 #include "leanseq/data/dictionary.h"
 
 namespace leanseq::train {
@@ -23,6 +24,10 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
 LoadedTranslator load_translator(const std::string& checkpoint_path) {
   LoadedTranslator out;
   out.loaded = load_model(checkpoint_path);
+  if (out.loaded.config.model->language_model()) {
+    throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.config.arch +
+                      ") does not translate; evaluate it with 'leanseq eval-lm'");
+  }
   const auto& v = out.loaded.vocab;
   auto src_spm = spm_from_bytes(v.src_spm, "src");
   auto tgt_spm = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, "tgt");

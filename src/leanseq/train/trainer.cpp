@@ -22,6 +22,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/checkpoint.h"
+#include "leanseq/train/evaluate.h"
 #include "leanseq/train/signals.h"
 
 namespace fs = std::filesystem;
@@ -45,7 +46,7 @@ struct Trainer::Impl {
   data::Dictionary src_dict, tgt_dict;
   VocabFiles vocab;
   std::unique_ptr<data::PairDataset> train, valid;
-  std::vector<std::pair<int64_t, int64_t>> train_lengths, valid_lengths;
+  std::vector<std::pair<int64_t, int64_t>> train_lengths;
   std::shared_ptr<models::Seq2SeqModel> model;
   std::vector<torch::Tensor> params;
   std::unique_ptr<torch::optim::Adam> optimizer;
@@ -75,12 +76,20 @@ struct Trainer::Impl {
     vocab.src_spm = read_bytes(meta.src_spm);
     vocab.tgt_spm = read_bytes(meta.tgt_spm);
     vocab.joint = meta.joint;
+    if (meta.language_model() != cfg.model->language_model()) {
+      throw ConfigError(cfg.model->language_model()
+                            ? "arch " + cfg.arch + " is a language model; prepare its data with 'leanseq prepare --lm'"
+                            : "data " + cfg.data + " is a language-model corpus; arch " + cfg.arch +
+                                  " needs parallel data (or use a language-model arch such as lightconv_lm_small)");
+    }
+    if (meta.language_model() && cfg.eval_bleu) throw ConfigError("valid.bleu: a language model has no BLEU");
+    // A language-model corpus has one side, read as both source and target (its model ignores
+    // the source).
     train = std::make_unique<data::PairDataset>(meta.split_prefix("train", meta.src_lang),
                                                 meta.split_prefix("train", meta.tgt_lang));
     valid = std::make_unique<data::PairDataset>(meta.split_prefix("valid", meta.src_lang),
                                                 meta.split_prefix("valid", meta.tgt_lang));
     for (size_t i = 0; i < train->size(); ++i) train_lengths.emplace_back(train->src_len(i), train->tgt_len(i));
-    for (size_t i = 0; i < valid->size(); ++i) valid_lengths.emplace_back(valid->src_len(i), valid->tgt_len(i));
 
     io::make_dirs(cfg.save_dir);
     std::string last = cfg.save_dir + "/checkpoint_last.pt";
@@ -199,24 +208,14 @@ struct Trainer::Impl {
 
   ValidResult validate() {
     ValidResult r;
-    model->eval();
-    torch::NoGradGuard no_grad;
-    data::BatchingOptions bo;
-    bo.max_tokens = cfg.max_tokens;
-    double loss = 0, nll = 0, ntok = 0;
-    for (const auto& ids : data::batch_by_size(valid_lengths, bo)) {
-      auto b = valid->batch(ids);
-      auto out = model->forward(b.src, b.src_lengths, b.prev_output);
-      auto logits = out.logits.to(torch::kFloat);
-      auto l = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
-                                                     cfg.label_smoothing, kPad);
-      loss += l.loss.item<double>();
-      nll += l.nll.item<double>();
-      ntok += static_cast<double>(b.ntokens);
+    auto totals = dataset_loss(*model, *valid, cfg.max_tokens, cfg.label_smoothing);
+    r.loss = totals.loss_base2();
+    r.nll_loss = totals.nll_base2();
+    if (cfg.eval_bleu) {
+      model->eval();
+      torch::NoGradGuard no_grad;
+      r.bleu = valid_bleu();
     }
-    r.loss = loss / ntok / kLn2;
-    r.nll_loss = nll / ntok / kLn2;
-    if (cfg.eval_bleu) r.bleu = valid_bleu();
     return r;
   }
 
