@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "leanseq/kernels/lightconv.h"
+#include "leanseq/kernels/lightconv_function.h"
 #include "leanseq/kernels/lightconv_shape.h"
 #include "leanseq/kernels/parallel.h"
 
@@ -134,12 +135,13 @@ void grad_w_shared_dispatch(const LightconvShape& s, const double* g, const doub
 // Rows per thread below which splitting does not pay for the thread start.
 constexpr int64_t kMinRowsPerWorker = 64;
 
-class LightconvCpuFunction : public torch::autograd::Function<LightconvCpuFunction> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
-                               const torch::Tensor& w_in, int64_t padding_l) {
-    auto x = x_in.contiguous(), w = w_in.contiguous();
-    const auto s = lightconv_shape(x, w, padding_l);
+}  // namespace
+
+struct LightconvCpu {
+  static bool accepts(const torch::Tensor& x) { return x.is_cpu(); }
+  static const char* device_name() { return "CPU"; }
+
+  static torch::Tensor forward(const LightconvShape& s, const torch::Tensor& x, const torch::Tensor& w) {
     auto y = torch::empty_like(x);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cpu_forward", [&] {
       const scalar_t* xp = x.data_ptr<scalar_t>();
@@ -148,36 +150,34 @@ class LightconvCpuFunction : public torch::autograd::Function<LightconvCpuFuncti
       parallel_chunks(s.B * s.T, workers_for(s.B * s.T, kMinRowsPerWorker),
                       [&](int, int64_t r0, int64_t r1) { forward_dispatch(s, xp, wp, yp, r0, r1); });
     });
-    ctx->save_for_backward({x, w});
-    ctx->saved_data["padding_l"] = padding_l;
     return y;
   }
 
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad_out) {
-    auto saved = ctx->get_saved_variables();
-    const auto& x = saved[0];
-    const auto& w = saved[1];
-    const auto s = lightconv_shape(x, w, ctx->saved_data["padding_l"].toInt());
-    auto g = grad_out[0].contiguous();
-    torch::Tensor gx, gw;
+  static torch::Tensor grad_x(const LightconvShape& s, const torch::Tensor& g, const torch::Tensor& w) {
+    auto gx = torch::empty_like(g);
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "lightconv_cpu_grad_x", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* wp = w.data_ptr<scalar_t>();
+      scalar_t* gxp = gx.data_ptr<scalar_t>();
+      parallel_chunks(s.B * s.T, workers_for(s.B * s.T, kMinRowsPerWorker),
+                      [&](int, int64_t r0, int64_t r1) { grad_x_dispatch(s, gp, wp, gxp, r0, r1); });
+    });
+    return gx;
+  }
+
+  static torch::Tensor grad_w(const LightconvShape& s, const torch::Tensor& g, const torch::Tensor& x) {
     const int64_t rows = s.B * s.T;
     const int workers = workers_for(rows, kMinRowsPerWorker);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cpu_backward", [&] {
+    torch::Tensor gw;
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cpu_grad_w", [&] {
       const scalar_t* gp = g.data_ptr<scalar_t>();
       const scalar_t* xp = x.data_ptr<scalar_t>();
-      const scalar_t* wp = w.data_ptr<scalar_t>();
-      if (ctx->needs_input_grad(0)) {
-        gx = torch::empty_like(x);
-        scalar_t* gxp = gx.data_ptr<scalar_t>();
-        parallel_chunks(rows, workers, [&](int, int64_t r0, int64_t r1) { grad_x_dispatch(s, gp, wp, gxp, r0, r1); });
-      }
-      if (!ctx->needs_input_grad(1)) return;
       if (s.shared()) {
         // Per-thread partial sums in double, added in a fixed order (deterministic).
         std::vector<std::vector<double>> partial(workers, std::vector<double>(s.H * s.K, 0.0));
-        parallel_chunks(rows, workers,
-                        [&](int wk, int64_t r0, int64_t r1) { grad_w_shared_dispatch(s, gp, xp, partial[wk].data(), r0, r1); });
+        parallel_chunks(rows, workers, [&](int wk, int64_t r0, int64_t r1) {
+          grad_w_shared_dispatch(s, gp, xp, partial[wk].data(), r0, r1);
+        });
         auto sum = torch::zeros({s.H, s.K}, torch::kDouble);
         double* sp = sum.data_ptr<double>();
         for (const auto& p : partial) {
@@ -185,23 +185,17 @@ class LightconvCpuFunction : public torch::autograd::Function<LightconvCpuFuncti
         }
         gw = sum.to(x.scalar_type());
       } else {
-        gw = torch::zeros_like(w);
+        gw = torch::zeros({s.B, s.H, s.T, s.K}, x.options());
         scalar_t* gwp = gw.data_ptr<scalar_t>();
         parallel_chunks(rows, workers, [&](int, int64_t r0, int64_t r1) { grad_w_dispatch(s, gp, xp, gwp, r0, r1); });
       }
     });
-    return {gx, gw, torch::Tensor()};
+    return gw;
   }
 };
 
-}  // namespace
-
 torch::Tensor lightconv_cpu(const torch::Tensor& x, const torch::Tensor& weights, int64_t padding_l) {
-  TORCH_CHECK(x.is_cpu() && weights.is_cpu(), "lightconv_cpu: CPU tensors expected");
-  TORCH_CHECK(x.dim() == 3 && (weights.dim() == 2 || weights.dim() == 4),
-              "lightconv_cpu: x must be [B, T, C] and weights [H, K] or [B, H, T, K]");
-  TORCH_CHECK(x.scalar_type() == weights.scalar_type(), "lightconv_cpu: x and weights must have one dtype");
-  return LightconvCpuFunction::apply(x, weights, padding_l);
+  return apply_lightconv_kernel<LightconvCpu>("lightconv_cpu", x, weights, padding_l);
 }
 
 }  // namespace leanseq::kernels

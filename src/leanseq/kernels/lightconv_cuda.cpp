@@ -7,6 +7,7 @@
 #include <ATen/cuda/CUDAContext.h>
 
 #include "leanseq/kernels/cuda/lightconv_cuda.cuh"
+#include "leanseq/kernels/lightconv_function.h"
 #endif
 
 namespace leanseq::kernels {
@@ -14,65 +15,49 @@ namespace leanseq::kernels {
 #ifdef LEANSEQ_WITH_CUDA
 
 namespace {
-
 void check(cudaError_t e, const char* what) { TORCH_CHECK(e == cudaSuccess, what, ": ", cudaGetErrorString(e)); }
+cudaStream_t stream_of(const torch::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.get_device()).stream(); }
+}  // namespace
 
-class LightconvCudaFunction : public torch::autograd::Function<LightconvCudaFunction> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in,
-                               const torch::Tensor& w_in, int64_t padding_l) {
-    auto x = x_in.contiguous(), w = w_in.contiguous();
-    const auto s = lightconv_shape(x, w, padding_l);
+struct LightconvCuda {
+  static bool accepts(const torch::Tensor& x) { return x.is_cuda(); }
+  static const char* device_name() { return "CUDA"; }
+
+  static torch::Tensor forward(const LightconvShape& s, const torch::Tensor& x, const torch::Tensor& w) {
     auto y = torch::empty_like(x);
-    auto stream = at::cuda::getCurrentCUDAStream(x.get_device()).stream();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cuda_forward", [&] {
       check(cuda::lightconv_forward<scalar_t>(s, x.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(),
-                                              stream),
+                                              stream_of(x)),
             "lightconv_cuda forward");
     });
-    ctx->save_for_backward({x, w});
-    ctx->saved_data["padding_l"] = padding_l;
     return y;
   }
 
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad_out) {
-    auto saved = ctx->get_saved_variables();
-    const auto& x = saved[0];
-    const auto& w = saved[1];
-    const auto s = lightconv_shape(x, w, ctx->saved_data["padding_l"].toInt());
-    auto g = grad_out[0].contiguous();
-    auto stream = at::cuda::getCurrentCUDAStream(x.get_device()).stream();
-    torch::Tensor gx, gw;
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cuda_backward", [&] {
-      if (ctx->needs_input_grad(0)) {
-        gx = torch::empty_like(x);
-        check(cuda::lightconv_grad_x<scalar_t>(s, g.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-                                               gx.data_ptr<scalar_t>(), stream),
-              "lightconv_cuda grad_x");
-      }
-      if (ctx->needs_input_grad(1)) {
-        auto full = torch::empty({s.B, s.H, s.T, s.K}, x.options());
-        check(cuda::lightconv_grad_w<scalar_t>(s, g.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                               full.data_ptr<scalar_t>(), stream),
-              "lightconv_cuda grad_w");
-        gw = s.shared() ? full.sum({0, 2}) : full;
-      }
+  static torch::Tensor grad_x(const LightconvShape& s, const torch::Tensor& g, const torch::Tensor& w) {
+    auto gx = torch::empty_like(g);
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "lightconv_cuda_grad_x", [&] {
+      check(cuda::lightconv_grad_x<scalar_t>(s, g.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), gx.data_ptr<scalar_t>(),
+                                             stream_of(g)),
+            "lightconv_cuda grad_x");
     });
-    return {gx, gw, torch::Tensor()};
+    return gx;
+  }
+
+  static torch::Tensor grad_w(const LightconvShape& s, const torch::Tensor& g, const torch::Tensor& x) {
+    auto full = torch::empty({s.B, s.H, s.T, s.K}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cuda_grad_w", [&] {
+      check(cuda::lightconv_grad_w<scalar_t>(s, g.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                             full.data_ptr<scalar_t>(), stream_of(x)),
+            "lightconv_cuda grad_w");
+    });
+    return s.shared() ? full.sum(std::vector<int64_t>{0, 2}) : full;
   }
 };
-
-}  // namespace
 
 bool lightconv_cuda_available() { return true; }
 
 torch::Tensor lightconv_cuda(const torch::Tensor& x, const torch::Tensor& weights, int64_t padding_l) {
-  TORCH_CHECK(x.is_cuda() && weights.is_cuda(), "lightconv_cuda: CUDA tensors expected");
-  TORCH_CHECK(x.dim() == 3 && (weights.dim() == 2 || weights.dim() == 4),
-              "lightconv_cuda: x must be [B, T, C] and weights [H, K] or [B, H, T, K]");
-  TORCH_CHECK(x.scalar_type() == weights.scalar_type(), "lightconv_cuda: x and weights must have one dtype");
-  return LightconvCudaFunction::apply(x, weights, padding_l);
+  return apply_lightconv_kernel<LightconvCuda>("lightconv_cuda", x, weights, padding_l);
 }
 
 #else

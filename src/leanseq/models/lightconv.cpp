@@ -5,12 +5,11 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/models/registry.h"
+#include "leanseq/nn/functional.h"
 
 namespace leanseq::models {
 
 namespace {
-constexpr int64_t kPad = 1;
-
 void visit_side(ConfigVisitor& v, const std::string& p, LightConvSideConfig& s) {
   v.field(p + ".embed_dim", s.embed_dim, "embedding dimension");
   v.field(p + ".conv_dim", s.conv_dim, "convolution channels (0: embed_dim)");
@@ -24,13 +23,6 @@ void visit_side(ConfigVisitor& v, const std::string& p, LightConvSideConfig& s) 
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
 }
 
-torch::nn::LayerNorm maybe_layer_norm(bool pre_norm, int64_t dim) {
-  return pre_norm ? torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)) : torch::nn::LayerNorm(nullptr);
-}
-
-torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
-  return p > 0 ? torch::dropout(x, p, training) : x;
-}
 }  // namespace
 
 std::vector<int64_t> LightConvSideConfig::kernel_sizes(const std::string& key) const {
@@ -178,18 +170,18 @@ LightConvEncoderImpl::LightConvEncoderImpl(const LightConvConfig& cfg, torch::nn
   embed_scale_ = std::sqrt(static_cast<double>(s.embed_dim));
   embed_tokens = register_module("embed_tokens", embed);
   embed_positions =
-      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_source_positions, s.learned_pos));
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t k : s.kernel_sizes("model.encoder.kernel_size_list")) {
     layers->push_back(nn::LightConvEncoderLayer(cfg.layer_options(s, k)));
   }
-  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
 
 EncoderOut LightConvEncoderImpl::forward(const torch::Tensor& src) {
-  auto padding_mask = src.eq(kPad);  // [B, S]
-  auto x = maybe_dropout(embed_tokens(src) * embed_scale_ + embed_positions(src), dropout_, is_training());
+  auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
+  auto x = nn::maybe_dropout(embed_tokens(src) * embed_scale_ + embed_positions(src), dropout_, is_training());
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
   for (const auto& layer : *layers) x = layer->as<nn::LightConvEncoderLayer>()->forward(x, mask);
   if (layer_norm) x = layer_norm(x);
@@ -204,12 +196,12 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
   embed_scale_ = std::sqrt(static_cast<double>(s.embed_dim));
   embed_tokens = register_module("embed_tokens", embed);
   embed_positions =
-      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_target_positions, s.learned_pos));
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
     layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
   }
-  layer_norm = maybe_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);
+  layer_norm = nn::optional_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
@@ -217,7 +209,7 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
 
 DecoderOut LightConvDecoderImpl::run(torch::Tensor x, bool need_attn,
                                      const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer) {
-  x = maybe_dropout(x, dropout_, is_training());
+  x = nn::maybe_dropout(x, dropout_, is_training());
   DecoderOut out;
   const size_t n = layers->size();
   for (size_t i = 0; i < n; ++i) {
@@ -251,33 +243,11 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
   return out;
 }
 
-// ---------------------------------------------------------------- model
-
-LightConvModel::LightConvModel(const LightConvConfig& cfg, int64_t src_vocab, int64_t tgt_vocab) : cfg_(cfg) {
-  auto enc_embed = nn::make_embedding(src_vocab, cfg.encoder.embed_dim, kPad);
-  auto dec_embed = cfg.share_all_embeddings ? enc_embed : nn::make_embedding(tgt_vocab, cfg.decoder.embed_dim, kPad);
-  encoder = register_module("encoder", LightConvEncoder(cfg, enc_embed));
-  decoder = register_module("decoder", LightConvDecoder(cfg, dec_embed, tgt_vocab));
-}
-
-EncoderOut LightConvModel::encode(const torch::Tensor& src, const torch::Tensor&) { return encoder(src); }
-
-DecoderOut LightConvModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
-  return decoder->forward(prev_tokens, enc, need_attn);
-}
-
-nn::IncrementalState LightConvModel::init_state(const EncoderOut&) {
-  return nn::IncrementalState(2 * decoder->layers->size());
-}
-
-DecoderOut LightConvModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
-                                bool need_attn) {
-  return decoder->step(tokens, enc, state, need_attn);
-}
+// ---------------------------------------------------------------- language model
 
 LightConvLanguageModel::LightConvLanguageModel(const LightConvLMConfig& cfg, int64_t vocab) : cfg_(cfg) {
   decoder = register_module("decoder",
-                            LightConvDecoder(cfg, nn::make_embedding(vocab, cfg.decoder.embed_dim, kPad), vocab));
+                            LightConvDecoder(cfg, nn::make_embedding(vocab, cfg.decoder.embed_dim, nn::kPadIndex), vocab));
 }
 
 EncoderOut LightConvLanguageModel::encode(const torch::Tensor& src, const torch::Tensor&) {
@@ -302,7 +272,6 @@ DecoderOut LightConvLanguageModel::step(const torch::Tensor& tokens, const Encod
 // ---------------------------------------------------------------- presets
 
 namespace {
-LightConvConfig& lc(ModelConfig& c) { return static_cast<LightConvConfig&>(c); }
 void set_side(LightConvSideConfig& s, int64_t dim, int64_t ffn, int64_t heads) {
   s.embed_dim = dim, s.ffn_embed_dim = ffn, s.attention_heads = heads;
 }
@@ -337,18 +306,8 @@ void tiny(LightConvConfig& c, const std::string& conv_type) {
 }  // namespace
 
 void register_lightconv(Registry& reg) {
-  reg.add_family({"lightconv",
-                  [] { return std::make_shared<LightConvConfig>(); },
-                  [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
-                    const auto& cfg = static_cast<const LightConvConfig&>(c);
-                    if (cfg.share_all_embeddings && !v.joint) {
-                      throw ConfigError("model.share_all_embeddings needs a joint vocabulary (prepare --joint)");
-                    }
-                    return std::make_shared<LightConvModel>(cfg, v.src_size, v.tgt_size);
-                  }});
-  auto add = [&](const std::string& name, const std::string& desc, std::function<void(LightConvConfig&)> f) {
-    reg.add_preset({name, "lightconv", desc, [f](ModelConfig& c) { f(lc(c)); }});
-  };
+  reg.add_family(encoder_decoder_family<LightConvConfig, LightConvModel>("lightconv"));
+  auto add = preset_adder<LightConvConfig>(reg, "lightconv");
   add("lightconv", "fairseq base LightConv (dynamic convolutions; 7+6 layers, kernels 3..31)", [](LightConvConfig&) {});
   add("lightconv_iwslt_de_en", "fairseq IWSLT'14 De-En LightConv (no GLU, weight dropout 0.1)", [](LightConvConfig& c) {
     set_side(c.encoder, 512, 1024, 4);
@@ -376,9 +335,7 @@ void register_lightconv(Registry& reg) {
                   [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
                     return std::make_shared<LightConvLanguageModel>(static_cast<const LightConvLMConfig&>(c), v.tgt_size);
                   }});
-  auto add_lm = [&](const std::string& name, const std::string& desc, std::function<void(LightConvLMConfig&)> f) {
-    reg.add_preset({name, "lightconv_lm", desc, [f](ModelConfig& c) { f(static_cast<LightConvLMConfig&>(c)); }});
-  };
+  auto add_lm = preset_adder<LightConvLMConfig>(reg, "lightconv_lm");
   add_lm("lightconv_lm", "fairseq LightConv language model (dynamic convolutions, 6 pre-norm layers)",
          [](LightConvLMConfig& c) { c.decoder.layers = 6; });
   add_lm("lightconv_lm_gbw", "fairseq Billion Word LightConv language model (FFN 4096, 16 heads)", [](LightConvLMConfig& c) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/models/encoder_decoder.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/lightconv.h"
@@ -86,22 +87,7 @@ class LightConvDecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LightConvDecoder);
 
-class LightConvModel : public Seq2SeqModel {
- public:
-  LightConvModel(const LightConvConfig& cfg, int64_t src_vocab, int64_t tgt_vocab);
-  EncoderOut encode(const torch::Tensor& src, const torch::Tensor& src_lengths) override;
-  DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override;
-  nn::IncrementalState init_state(const EncoderOut& enc) override;
-  DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
-                  bool need_attn) override;
-  int64_t max_target_positions() const override { return cfg_.max_target_positions; }
-
-  LightConvEncoder encoder{nullptr};
-  LightConvDecoder decoder{nullptr};
-
- private:
-  LightConvConfig cfg_;
-};
+using LightConvModel = EncoderDecoderModel<LightConvConfig, LightConvEncoder, LightConvDecoder>;
 
 // The language model: encode() returns an empty encoder output ([B, 0, C]); decode() and step()
 // predict the next token of `prev_tokens` = [</s>, y1 .. y(n-1)].

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "leanseq/core/error.h"
 #include "leanseq/models/seq2seq.h"
 
 namespace leanseq::models {
@@ -40,6 +41,29 @@ class Registry {
   std::vector<Family> families_;
   std::vector<Preset> presets_;
 };
+
+// A family of encoder-decoder models built as Model(cfg, src_vocab, tgt_vocab) from a Config
+// with share_all_embeddings (which needs a joint vocabulary).
+template <class Config, class Model>
+Family encoder_decoder_family(const std::string& name) {
+  return {name, [] { return std::make_shared<Config>(); },
+          [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
+            const auto& cfg = static_cast<const Config&>(c);
+            if (cfg.share_all_embeddings && !v.joint) {
+              throw ConfigError("model.share_all_embeddings needs a joint vocabulary (prepare without --separate-vocab)");
+            }
+            return std::make_shared<Model>(cfg, v.src_size, v.tgt_size);
+          }};
+}
+
+// add(name, description, edit): registers presets of `family` whose edit takes its own Config.
+template <class Config>
+std::function<void(const std::string&, const std::string&, std::function<void(Config&)>)> preset_adder(
+    Registry& reg, const std::string& family) {
+  return [&reg, family](const std::string& name, const std::string& desc, std::function<void(Config&)> edit) {
+    reg.add_preset({name, family, desc, [edit](ModelConfig& c) { edit(static_cast<Config&>(c)); }});
+  };
+}
 
 // Every family registers here, in one place (no static self-registration).
 const Registry& registry();

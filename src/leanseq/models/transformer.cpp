@@ -5,12 +5,11 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/models/registry.h"
+#include "leanseq/nn/functional.h"
 
 namespace leanseq::models {
 
 namespace {
-constexpr int64_t kPad = 1;
-
 void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s) {
   v.field(p + ".embed_dim", s.embed_dim, "embedding dimension");
   v.field(p + ".ffn_embed_dim", s.ffn_embed_dim, "feed-forward inner dimension");
@@ -20,13 +19,6 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
 }
 
-torch::nn::LayerNorm maybe_layer_norm(bool pre_norm, int64_t dim) {
-  return pre_norm ? torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5)) : torch::nn::LayerNorm(nullptr);
-}
-
-torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
-  return p > 0 ? torch::dropout(x, p, training) : x;
-}
 }  // namespace
 
 void TransformerConfig::visit(ConfigVisitor& v) {
@@ -89,17 +81,17 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_scale_ = cfg.no_scale_embedding ? 1.0 : std::sqrt(static_cast<double>(s.embed_dim));
   embed_tokens = register_module("embed_tokens", embed);
   embed_positions =
-      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_source_positions, s.learned_pos));
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(cfg.layer_options(s)));
-  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
 
 EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src) {
-  auto padding_mask = src.eq(kPad);  // [B, S]
+  auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
   auto x = embed_tokens(src) * embed_scale_ + embed_positions(src);
-  x = maybe_dropout(x, dropout_, is_training());
+  x = nn::maybe_dropout(x, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
   for (const auto& layer : *layers) x = layer->as<nn::TransformerEncoderLayer>()->forward(x, mask);
@@ -115,10 +107,10 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   embed_scale_ = cfg.no_scale_embedding ? 1.0 : std::sqrt(static_cast<double>(s.embed_dim));
   embed_tokens = register_module("embed_tokens", embed);
   embed_positions =
-      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, kPad, cfg.max_target_positions, s.learned_pos));
+      register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerDecoderLayer(cfg.layer_options(s)));
-  layer_norm = maybe_layer_norm(s.normalize_before, s.embed_dim);
+  layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
@@ -140,8 +132,8 @@ torch::Tensor TransformerDecoderImpl::run_layers(
 
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
   auto x = embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens);
-  x = maybe_dropout(x, dropout_, is_training());
-  auto self_mask = prev_tokens.eq(kPad);
+  x = nn::maybe_dropout(x, dropout_, is_training());
+  auto self_mask = prev_tokens.eq(nn::kPadIndex);
   if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
   auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
   DecoderOut out;
@@ -158,8 +150,8 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
                                         bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
   auto x = embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B);
-  x = maybe_dropout(x, dropout_, is_training());
-  auto token_padding = tokens.eq(kPad);
+  x = nn::maybe_dropout(x, dropout_, is_training());
+  auto token_padding = tokens.eq(nn::kPadIndex);
   if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
   DecoderOut out;
   out.logits = run_layers(
@@ -173,34 +165,9 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
   return out;
 }
 
-// ---------------------------------------------------------------- model
-
-TransformerModel::TransformerModel(const TransformerConfig& cfg, int64_t src_vocab, int64_t tgt_vocab) : cfg_(cfg) {
-  auto enc_embed = nn::make_embedding(src_vocab, cfg.encoder.embed_dim, kPad);
-  auto dec_embed = cfg.share_all_embeddings ? enc_embed : nn::make_embedding(tgt_vocab, cfg.decoder.embed_dim, kPad);
-  encoder = register_module("encoder", TransformerEncoder(cfg, enc_embed));
-  decoder = register_module("decoder", TransformerDecoder(cfg, dec_embed, tgt_vocab));
-}
-
-EncoderOut TransformerModel::encode(const torch::Tensor& src, const torch::Tensor&) { return encoder(src); }
-
-DecoderOut TransformerModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
-  return decoder->forward(prev_tokens, enc, need_attn);
-}
-
-nn::IncrementalState TransformerModel::init_state(const EncoderOut&) {
-  return nn::IncrementalState(2 * decoder->layers->size());
-}
-
-DecoderOut TransformerModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
-                                  bool need_attn) {
-  return decoder->step(tokens, enc, state, need_attn);
-}
-
 // ---------------------------------------------------------------- presets
 
 namespace {
-TransformerConfig& tc(ModelConfig& c) { return static_cast<TransformerConfig&>(c); }
 void set_side(TransformerSideConfig& s, int64_t dim, int64_t ffn, int64_t layers, int64_t heads) {
   s.embed_dim = dim, s.ffn_embed_dim = ffn, s.layers = layers, s.attention_heads = heads;
 }
@@ -212,18 +179,8 @@ void big(TransformerConfig& c) {
 }  // namespace
 
 void register_transformer(Registry& reg) {
-  reg.add_family({"transformer",
-                  [] { return std::make_shared<TransformerConfig>(); },
-                  [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
-                    const auto& cfg = static_cast<const TransformerConfig&>(c);
-                    if (cfg.share_all_embeddings && !v.joint) {
-                      throw ConfigError("model.share_all_embeddings needs a joint vocabulary (prepare --joint)");
-                    }
-                    return std::make_shared<TransformerModel>(cfg, v.src_size, v.tgt_size);
-                  }});
-  auto add = [&](const std::string& name, const std::string& desc, std::function<void(TransformerConfig&)> f) {
-    reg.add_preset({name, "transformer", desc, [f](ModelConfig& c) { f(tc(c)); }});
-  };
+  reg.add_family(encoder_decoder_family<TransformerConfig, TransformerModel>("transformer"));
+  auto add = preset_adder<TransformerConfig>(reg, "transformer");
   add("transformer", "fairseq base Transformer", [](TransformerConfig&) {});
   add("transformer_iwslt_de_en", "fairseq IWSLT'14 De-En Transformer", [](TransformerConfig& c) {
     set_side(c.encoder, 512, 1024, 6, 4);

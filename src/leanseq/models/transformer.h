@@ -3,6 +3,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/models/encoder_decoder.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/transformer_layer.h"
@@ -63,22 +64,7 @@ class TransformerDecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerDecoder);
 
-class TransformerModel : public Seq2SeqModel {
- public:
-  TransformerModel(const TransformerConfig& cfg, int64_t src_vocab, int64_t tgt_vocab);
-  EncoderOut encode(const torch::Tensor& src, const torch::Tensor& src_lengths) override;
-  DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override;
-  nn::IncrementalState init_state(const EncoderOut& enc) override;
-  DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
-                  bool need_attn) override;
-  int64_t max_target_positions() const override { return cfg_.max_target_positions; }
-
-  TransformerEncoder encoder{nullptr};
-  TransformerDecoder decoder{nullptr};
-
- private:
-  TransformerConfig cfg_;
-};
+using TransformerModel = EncoderDecoderModel<TransformerConfig, TransformerEncoder, TransformerDecoder>;
 
 void register_transformer(Registry& reg);
 

@@ -1,18 +1,13 @@
 #include "leanseq/nn/lightconv.h"
 
 #include "leanseq/kernels/lightconv_ref.h"
+#include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 #include "leanseq/nn/transformer_layer.h"
 
 namespace leanseq::nn {
 
 namespace {
-torch::nn::LayerNorm layer_norm(int64_t dim) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
-}
-torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
-  return p > 0 ? torch::dropout(x, p, training) : x;
-}
 
 LightConvOptions conv_options(const LightConvLayerOptions& o, int64_t padding_l) {
   LightConvOptions c;

@@ -1,17 +1,9 @@
 #include "leanseq/nn/transformer_layer.h"
 
+#include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
 namespace leanseq::nn {
-
-namespace {
-torch::nn::LayerNorm layer_norm(int64_t dim) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
-}
-torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
-  return p > 0 ? torch::dropout(x, p, training) : x;
-}
-}  // namespace
 
 torch::Tensor feed_forward(const torch::Tensor& x, torch::nn::Linear& fc1, torch::nn::Linear& fc2,
                            torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training) {

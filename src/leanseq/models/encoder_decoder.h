@@ -1,0 +1,44 @@
+// The encoder-decoder model shared by the families whose encoder and decoder are fairseq-style
+// modules: token embeddings (shared when share_all_embeddings), `encoder` and `decoder` children
+// (fairseq's state_dict prefixes), and a decoder with forward/step and two cache slots per layer.
+#pragma once
+#include "leanseq/models/seq2seq.h"
+#include "leanseq/nn/embeddings.h"
+#include "leanseq/nn/functional.h"
+
+namespace leanseq::models {
+
+// Config: encoder/decoder sides with embed_dim, share_all_embeddings, max_target_positions.
+// Encoder(cfg, embedding) -> EncoderOut; Decoder(cfg, embedding, vocab) with forward(prev, enc,
+// need_attn), step(tokens, enc, state, need_attn) and `layers`.
+template <class Config, class Encoder, class Decoder>
+class EncoderDecoderModel : public Seq2SeqModel {
+ public:
+  EncoderDecoderModel(const Config& cfg, int64_t src_vocab, int64_t tgt_vocab) : cfg_(cfg) {
+    auto enc_embed = nn::make_embedding(src_vocab, cfg.encoder.embed_dim, nn::kPadIndex);
+    auto dec_embed =
+        cfg.share_all_embeddings ? enc_embed : nn::make_embedding(tgt_vocab, cfg.decoder.embed_dim, nn::kPadIndex);
+    encoder = register_module("encoder", Encoder(cfg, enc_embed));
+    decoder = register_module("decoder", Decoder(cfg, dec_embed, tgt_vocab));
+  }
+  EncoderOut encode(const torch::Tensor& src, const torch::Tensor&) override { return encoder(src); }
+  DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override {
+    return decoder->forward(prev_tokens, enc, need_attn);
+  }
+  nn::IncrementalState init_state(const EncoderOut&) override {
+    return nn::IncrementalState(2 * decoder->layers->size());
+  }
+  DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
+                  bool need_attn) override {
+    return decoder->step(tokens, enc, state, need_attn);
+  }
+  int64_t max_target_positions() const override { return cfg_.max_target_positions; }
+
+  Encoder encoder{nullptr};
+  Decoder decoder{nullptr};
+
+ private:
+  Config cfg_;
+};
+
+}  // namespace leanseq::models

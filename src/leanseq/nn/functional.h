@@ -1,0 +1,25 @@
+// Small helpers every layer and model uses, with fairseq's conventions.
+#pragma once
+#include <torch/torch.h>
+
+namespace leanseq::nn {
+
+// fairseq's padding index (<pad> = 1 in every dictionary).
+constexpr int64_t kPadIndex = 1;
+
+// LayerNorm over the last dimension with fairseq's epsilon.
+inline torch::nn::LayerNorm layer_norm(int64_t dim) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
+}
+
+// A LayerNorm when `present` (a pre-norm stack's final norm), an empty holder otherwise.
+inline torch::nn::LayerNorm optional_layer_norm(bool present, int64_t dim) {
+  return present ? layer_norm(dim) : torch::nn::LayerNorm(nullptr);
+}
+
+// Dropout that costs nothing when p = 0.
+inline torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
+  return p > 0 ? torch::dropout(x, p, training) : x;
+}
+
+}  // namespace leanseq::nn
