@@ -135,6 +135,21 @@ void grad_w_shared_dispatch(const LightconvShape& s, const double* g, const doub
 // Rows per thread below which splitting does not pay for the thread start.
 constexpr int64_t kMinRowsPerWorker = 64;
 
+// An output shaped like `a`, its B*T rows split over threads: rows(s, a, w, out, r0, r1). The
+// forward pass (a = x) and the input gradient (a = grad_out) have this form.
+template <class Rows>
+torch::Tensor map_rows(const LightconvShape& s, const torch::Tensor& a, const torch::Tensor& w, Rows rows) {
+  auto out = torch::empty_like(a);
+  AT_DISPATCH_FLOATING_TYPES(a.scalar_type(), "lightconv_cpu", [&] {
+    const scalar_t* ap = a.data_ptr<scalar_t>();
+    const scalar_t* wp = w.data_ptr<scalar_t>();
+    scalar_t* op = out.data_ptr<scalar_t>();
+    parallel_chunks(s.B * s.T, workers_for(s.B * s.T, kMinRowsPerWorker),
+                    [&](int, int64_t r0, int64_t r1) { rows(s, ap, wp, op, r0, r1); });
+  });
+  return out;
+}
+
 }  // namespace
 
 struct LightconvCpu {
@@ -142,27 +157,11 @@ struct LightconvCpu {
   static const char* device_name() { return "CPU"; }
 
   static torch::Tensor forward(const LightconvShape& s, const torch::Tensor& x, const torch::Tensor& w) {
-    auto y = torch::empty_like(x);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "lightconv_cpu_forward", [&] {
-      const scalar_t* xp = x.data_ptr<scalar_t>();
-      const scalar_t* wp = w.data_ptr<scalar_t>();
-      scalar_t* yp = y.data_ptr<scalar_t>();
-      parallel_chunks(s.B * s.T, workers_for(s.B * s.T, kMinRowsPerWorker),
-                      [&](int, int64_t r0, int64_t r1) { forward_dispatch(s, xp, wp, yp, r0, r1); });
-    });
-    return y;
+    return map_rows(s, x, w, [](auto&&... a) { forward_dispatch(a...); });
   }
 
   static torch::Tensor grad_x(const LightconvShape& s, const torch::Tensor& g, const torch::Tensor& w) {
-    auto gx = torch::empty_like(g);
-    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "lightconv_cpu_grad_x", [&] {
-      const scalar_t* gp = g.data_ptr<scalar_t>();
-      const scalar_t* wp = w.data_ptr<scalar_t>();
-      scalar_t* gxp = gx.data_ptr<scalar_t>();
-      parallel_chunks(s.B * s.T, workers_for(s.B * s.T, kMinRowsPerWorker),
-                      [&](int, int64_t r0, int64_t r1) { grad_x_dispatch(s, gp, wp, gxp, r0, r1); });
-    });
-    return gx;
+    return map_rows(s, g, w, [](auto&&... a) { grad_x_dispatch(a...); });
   }
 
   static torch::Tensor grad_w(const LightconvShape& s, const torch::Tensor& g, const torch::Tensor& x) {

@@ -2,11 +2,34 @@
 // modules: token embeddings (shared when share_all_embeddings), `encoder` and `decoder` children
 // (fairseq's state_dict prefixes), and a decoder with forward/step and two cache slots per layer.
 #pragma once
+#include <functional>
+
 #include "leanseq/models/seq2seq.h"
+#include "leanseq/nn/attention.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/functional.h"
 
 namespace leanseq::models {
+
+// One decoder layer applied to the hidden states: (layer index, x, whether to return its
+// encoder attention) -> the layer's output and attention.
+using DecoderLayerFn = std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>;
+
+// The decoder stack after the embeddings: `layers` layers, then the optional final LayerNorm and
+// the output projection. Like fairseq (alignment_layer), the attention returned is the encoder
+// attention of the last layer.
+inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const DecoderLayerFn& layer, bool need_attn,
+                                    torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight) {
+  DecoderOut out;
+  for (size_t i = 0; i < layers; ++i) {
+    auto r = layer(i, x, need_attn && i + 1 == layers);
+    x = r.out;
+    if (r.weights.defined()) out.attn = r.weights;
+  }
+  if (layer_norm) x = layer_norm(x);
+  out.logits = torch::matmul(x, output_weight.t());
+  return out;
+}
 
 // Config: encoder/decoder sides with embed_dim, share_all_embeddings, max_target_positions.
 // Encoder(cfg, embedding) -> EncoderOut; Decoder(cfg, embedding, vocab) with forward(prev, enc,

@@ -23,6 +23,16 @@ void visit_side(ConfigVisitor& v, const std::string& p, LightConvSideConfig& s) 
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
 }
 
+// The keys of the conv blocks, common to the translation model and the language model.
+void visit_conv_block(ConfigVisitor& v, LightConvConfig& c) {
+  v.field("dropout", c.dropout, "dropout probability");
+  v.field("relu_dropout", c.relu_dropout, "dropout after the FFN activation");
+  v.field("input_dropout", c.input_dropout, "dropout on the input of each conv block");
+  v.field("weight_dropout", c.weight_dropout, "DropConnect on the normalised convolution kernels");
+  v.field("weight_softmax", c.weight_softmax, "softmax-normalise the kernels over their taps");
+  v.field("conv_impl", c.conv_impl, "convolution implementation: auto, unfold, band or kernel");
+}
+
 }  // namespace
 
 std::vector<int64_t> LightConvSideConfig::kernel_sizes(const std::string& key) const {
@@ -67,17 +77,12 @@ LightConvConfig::LightConvConfig() {
 void LightConvConfig::visit(ConfigVisitor& v) {
   visit_side(v, "encoder", encoder);
   visit_side(v, "decoder", decoder);
-  v.field("dropout", dropout, "dropout probability");
+  visit_conv_block(v, *this);
   v.field("attention_dropout", attention_dropout, "dropout on encoder-attention weights");
-  v.field("relu_dropout", relu_dropout, "dropout after the FFN activation");
-  v.field("input_dropout", input_dropout, "dropout on the input of each conv block");
-  v.field("weight_dropout", weight_dropout, "DropConnect on the normalised convolution kernels");
-  v.field("weight_softmax", weight_softmax, "softmax-normalise the kernels over their taps");
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
   v.field("max_source_positions", max_source_positions, "longest source in tokens");
   v.field("max_target_positions", max_target_positions, "longest target in tokens");
-  v.field("conv_impl", conv_impl, "convolution implementation: auto, unfold, band or kernel");
 }
 
 std::string LightConvConfig::summary() const {
@@ -136,14 +141,9 @@ LightConvLMConfig::LightConvLMConfig() {
 
 void LightConvLMConfig::visit(ConfigVisitor& v) {
   visit_side(v, "decoder", decoder);
-  v.field("dropout", dropout, "dropout probability");
-  v.field("relu_dropout", relu_dropout, "dropout after the FFN activation");
-  v.field("input_dropout", input_dropout, "dropout on the input of each conv block");
-  v.field("weight_dropout", weight_dropout, "DropConnect on the normalised convolution kernels");
-  v.field("weight_softmax", weight_softmax, "softmax-normalise the kernels over their taps");
+  visit_conv_block(v, *this);
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie input and output embeddings");
   v.field("max_target_positions", max_target_positions, "longest sample in tokens");
-  v.field("conv_impl", conv_impl, "convolution implementation: auto, unfold, band or kernel");
 }
 
 std::string LightConvLMConfig::summary() const {
@@ -207,38 +207,30 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
 }
 
-DecoderOut LightConvDecoderImpl::run(torch::Tensor x, bool need_attn,
-                                     const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer) {
-  x = nn::maybe_dropout(x, dropout_, is_training());
-  DecoderOut out;
-  const size_t n = layers->size();
-  for (size_t i = 0; i < n; ++i) {
-    // Like fairseq, the alignment is the encoder attention of the last layer.
-    auto r = layer(i, x, need_attn && i + 1 == n);
-    x = r.out;
-    if (r.weights.defined()) out.attn = r.weights;
-  }
-  if (layer_norm) x = layer_norm(x);
-  out.logits = torch::matmul(x, output_weight.t());
-  return out;
-}
-
 DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
   auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
-  return run(embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens), need_attn,
-             [&](size_t i, const torch::Tensor& h, bool attn) {
-               return layers[i]->as<nn::LightConvDecoderLayer>()->forward(h, enc.out, enc_mask, attn);
-             });
+  auto x = nn::maybe_dropout(embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens), dropout_,
+                             is_training());
+  return run_decoder_stack(
+      x, layers->size(),
+      [&](size_t i, const torch::Tensor& h, bool attn) {
+        return layers[i]->as<nn::LightConvDecoderLayer>()->forward(h, enc.out, enc_mask, attn);
+      },
+      need_attn, layer_norm, output_weight);
 }
 
 DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                       bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto out = run(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B), need_attn,
-                 [&](size_t i, const torch::Tensor& h, bool attn) {
-                   return layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i,
-                                                                          2 * i + 1, attn);
-                 });
+  auto x = nn::maybe_dropout(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B),
+                             dropout_, is_training());
+  auto out = run_decoder_stack(
+      x, layers->size(),
+      [&](size_t i, const torch::Tensor& h, bool attn) {
+        return layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i, 2 * i + 1,
+                                                               attn);
+      },
+      need_attn, layer_norm, output_weight);
   state.steps += n;
   return out;
 }

@@ -81,8 +81,6 @@ class LightConvDecoderImpl : public torch::nn::Module {
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
 
  private:
-  DecoderOut run(torch::Tensor x, bool need_attn,
-                 const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer);
   double embed_scale_, dropout_;
 };
 TORCH_MODULE(LightConvDecoder);

@@ -116,34 +116,18 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
 }
 
-torch::Tensor TransformerDecoderImpl::run_layers(
-    torch::Tensor x, const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer, bool need_attn,
-    torch::Tensor& attn) {
-  const size_t n = layers->size();
-  for (size_t i = 0; i < n; ++i) {
-    // fairseq returns the encoder attention of the last layer (alignment_layer).
-    auto r = layer(i, x, need_attn && i + 1 == n);
-    x = r.out;
-    if (r.weights.defined()) attn = r.weights;
-  }
-  if (layer_norm) x = layer_norm(x);
-  return torch::matmul(x, output_weight.t());
-}
-
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
   auto x = embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens);
   x = nn::maybe_dropout(x, dropout_, is_training());
   auto self_mask = prev_tokens.eq(nn::kPadIndex);
   if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
   auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
-  DecoderOut out;
-  out.logits = run_layers(
-      x,
+  return run_decoder_stack(
+      x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
         return layers[i]->as<nn::TransformerDecoderLayer>()->forward(h, self_mask, enc.out, enc_mask, attn);
       },
-      need_attn, out.attn);
-  return out;
+      need_attn, layer_norm, output_weight);
 }
 
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
@@ -153,14 +137,13 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
   x = nn::maybe_dropout(x, dropout_, is_training());
   auto token_padding = tokens.eq(nn::kPadIndex);
   if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
-  DecoderOut out;
-  out.logits = run_layers(
-      x,
+  auto out = run_decoder_stack(
+      x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
-        return layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state, 2 * i, 2 * i + 1,
-                                                                  attn);
+        return layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state,
+                                                                  2 * i, 2 * i + 1, attn);
       },
-      need_attn, out.attn);
+      need_attn, layer_norm, output_weight);
   state.steps += n;
   return out;
 }

@@ -58,8 +58,6 @@ class TransformerDecoderImpl : public torch::nn::Module {
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
 
  private:
-  torch::Tensor run_layers(torch::Tensor x, const std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>& layer,
-                           bool need_attn, torch::Tensor& attn);
   double embed_scale_, dropout_;
 };
 TORCH_MODULE(TransformerDecoder);
