@@ -9,6 +9,7 @@
 #include "leanseq/train/checkpoint.h"
 #include "leanseq/train/criterion.h"
 #include "leanseq/train/lr_schedule.h"
+#include "leanseq/train/nag.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 #include "support/fixtures.h"
@@ -35,7 +36,41 @@ TEST(LrSchedule, ReproducesFairseqInverseSqrt) {
   o.warmup_init_lr = 1e-7;
   auto n = fx.inputs["num_updates"], lr = fx.outputs["lr"];
   for (int64_t i = 0; i < n.size(0); ++i) {
-    EXPECT_NEAR(learning_rate(o, n[i].item<int64_t>()), lr[i].item<double>(), 1e-15) << n[i].item<int64_t>();
+    EXPECT_NEAR(learning_rate(o, {n[i].item<int64_t>()}), lr[i].item<double>(), 1e-15) << n[i].item<int64_t>();
+  }
+}
+
+TEST(LrSchedule, FixedShrinksOnPlateauAndAnneals) {
+  LrScheduleOptions o;
+  o.kind = "fixed";
+  o.lr = 0.25;
+  o.warmup_updates = 0;
+  o.lr_shrink = 0.1;
+  EXPECT_DOUBLE_EQ(learning_rate(o, {100, 3, 0}), 0.25);
+  EXPECT_NEAR(learning_rate(o, {100, 3, 2}), 0.0025, 1e-15);
+  o.force_anneal = 5;  // fairseq: lr * shrink^(epoch + 1 - force_anneal) from that epoch on
+  EXPECT_DOUBLE_EQ(learning_rate(o, {100, 4, 0}), 0.25);
+  EXPECT_NEAR(learning_rate(o, {100, 5, 0}), 0.025, 1e-15);
+  EXPECT_NEAR(learning_rate(o, {100, 6, 1}), 0.25 * 1e-3, 1e-15);
+}
+
+TEST(Optimizer, NagFollowsFairseqsUpdate) {
+  // Two steps by hand: fairseq's NAG with momentum 0.99, weight decay 0.1, lr 0.5 then 0.25.
+  auto p = torch::tensor({1.0, -2.0}, torch::kDouble).requires_grad_(true);
+  NAG nag({p}, 0.5, 0.99, 0.1);
+  auto expect_p = p.detach().clone(), buf = torch::zeros({2}, torch::kDouble);
+  double lr_old = 0.5;
+  for (double lr : {0.5, 0.25}) {
+    for (auto& g : nag.param_groups()) g.options().set_lr(lr);
+    nag.zero_grad();
+    (p * p).sum().backward();
+    auto grad = 2 * p.detach();
+    nag.step();
+    const double c = lr / lr_old, m = 0.99;
+    expect_p = expect_p * (1 - lr * 0.1) + m * m * c * buf - (1 + m) * lr * grad;
+    buf = m * c * buf - lr * grad;
+    lr_old = lr;
+    EXPECT_LT(test::max_abs_diff(p.detach(), expect_p), 1e-12);
   }
 }
 

@@ -58,9 +58,9 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   write_string(ar, "vocab.src_spm", vocab.src_spm);
   write_string(ar, "vocab.tgt_spm", vocab.tgt_spm);
   ar.write("vocab.joint", torch::tensor({static_cast<int64_t>(vocab.joint)}));
-  ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates}));
+  ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates, progress.lr_shrinks}));
   ar.write("progress.floats",
-           torch::tensor({progress.best_metric, progress.elapsed_seconds}, torch::TensorOptions().dtype(torch::kDouble)));
+           torch::tensor({progress.best_metric, progress.elapsed_seconds, progress.best_valid_loss}, torch::TensorOptions().dtype(torch::kDouble)));
   std::string names;
   std::vector<torch::Tensor> tensors;
   auto add = [&](const std::string& name, const torch::Tensor& t) {
@@ -113,6 +113,8 @@ Checkpoint read_checkpoint(const std::string& path) {
     ck.progress.num_updates = ints[2].item<int64_t>();
     ck.progress.best_metric = floats[0].item<double>();
     ck.progress.elapsed_seconds = floats[1].item<double>();
+    if (ints.numel() > 3) ck.progress.lr_shrinks = ints[3].item<int64_t>();  // older checkpoints: none
+    if (floats.numel() > 2) ck.progress.best_valid_loss = floats[2].item<double>();
     std::istringstream names(read_string(ar, "model.names"));
     std::string name;
     for (int64_t i = 0; std::getline(names, name); ++i) {

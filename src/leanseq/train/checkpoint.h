@@ -19,6 +19,8 @@ struct TrainerProgress {
   int64_t num_updates = 0;
   double best_metric = std::numeric_limits<double>::quiet_NaN();
   double elapsed_seconds = 0;  // training wall time before this run segment
+  int64_t lr_shrinks = 0;      // plateau shrinks of a fixed schedule so far
+  double best_valid_loss = std::numeric_limits<double>::quiet_NaN();  // over end-of-epoch validations
 };
 
 // Text and bytes that make a checkpoint self-contained.

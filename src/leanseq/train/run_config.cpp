@@ -15,15 +15,19 @@ void RunConfig::visit(ConfigVisitor& v) {
     PrefixedVisitor pv("model", v);
     model->visit(pv);
   }
-  v.field("optim.optimizer", optimizer, "adam");
+  v.field("optim.optimizer", optimizer, "adam or nag (fairseq's Nesterov momentum, ConvS2S)");
+  v.field("optim.momentum", momentum, "NAG momentum");
   v.field("optim.adam_beta1", adam_beta1, "Adam beta1");
   v.field("optim.adam_beta2", adam_beta2, "Adam beta2");
   v.field("optim.adam_eps", adam_eps, "Adam epsilon");
-  v.field("optim.weight_decay", weight_decay, "L2 weight decay (as torch.optim.Adam)");
+  v.field("optim.weight_decay", weight_decay, "L2 weight decay (as torch.optim.Adam; NAG: decoupled, as fairseq)");
   v.field("optim.clip_norm", clip_norm, "clip the global gradient norm (0: off)");
   v.field("optim.update_freq", update_freq, "accumulate gradients over N batches");
   v.field("optim.lr", lr.lr, "peak learning rate");
   v.field("optim.lr_scheduler", lr.kind, "inverse_sqrt or fixed");
+  v.field("optim.lr_shrink", lr.lr_shrink, "fixed: factor of each shrink");
+  v.field("optim.force_anneal", lr.force_anneal, "fixed: shrink every epoch from this one on (0: never)");
+  v.field("optim.shrink_on_plateau", lr.shrink_on_plateau, "fixed: shrink when an epoch's valid loss does not improve");
   v.field("optim.warmup_updates", lr.warmup_updates, "linear warmup updates");
   v.field("optim.warmup_init_lr", lr.warmup_init_lr, "learning rate at update 0 (-1: fairseq's default)");
   v.field("criterion.label_smoothing", label_smoothing, "label smoothing epsilon");
@@ -47,7 +51,12 @@ void RunConfig::visit(ConfigVisitor& v) {
 
 void RunConfig::validate() const {
   auto bad = [](const std::string& msg) { throw ConfigError(msg); };
-  if (optimizer != "adam") bad("optim.optimizer: unknown optimizer '" + optimizer + "' (expected adam)");
+  if (optimizer != "adam" && optimizer != "nag") {
+    bad("optim.optimizer: unknown optimizer '" + optimizer + "' (expected adam or nag)");
+  }
+  if (momentum < 0 || momentum >= 1) bad("optim.momentum must be in [0, 1)");
+  if (lr.lr_shrink <= 0 || lr.lr_shrink > 1) bad("optim.lr_shrink must be in (0, 1]");
+  if (lr.force_anneal < 0) bad("optim.force_anneal must be 0 (off) or an epoch");
   if (update_freq < 1) bad("optim.update_freq must be at least 1");
   if (max_tokens < 1) bad("batch.max_tokens must be positive");
   if (lr.lr <= 0) bad("optim.lr must be positive");

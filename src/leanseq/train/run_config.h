@@ -20,8 +20,9 @@ struct RunConfig : Configurable {
   std::shared_ptr<models::ModelConfig> model;
 
   // optimisation
-  std::string optimizer = "adam";
+  std::string optimizer = "adam";  // adam | nag
   double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-8, weight_decay = 0.0;
+  double momentum = 0.99;          // nag
   double clip_norm = 0.0;             // 0: no clipping
   int64_t update_freq = 1;            // gradient accumulation
   LrScheduleOptions lr;

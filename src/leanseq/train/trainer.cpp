@@ -23,6 +23,7 @@
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/checkpoint.h"
 #include "leanseq/train/evaluate.h"
+#include "leanseq/train/nag.h"
 #include "leanseq/train/signals.h"
 
 namespace fs = std::filesystem;
@@ -38,6 +39,11 @@ std::string fmt(double v, int prec) {
   std::snprintf(buf, sizeof buf, "%.*f", prec, v);
   return buf;
 }
+std::string sci(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
 }  // namespace
 
 struct Trainer::Impl {
@@ -49,7 +55,7 @@ struct Trainer::Impl {
   std::vector<std::pair<int64_t, int64_t>> train_lengths;
   std::shared_ptr<models::Seq2SeqModel> model;
   std::vector<torch::Tensor> params;
-  std::unique_ptr<torch::optim::Adam> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
   TrainerProgress progress;
   Timer timer;  // this run segment
   std::ofstream log_file;
@@ -106,9 +112,13 @@ struct Trainer::Impl {
     torch::manual_seed(static_cast<uint64_t>(cfg.seed));
     model = models::build_model(*cfg.model, {src_dict.size(), tgt_dict.size(), meta.joint});
     params = models::unique_parameters(*model);
-    torch::optim::AdamOptions ao(cfg.lr.lr);
-    ao.betas({cfg.adam_beta1, cfg.adam_beta2}).eps(cfg.adam_eps).weight_decay(cfg.weight_decay);
-    optimizer = std::make_unique<torch::optim::Adam>(params, ao);
+    if (cfg.optimizer == "nag") {
+      optimizer = std::make_unique<NAG>(params, cfg.lr.lr, cfg.momentum, cfg.weight_decay);
+    } else {
+      torch::optim::AdamOptions ao(cfg.lr.lr);
+      ao.betas({cfg.adam_beta1, cfg.adam_beta2}).eps(cfg.adam_eps).weight_decay(cfg.weight_decay);
+      optimizer = std::make_unique<torch::optim::Adam>(params, ao);
+    }
     if (ck) {
       models::load_named_tensors(*model, ck->model_tensors, true, last);
       if (ck->optimizer) optimizer->load(*ck->optimizer);
@@ -126,8 +136,12 @@ struct Trainer::Impl {
               " valid");
   }
 
+  double current_lr() const {
+    return learning_rate(cfg.lr, {progress.num_updates, progress.epoch, progress.lr_shrinks});
+  }
+
   void set_lr(double lr) {
-    for (auto& group : optimizer->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
   }
 
   // One update over `batches` (update_freq of them). Returns false when the batches hold no tokens.
@@ -154,7 +168,7 @@ struct Trainer::Impl {
       if (p.grad().defined()) p.grad().div_(static_cast<double>(ntokens));
     }
     if (cfg.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, cfg.clip_norm);
-    double lr = learning_rate(cfg.lr, progress.num_updates);
+    double lr = current_lr();
     set_lr(lr);
     optimizer->step();
     ++progress.num_updates;
@@ -184,7 +198,7 @@ struct Trainer::Impl {
       double loss = log_tokens > 0 ? log_loss / log_tokens / kLn2 : 0;
       std::fprintf(stderr, "\repoch %ld [%s] %3d%% | update %ld | loss %.3f | lr %.2e | %.0f tok/s | %.1f min   ",
                    static_cast<long>(progress.epoch), bar.c_str(), static_cast<int>(frac * 100),
-                   static_cast<long>(progress.num_updates), loss, learning_rate(cfg.lr, progress.num_updates),
+                   static_cast<long>(progress.num_updates), loss, current_lr(),
                    log_seconds > 0 ? log_tokens / log_seconds : 0.0, elapsed() / 60.0);
       std::fflush(stderr);
     }
@@ -193,13 +207,13 @@ struct Trainer::Impl {
                        {"loss", log_loss / log_tokens / kLn2},
                        {"nll_loss", log_nll / log_tokens / kLn2},
                        {"ppl", std::pow(2.0, log_nll / log_tokens / kLn2)},
-                       {"lr", learning_rate(cfg.lr, progress.num_updates)},
+                       {"lr", current_lr()},
                        {"tokens_per_second", log_tokens / log_seconds}};
     write_record(rec);
     if (!tty && cfg.log_format != "json") {
       log::info("epoch " + std::to_string(progress.epoch) + " | update " + std::to_string(progress.num_updates) +
                 " | loss " + fmt(rec["loss"], 3) + " | nll " + fmt(rec["nll_loss"], 3) + " | ppl " +
-                fmt(rec["ppl"], 2) + " | lr " + fmt(rec["lr"].get<double>() * 1e4, 3) + "e-4 | " +
+                fmt(rec["ppl"], 2) + " | lr " + sci(rec["lr"].get<double>()) + " | " +
                 fmt(rec["tokens_per_second"], 0) + " tok/s | " + fmt(elapsed() / 60.0, 1) + " min");
     }
     log_loss = log_nll = log_tokens = log_seconds = 0;
@@ -260,8 +274,9 @@ struct Trainer::Impl {
     });
   }
 
-  // Validates, logs, and saves checkpoint_last (+ best, + `extra` when given).
-  void validate_and_save(const std::string& extra) {
+  // Validates, logs, and saves checkpoint_last (+ best, + `extra` when given). At the end of an
+  // epoch, a valid loss that does not improve shrinks a fixed schedule with shrink_on_plateau.
+  void validate_and_save(const std::string& extra, bool epoch_end = false) {
     if (tty) std::fprintf(stderr, "\n");
     auto v = validate();
     nlohmann::json rec{{"type", "valid"}, {"loss", v.loss}, {"nll_loss", v.nll_loss}, {"ppl", std::pow(2.0, v.nll_loss)}};
@@ -271,6 +286,14 @@ struct Trainer::Impl {
               " | loss " + fmt(v.loss, 3) + " | nll " + fmt(v.nll_loss, 3) + " | ppl " + fmt(std::pow(2.0, v.nll_loss), 2) +
               (v.bleu >= 0 ? " | bleu " + fmt(v.bleu, 2) : ""));
     last_valid = v;
+    if (epoch_end) {
+      if (!std::isnan(progress.best_valid_loss) && v.loss >= progress.best_valid_loss && cfg.lr.kind == "fixed" &&
+          cfg.lr.shrink_on_plateau) {
+        ++progress.lr_shrinks;
+        log::info("valid loss did not improve: learning rate now " + fmt(current_lr(), 6));
+      }
+      if (std::isnan(progress.best_valid_loss) || v.loss < progress.best_valid_loss) progress.best_valid_loss = v.loss;
+    }
     double metric = cfg.best_metric == "bleu" ? v.bleu : v.loss;
     bool better = std::isnan(progress.best_metric) ||
                   (cfg.best_metric == "bleu" ? metric > progress.best_metric : metric < progress.best_metric);
@@ -365,7 +388,7 @@ TrainOutcome Trainer::run() {
       ++s.progress.epoch;
       s.progress.batch_in_epoch = 0;
       ++out.epochs_done;
-      s.validate_and_save(cfg.no_epoch_checkpoints ? "" : "checkpoint" + std::to_string(finished) + ".pt");
+      s.validate_and_save(cfg.no_epoch_checkpoints ? "" : "checkpoint" + std::to_string(finished) + ".pt", true);
       if (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch) stop = true;
     } else if (stop) {
       s.validate_and_save("");
