@@ -133,3 +133,8 @@ TEST(BeamSearch, ReproducesFairseqSequenceGeneratorDynamicConv) {
   LEANSEQ_REQUIRE_FIXTURE("model_lightconv_dynamic", fx);
   check_fairseq_beams(fx, "model_lightconv_dynamic");
 }
+
+TEST(BeamSearch, ReproducesFairseqSequenceGeneratorFConv) {
+  LEANSEQ_REQUIRE_FIXTURE("model_fconv", fx);
+  check_fairseq_beams(fx, "model_fconv");
+}

@@ -147,18 +147,11 @@ TEST(Lightconv, CpuKernelGradientsMatchFiniteDifferences) {
       auto loss = [&](const torch::Tensor& xx, const torch::Tensor& ww) {
         return (kernels::lightconv_cpu(xx, ww, P) * g).sum().item<double>();
       };
-      const double eps = 1e-6;
       for (auto* which : {&x, &w}) {
         auto flat = which->view(-1);
         auto expect = (which == &x ? analytic.grad_x : analytic.grad_w).reshape(-1);
         for (int64_t i = 0; i < flat.numel(); ++i) {
-          const double v = flat[i].item<double>();
-          flat[i] = v + eps;
-          const double up = loss(x, w);
-          flat[i] = v - eps;
-          const double down = loss(x, w);
-          flat[i] = v;
-          EXPECT_NEAR((up - down) / (2 * eps), expect[i].item<double>(), 1e-7)
+          EXPECT_NEAR(test::central_difference(flat, i, [&] { return loss(x, w); }), expect[i].item<double>(), 1e-7)
               << (which == &x ? "x" : "w") << "[" << i << "] P=" << P << (dynamic ? " dynamic" : " lightweight");
         }
       }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "leanseq/models/fconv.h"
 #include "leanseq/models/lightconv.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/models/transformer.h"
@@ -62,6 +63,21 @@ inline models::LightConvConfig lightconv_config_from_fairseq(const nlohmann::jso
   return c;
 }
 
+inline models::FConvConfig fconv_config_from_fairseq(const nlohmann::json& a) {
+  models::FConvConfig c;
+  c.encoder_embed_dim = a["encoder_embed_dim"];
+  c.encoder_layers = a["encoder_layers"];
+  c.decoder_embed_dim = a["decoder_embed_dim"];
+  c.decoder_layers = a["decoder_layers"];
+  c.decoder_out_embed_dim = a["decoder_out_embed_dim"];
+  c.decoder_attention = a["decoder_attention"];
+  c.dropout = a["dropout"];
+  c.share_input_output_embed = a["share_input_output_embed"];
+  c.max_source_positions = a["max_source_positions"];
+  c.max_target_positions = a["max_target_positions"];
+  return c;
+}
+
 // fairseq's DynamicConv_scripatable registers `conv_bias` even when it does not use it (the
 // lightconv model never sets conv_bias); those entries are dropped before loading.
 inline std::map<std::string, torch::Tensor> without_unused_conv_bias(std::map<std::string, torch::Tensor> params) {
@@ -77,7 +93,7 @@ inline std::map<std::string, torch::Tensor> without_unused_conv_bias(std::map<st
   return params;
 }
 
-// The fixture's whole model (transformer or lightconv) with its weights loaded, in eval mode.
+// The fixture's whole model (transformer, lightconv or fconv) with its weights loaded, in eval mode.
 inline std::shared_ptr<models::Seq2SeqModel> fairseq_model(const Fixture& fx, const std::string& name) {
   auto j = nlohmann::json::parse(fx.json_text);
   const auto& args = j["config"]["model_args"];
@@ -85,6 +101,8 @@ inline std::shared_ptr<models::Seq2SeqModel> fairseq_model(const Fixture& fx, co
   std::shared_ptr<models::Seq2SeqModel> model;
   if (j["config"]["arch"] == "lightconv") {
     model = std::make_shared<models::LightConvModel>(lightconv_config_from_fairseq(args), V, V);
+  } else if (j["config"]["arch"] == "fconv") {
+    model = std::make_shared<models::FConvModel>(fconv_config_from_fairseq(args), V, V);
   } else {
     model = std::make_shared<models::TransformerModel>(transformer_config_from_fairseq(args), V, V);
   }

@@ -88,6 +88,16 @@ TempDirs& temp_dirs() {
 }
 }  // namespace
 
+double central_difference(torch::Tensor x, int64_t i, const std::function<double()>& f, double eps) {
+  const double old = x[i].item<double>();
+  x[i] = old + eps;
+  const double up = f();
+  x[i] = old - eps;
+  const double down = f();
+  x[i] = old;
+  return (up - down) / (2 * eps);
+}
+
 std::string temp_dir(const std::string& tag) {
   std::random_device rd;
   auto p = std::filesystem::temp_directory_path() / ("leanseq-" + tag + "-" + std::to_string(rd()));

@@ -2,6 +2,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -21,6 +22,10 @@ bool load_fixture(const std::string& name, Fixture& out);
 
 // Max absolute difference between two tensors (as float64).
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
+
+// d f / d x[i] by central differences, x a flat view of a double tensor (left unchanged); call
+// with grad mode off when x requires grad.
+double central_difference(torch::Tensor x, int64_t i, const std::function<double()>& f, double eps = 1e-6);
 
 // Runs a shell command, returning its exit code; stdout+stderr go to `output`.
 int run_command(const std::string& cmd, std::string& output);

@@ -185,7 +185,7 @@ EncoderOut LightConvEncoderImpl::forward(const torch::Tensor& src) {
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
   for (const auto& layer : *layers) x = layer->as<nn::LightConvEncoderLayer>()->forward(x, mask);
   if (layer_norm) x = layer_norm(x);
-  return {x, padding_mask};
+  return {x, padding_mask, {}};
 }
 
 // ---------------------------------------------------------------- decoder
@@ -245,7 +245,8 @@ LightConvLanguageModel::LightConvLanguageModel(const LightConvLMConfig& cfg, int
 EncoderOut LightConvLanguageModel::encode(const torch::Tensor& src, const torch::Tensor&) {
   const int64_t B = src.size(0);
   return {torch::zeros({B, 0, cfg_.decoder.embed_dim}, decoder->output_weight.options()),
-          torch::zeros({B, 0}, src.options().dtype(torch::kBool))};
+          torch::zeros({B, 0}, src.options().dtype(torch::kBool)),
+          {}};
 }
 
 DecoderOut LightConvLanguageModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {

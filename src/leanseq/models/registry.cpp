@@ -1,6 +1,7 @@
 #include "leanseq/models/registry.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/models/fconv.h"
 #include "leanseq/models/lightconv.h"
 #include "leanseq/models/transformer.h"
 
@@ -40,6 +41,7 @@ const Registry& registry() {
     Registry reg;
     register_transformer(reg);
     register_lightconv(reg);
+    register_fconv(reg);
     return reg;
   }();
   return r;

@@ -14,10 +14,12 @@ namespace leanseq::models {
 struct EncoderOut {
   torch::Tensor out;           // [B, S, C]
   torch::Tensor padding_mask;  // [B, S] bool, true at pads
+  torch::Tensor values;        // [B, S, C'] attention values when they differ from `out` (ConvS2S)
   // Selects rows `order` of every tensor (beam expansion, dropping finished sentences).
   void reorder(const torch::Tensor& order) {
     out = out.index_select(0, order);
     padding_mask = padding_mask.index_select(0, order);
+    if (values.defined()) values = values.index_select(0, order);
   }
 };
 

@@ -96,7 +96,7 @@ EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src) {
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
   for (const auto& layer : *layers) x = layer->as<nn::TransformerEncoderLayer>()->forward(x, mask);
   if (layer_norm) x = layer_norm(x);
-  return {x, padding_mask};
+  return {x, padding_mask, {}};
 }
 
 // ---------------------------------------------------------------- decoder

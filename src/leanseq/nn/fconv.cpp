@@ -1,0 +1,128 @@
+#include "leanseq/nn/fconv.h"
+
+#include <cmath>
+#include <limits>
+
+namespace leanseq::nn {
+
+namespace {
+class GradMultiply : public torch::autograd::Function<GradMultiply> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, double scale) {
+    ctx->saved_data["scale"] = scale;
+    return x.clone();
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    return {grad[0] * ctx->saved_data["scale"].toDouble(), torch::Tensor()};
+  }
+};
+
+// torch.conv_tbc with a backward that accepts a gradient of any layout (ATen's needs a contiguous
+// one, and the layers transpose between batch-major and time-major).
+class ConvTBCFunction : public torch::autograd::Function<ConvTBCFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const torch::Tensor& b, int64_t pad) {
+    ctx->save_for_backward({x, w, b});
+    ctx->saved_data["pad"] = pad;
+    return torch::conv_tbc(x, w, b, pad);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    auto s = ctx->get_saved_variables();
+    auto [dx, dw, db] = torch::conv_tbc_backward(grad[0].contiguous(), s[0], s[1], s[2], ctx->saved_data["pad"].toInt());
+    return {dx, dw, db, torch::Tensor()};
+  }
+};
+
+const double kSqrtHalf = std::sqrt(0.5);
+}  // namespace
+
+torch::Tensor grad_multiply(const torch::Tensor& x, double scale) { return GradMultiply::apply(x, scale); }
+
+torch::Tensor weight_norm(const torch::Tensor& v, const torch::Tensor& g, int64_t dim) {
+  return torch::_weight_norm(v, g, dim);
+}
+
+WeightNormLinearImpl::WeightNormLinearImpl(int64_t in, int64_t out, double dropout) {
+  auto v = torch::randn({out, in}) * std::sqrt((1.0 - dropout) / static_cast<double>(in));
+  weight_g = register_parameter("weight_g", torch::norm_except_dim(v, 2, 0));
+  weight_v = register_parameter("weight_v", v);
+  bias = register_parameter("bias", torch::zeros({out}));
+}
+
+torch::Tensor WeightNormLinearImpl::forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight(), bias); }
+
+ConvTBCImpl::ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dropout) : kernel_size_(kernel_size) {
+  const double std = std::sqrt(4.0 * (1.0 - dropout) / static_cast<double>(kernel_size * in));
+  auto v = torch::randn({kernel_size, in, out}) * std;
+  weight_g = register_parameter("weight_g", torch::norm_except_dim(v, 2, 2));
+  weight_v = register_parameter("weight_v", v);
+  bias = register_parameter("bias", torch::zeros({out}));
+}
+
+torch::Tensor ConvTBCImpl::forward(const torch::Tensor& x, int64_t padding_l, int64_t padding_r) {
+  auto w = weight_norm(weight_v, weight_g, 2);
+  if (padding_l == padding_r) return ConvTBCFunction::apply(x.contiguous(), w, bias, padding_l);
+  return ConvTBCFunction::apply(torch::constant_pad_nd(x, {0, 0, 0, 0, padding_l, padding_r}).contiguous(), w, bias, 0);
+}
+
+torch::Tensor ConvTBCImpl::linearized_weight() {
+  // [K, Cin, Cout] -> [Cout, K, Cin] -> [Cout, K * Cin]: row o holds the taps oldest first.
+  auto flatten = [&] { return weight_norm(weight_v, weight_g, 2).permute({2, 0, 1}).reshape({weight_v.size(2), -1}); };
+  if (torch::GradMode::is_enabled()) return flatten();  // training through step(): keep the graph
+  std::pair<int64_t, int64_t> now{weight_g._version(), weight_v._version()};
+  if (!linearized_.defined() || now != seen_) {
+    linearized_ = flatten().contiguous();
+    seen_ = now;
+  }
+  return linearized_;
+}
+
+torch::Tensor ConvTBCImpl::step(const torch::Tensor& x, ConvWindowCache& cache) {
+  const int64_t B = x.size(0), n = x.size(1), C = x.size(2), K = kernel_size_;
+  if (!cache.window.defined()) cache.window = torch::zeros({B, K - 1, C}, x.options());
+  auto full = torch::cat({cache.window, x}, 1);  // [B, K - 1 + n, Cin]
+  cache.window = full.narrow(1, n, K - 1);
+  auto w = linearized_weight();
+  torch::Tensor rows;
+  if (n == 1) {
+    rows = full.reshape({B, K * C});
+  } else {
+    // Window of each new position: [B, n, Cin, K] -> [B, n, K, Cin].
+    rows = full.unfold(1, K, 1).permute({0, 1, 3, 2}).reshape({B * n, K * C});
+  }
+  return torch::addmm(bias, rows, w.t()).view({B, n, -1});
+}
+
+TiedLinearImpl::TiedLinearImpl(const torch::Tensor& tied_weight) {
+  weight = register_parameter("weight", tied_weight);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(tied_weight.size(1)));
+  bias = register_parameter("bias", torch::empty({tied_weight.size(0)}).uniform_(-bound, bound));
+}
+
+FConvAttentionImpl::FConvAttentionImpl(int64_t conv_channels, int64_t embed_dim) {
+  in_projection = register_module("in_projection", WeightNormLinear(conv_channels, embed_dim));
+  out_projection = register_module("out_projection", WeightNormLinear(embed_dim, conv_channels));
+}
+
+FConvAttentionResult FConvAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& target_embedding,
+                                                 const torch::Tensor& keys, const torch::Tensor& values,
+                                                 const torch::Tensor& padding_mask) {
+  auto q = (in_projection(x) + target_embedding) * kSqrtHalf;
+  auto scores = torch::bmm(q, keys.transpose(1, 2));  // [B, T, S]
+  const int64_t S = keys.size(1);
+  torch::Tensor scale;  // s * sqrt(1 / s), s = real source tokens
+  if (padding_mask.defined()) {
+    scores = scores.masked_fill(padding_mask.unsqueeze(1), -std::numeric_limits<float>::infinity());
+    auto s = (S - padding_mask.to(x.scalar_type()).sum(1, true)).unsqueeze(-1);  // [B, 1, 1]
+    scale = s * s.rsqrt();
+  }
+  auto attn = torch::softmax(scores, -1);
+  auto ctx = torch::bmm(attn, values);
+  ctx = scale.defined() ? ctx * scale : ctx * (static_cast<double>(S) * std::sqrt(1.0 / static_cast<double>(S)));
+  return {(out_projection(ctx) + x) * kSqrtHalf, attn};
+}
+
+}  // namespace leanseq::nn
