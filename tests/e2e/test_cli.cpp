@@ -42,30 +42,41 @@ std::string prepare_task(const std::string& dir) {
   EXPECT_EQ(rc, 0) << out;
   return dir + "/bin";
 }
+
+// Trains `arch` into dir/name with the given extra flags, translates the test split with beam 4
+// and returns its BLEU; `log` receives the training output.
+double train_translate_score(const std::string& dir, const std::string& data, const std::string& arch,
+                             const std::string& name, const std::string& flags, std::string& log) {
+  const std::string ck = dir + "/" + name;
+  int rc = run_command(kCli + " train --arch " + arch + " --data " + data + " --save-dir " + ck +
+                           " --seed 3 --set batch.max_tokens=1000 --set log.interval=50 " + flags,
+                       log);
+  EXPECT_EQ(rc, 0) << log;
+  std::string out;
+  rc = run_command(kCli + " translate --checkpoint " + ck + "/checkpoint_best.pt --input " + dir +
+                       "/test.src --output " + ck + ".hyp --beam 4",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("sentences/s"), std::string::npos) << out;
+  rc = run_command(kCli + " score --ref " + dir + "/test.tgt --hyp " + ck + ".hyp --format json", out);
+  EXPECT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(j["metric"], "bleu");
+  std::cout << name << ": test BLEU " << j["score"].get<double>() << "\n";
+  return j["score"].get<double>();
+}
+
+const std::string kAdam = "--max-update 400 --set optim.lr=0.003 --set optim.warmup_updates=50";
 }  // namespace
 
 TEST(EndToEnd, TransformerLearnsASyntheticTask) {
   auto dir = temp_dir("e2e");
   auto data = prepare_task(dir);
   std::string out;
-  int rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
-                           "/ck --max-minutes 0.4 --seed 3 --set optim.lr=0.003 --set optim.warmup_updates=50 "
-                           "--set batch.max_tokens=1000 --set log.interval=50 --log-format json",
-                       out);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("\"type\":\"valid\""), std::string::npos);
-  rc = run_command(kCli + " translate --checkpoint " + dir + "/ck/checkpoint_best.pt --input " + dir +
-                       "/test.src --output " + dir + "/test.hyp --beam 4",
-                   out);
-  ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("sentences/s"), std::string::npos);
-  rc = run_command(kCli + " score --ref " + dir + "/test.tgt --hyp " + dir + "/test.hyp --format json", out);
-  ASSERT_EQ(rc, 0) << out;
-  auto j = nlohmann::json::parse(out.substr(out.find('{')));
-  EXPECT_EQ(j["metric"], "bleu");
-  EXPECT_GT(j["score"].get<double>(), 80.0) << out;
+  EXPECT_GT(train_translate_score(dir, data, "transformer_tiny", "ck", kAdam + " --log-format json", out), 80.0);
+  EXPECT_NE(out.find("\"type\":\"valid\""), std::string::npos) << out;
   // The learning curve renders.
-  rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --output " + dir + "/curve.png", out);
+  int rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --output " + dir + "/curve.png", out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_GT(std::filesystem::file_size(dir + "/curve.png"), 1000u);
   rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --x update --output " + dir + "/curve.svg", out);
@@ -93,22 +104,45 @@ TEST(EndToEnd, LightweightAndDynamicConvLearnTheSyntheticTask) {
   auto dir = temp_dir("e2e-conv");
   auto data = prepare_task(dir);
   for (const std::string arch : {"lightconv_tiny", "dynamicconv_tiny"}) {
-    std::string out;
-    int rc = run_command(kCli + " train --arch " + arch + " --data " + data + " --save-dir " + dir + "/" + arch +
-                             " --max-minutes 0.2 --seed 3 --set optim.lr=0.003 --set optim.warmup_updates=50 "
-                             "--set batch.max_tokens=1000 --set log.interval=50",
-                         out);
-    ASSERT_EQ(rc, 0) << out;
-    rc = run_command(kCli + " translate --checkpoint " + dir + "/" + arch + "/checkpoint_best.pt --input " + dir +
-                         "/test.src --output " + dir + "/" + arch + ".hyp --beam 4",
+    std::string log;
+    EXPECT_GT(train_translate_score(dir, data, arch, arch, kAdam, log), 60.0) << arch;
+  }
+}
+
+TEST(EndToEnd, ConvS2STrainsWithNagAndDrawsItsAttention) {
+  auto dir = temp_dir("e2e-fconv");
+  auto data = prepare_task(dir);
+  std::string out;
+  const std::string nag =
+      "--max-update 300 --set optim.optimizer=nag --set optim.lr=0.25 --set optim.lr_scheduler=fixed "
+      "--set optim.warmup_updates=0 --set optim.clip_norm=0.1";
+  EXPECT_GT(train_translate_score(dir, data, "fconv_tiny", "ck", nag, out), 60.0);
+  // The task copies word by word: each word is two pieces ("\u2581a" "1" -> "\u2581b" "1"), and the
+  // piece that carries the information, the digit, attends most to the source digit at the same
+  // position. Alignment pairs are "source-target".
+  int rc = run_command("echo 'a1 a2 a3 a4' | " + kCli + " translate --checkpoint " + dir +
+                       "/ck/checkpoint_best.pt --print-alignment 2>/dev/null",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  auto tab = out.find('\t');
+  ASSERT_NE(tab, std::string::npos) << out;
+  for (const std::string pair : {" 1-1 ", " 3-3 ", " 5-5 ", " 7-7\n"})
+    EXPECT_NE((" " + out.substr(tab + 1)).find(pair), std::string::npos) << pair << " in " << out;
+  for (const std::string ext : {"png", "svg"}) {
+    rc = run_command(kCli + " attention --checkpoint " + dir + "/ck/checkpoint_best.pt --source 'a5 a6 a7' --output " +
+                         dir + "/attn." + ext,
                      out);
     ASSERT_EQ(rc, 0) << out;
-    rc = run_command(kCli + " score --ref " + dir + "/test.tgt --hyp " + dir + "/" + arch + ".hyp --format json", out);
-    ASSERT_EQ(rc, 0) << out;
-    auto j = nlohmann::json::parse(out.substr(out.find('{')));
-    std::cout << arch << ": test BLEU " << j["score"].get<double>() << "\n";
-    EXPECT_GT(j["score"].get<double>(), 60.0) << arch << ": " << out;
+    EXPECT_GT(std::filesystem::file_size(dir + "/attn." + ext), 500u);
   }
+  EXPECT_NE(leanseq::test::read_text(dir + "/attn.svg").find("<svg"), std::string::npos);
+  // A malformed layer spec is a configuration error naming the key.
+  rc = run_command(kCli + " train --arch fconv_tiny --data " + data + " --save-dir " + dir +
+                       "/bad --max-update 1 --set 'model.encoder.layers=[(64, 3)] * '",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("encoder.layers"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad/checkpoint_last.pt"));
 }
 
 TEST(EndToEnd, LanguageModelTrainsAndReportsPerplexity) {

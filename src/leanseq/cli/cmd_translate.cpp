@@ -69,7 +69,8 @@ void add_translate(CLI::App& app, int& exit_code) {
   sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read");
   sub->add_flag("--print-alignment", a->alignment,
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
-                "(last decoder layer's encoder attention, averaged over heads)");
+                "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
+                "layer's, averaged over heads, for the other families)");
   sub->add_option("--threads", a->threads, "intra-op threads (0: all cores)");
   sub->callback([a, &exit_code] {
     if (a->threads > 0) torch::set_num_threads(static_cast<int>(a->threads));

@@ -14,5 +14,6 @@ void add_list_archs(CLI::App& app, int& exit_code);
 void add_plot(CLI::App& app, int& exit_code);
 void add_quickstart(CLI::App& app, int& exit_code);
 void add_eval_lm(CLI::App& app, int& exit_code);
+void add_attention(CLI::App& app, int& exit_code);
 
 }  // namespace leanseq::cli
