@@ -213,27 +213,43 @@ nn::PositionalEmbedding fconv_positions(int64_t rows, int64_t dim) {
 // Registers the residual projections of a stack: layer i takes its residual from the output
 // `residual` layers back, projected when its width differs. fairseq keeps one list entry per layer
 // (None where there is no projection), so the names follow the layer index: projections.<i>.*.
-torch::nn::ModuleDict add_projections(torch::nn::Module& owner, const std::vector<FConvLayerSpec>& specs) {
-  auto projections = owner.register_module("projections", torch::nn::ModuleDict());
+// Returns one handle per layer, empty where there is no projection.
+std::vector<nn::WeightNormLinear> add_projections(torch::nn::Module& owner, const std::vector<FConvLayerSpec>& specs) {
+  auto dict = owner.register_module("projections", torch::nn::ModuleDict());
+  std::vector<nn::WeightNormLinear> out(specs.size(), nn::WeightNormLinear(nullptr));
   std::vector<int64_t> widths{specs.front().channels};
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& s = specs[i];
     int64_t residual_dim = s.residual == 0 ? s.channels : widths[widths.size() - static_cast<size_t>(s.residual)];
     if (residual_dim != s.channels) {
-      projections->update({{std::to_string(i), nn::WeightNormLinear(residual_dim, s.channels).ptr()}});
+      out[i] = nn::WeightNormLinear(residual_dim, s.channels);
+      dict->update({{std::to_string(i), out[i].ptr()}});
     }
     widths.push_back(s.channels);
   }
-  return projections;
+  return out;
+}
+
+// Registers the convolution of every layer (convolutions.<i>.*) and returns their handles.
+std::vector<nn::ConvTBC> add_convolutions(torch::nn::Module& owner, const std::vector<FConvLayerSpec>& specs,
+                                          double dropout) {
+  auto list = owner.register_module("convolutions", torch::nn::ModuleList());
+  std::vector<nn::ConvTBC> out;
+  int64_t in = specs.front().channels;
+  for (const auto& s : specs) {
+    out.emplace_back(in, 2 * s.channels, s.kernel_size, dropout);
+    list->push_back(out.back());
+    in = s.channels;
+  }
+  return out;
 }
 
 // The residual of layer i: the output `residual` layers back, projected when needed.
-torch::Tensor residual_input(const std::vector<torch::Tensor>& outputs, const FConvLayerSpec& s, size_t i,
-                             const torch::nn::ModuleDict& projections) {
+torch::Tensor residual_input(const std::vector<torch::Tensor>& outputs, const FConvLayerSpec& s,
+                             nn::WeightNormLinear& projection) {
   if (s.residual == 0) return torch::Tensor();
   const auto& r = outputs[outputs.size() - static_cast<size_t>(s.residual)];
-  const auto key = std::to_string(i);
-  return projections->contains(key) ? (*projections)[key]->as<nn::WeightNormLinear>()->forward(r) : r;
+  return projection ? projection(r) : r;
 }
 }  // namespace
 
@@ -246,13 +262,8 @@ FConvEncoderImpl::FConvEncoderImpl(const FConvConfig& cfg, int64_t vocab)
   embed_positions = register_module("embed_positions", fconv_positions(cfg.max_source_positions, E));
   fc1 = register_module("fc1", nn::WeightNormLinear(E, specs_.front().channels, cfg.dropout));
   projections = add_projections(*this, specs_);
-  convolutions = register_module("convolutions", torch::nn::ModuleList());
-  int64_t in = specs_.front().channels;
-  for (const auto& s : specs_) {
-    convolutions->push_back(nn::ConvTBC(in, 2 * s.channels, s.kernel_size, cfg.dropout));
-    in = s.channels;
-  }
-  fc2 = register_module("fc2", nn::WeightNormLinear(in, E));
+  convolutions = add_convolutions(*this, specs_, cfg.dropout);
+  fc2 = register_module("fc2", nn::WeightNormLinear(specs_.back().channels, E));
 }
 
 EncoderOut FConvEncoderImpl::forward(const torch::Tensor& src) {
@@ -264,10 +275,10 @@ EncoderOut FConvEncoderImpl::forward(const torch::Tensor& src) {
   std::vector<torch::Tensor> outputs{x};
   for (size_t i = 0; i < specs_.size(); ++i) {
     const auto& s = specs_[i];
-    auto residual = residual_input(outputs, s, i, projections);
+    auto residual = residual_input(outputs, s, projections[i]);
     if (any_pad) x = x.masked_fill(pad_tbc, 0.0);
     x = nn::maybe_dropout(x, dropout_, is_training());
-    x = convolutions[i]->as<nn::ConvTBC>()->forward(x, (s.kernel_size - 1) / 2, s.kernel_size / 2);
+    x = convolutions[i]->forward(x, (s.kernel_size - 1) / 2, s.kernel_size / 2);
     x = torch::glu(x, 2);
     if (residual.defined()) x = (x + residual) * kSqrtHalf;
     outputs.push_back(x);
@@ -288,16 +299,15 @@ FConvDecoderImpl::FConvDecoderImpl(const FConvConfig& cfg, int64_t vocab)
   embed_positions = register_module("embed_positions", fconv_positions(cfg.max_target_positions, E));
   fc1 = register_module("fc1", nn::WeightNormLinear(E, specs_.front().channels, cfg.dropout));
   projections = add_projections(*this, specs_);
-  convolutions = register_module("convolutions", torch::nn::ModuleList());
-  attention = register_module("attention", torch::nn::ModuleDict());
-  int64_t in = specs_.front().channels;
+  convolutions = add_convolutions(*this, specs_, cfg.dropout);
+  auto dict = register_module("attention", torch::nn::ModuleDict());
+  attention.assign(specs_.size(), nn::FConvAttention(nullptr));
   for (size_t i = 0; i < specs_.size(); ++i) {
-    const auto& s = specs_[i];
-    convolutions->push_back(nn::ConvTBC(in, 2 * s.channels, s.kernel_size, cfg.dropout));
-    if (with_attention[i]) attention->update({{std::to_string(i), nn::FConvAttention(s.channels, E).ptr()}});
-    in = s.channels;
+    if (!with_attention[i]) continue;
+    attention[i] = nn::FConvAttention(specs_[i].channels, E);
+    dict->update({{std::to_string(i), attention[i].ptr()}});
   }
-  fc2 = register_module("fc2", nn::WeightNormLinear(in, cfg.decoder_out_embed_dim));
+  fc2 = register_module("fc2", nn::WeightNormLinear(specs_.back().channels, cfg.decoder_out_embed_dim));
   if (cfg.share_input_output_embed) {
     tied_fc3 = register_module("fc3", nn::TiedLinear(embed_tokens->weight));
   } else {
@@ -305,7 +315,9 @@ FConvDecoderImpl::FConvDecoderImpl(const FConvConfig& cfg, int64_t vocab)
   }
 }
 
-int64_t FConvDecoderImpl::num_attention_layers() const { return static_cast<int64_t>(attention->size()); }
+int64_t FConvDecoderImpl::num_attention_layers() const {
+  return std::count_if(attention.begin(), attention.end(), [](const nn::FConvAttention& a) { return !a.is_empty(); });
+}
 
 DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut& enc, bool need_attn,
                                  const std::function<torch::Tensor(size_t, const torch::Tensor&)>& conv) {
@@ -314,11 +326,10 @@ DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut
   DecoderOut out;
   const double n_attn = static_cast<double>(num_attention_layers());
   for (size_t i = 0; i < specs_.size(); ++i) {
-    auto residual = residual_input(outputs, specs_[i], i, projections);
+    auto residual = residual_input(outputs, specs_[i], projections[i]);
     x = torch::glu(conv(i, nn::maybe_dropout(x, dropout_, is_training())), -1);
-    if (attention->contains(std::to_string(i))) {
-      auto r = attention[std::to_string(i)]->as<nn::FConvAttention>()->forward(
-          x, embedded, enc.out, enc.values, enc.padding_mask);
+    if (attention[i]) {
+      auto r = attention[i]->forward(x, embedded, enc.out, enc.values, enc.padding_mask);
       x = r.out;
       if (need_attn) out.attn = out.attn.defined() ? out.attn + r.attn / n_attn : r.attn / n_attn;
     }
@@ -334,7 +345,7 @@ DecoderOut FConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const Enc
   auto embedded = nn::maybe_dropout(embed_tokens(prev_tokens) + embed_positions(prev_tokens), dropout_, is_training());
   return run(embedded, enc, need_attn, [&](size_t i, const torch::Tensor& x) {
     // Causal: K - 1 zeros before the sequence (fairseq pads both sides and drops the last K - 1).
-    auto& c = *convolutions[i]->as<nn::ConvTBC>();
+    auto& c = *convolutions[i];
     return c.forward(x.transpose(0, 1), c.kernel_size() - 1, 0).transpose(0, 1);
   });
 }
@@ -345,7 +356,7 @@ DecoderOut FConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut&
   auto embedded = nn::maybe_dropout(embed_tokens(tokens) + embed_positions->at_steps(state.steps, n, B), dropout_,
                                     is_training());
   auto out = run(embedded, enc, need_attn, [&](size_t i, const torch::Tensor& x) {
-    return convolutions[i]->as<nn::ConvTBC>()->step(x, state.get<nn::ConvWindowCache>(i));
+    return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(i));
   });
   state.steps += n;
   return out;
@@ -374,12 +385,12 @@ void register_fconv(Registry& reg) {
     c.decoder_out_embed_dim = out;
   };
   add("fconv", "fairseq base ConvS2S: 512 dims, 20 + 20 layers of (512, 3)", [](FConvConfig&) {});
-  add("fconv_iwslt_de_en", "fairseq IWSLT'14 De-En ConvS2S: 256 dims, 4 + 3 layers of (256, 3)", [](FConvConfig& c) {
-    c.encoder_embed_dim = c.decoder_embed_dim = 256;
+  auto iwslt = [](FConvConfig& c) {
+    c.encoder_embed_dim = c.decoder_embed_dim = c.decoder_out_embed_dim = 256;
     c.encoder_layers = "[(256, 3)] * 4";
     c.decoder_layers = "[(256, 3)] * 3";
-    c.decoder_out_embed_dim = 256;
-  });
+  };
+  add("fconv_iwslt_de_en", "fairseq IWSLT'14 De-En ConvS2S: 256 dims, 4 + 3 layers of (256, 3)", iwslt);
   add("fconv_wmt_en_ro", "fairseq WMT'16 En-Ro ConvS2S: the base model with a 512-dim output",
       [](FConvConfig& c) { c.decoder_out_embed_dim = 512; });
   add("fconv_wmt_en_de", "fairseq WMT'14 En-De ConvS2S: 768 dims, 9 x (512, 3) + 4 x (1024, 3) + 2 x (2048, 1)",
@@ -388,11 +399,8 @@ void register_fconv(Registry& reg) {
       [both](FConvConfig& c) {
         both(c, 768, "[(512, 3)] * 6 + [(768, 3)] * 4 + [(1024, 3)] * 3 + [(2048, 1)] * 1 + [(4096, 1)] * 1", 512);
       });
-  add("fconv_small", "ConvS2S for CPU work: fconv_iwslt_de_en with its recipe's dropout 0.2", [](FConvConfig& c) {
-    c.encoder_embed_dim = c.decoder_embed_dim = 256;
-    c.encoder_layers = "[(256, 3)] * 4";
-    c.decoder_layers = "[(256, 3)] * 3";
-    c.decoder_out_embed_dim = 256;
+  add("fconv_small", "ConvS2S for CPU work: fconv_iwslt_de_en with its recipe's dropout 0.2", [iwslt](FConvConfig& c) {
+    iwslt(c);
     c.dropout = 0.2;
   });
   add("fconv_tiny", "tiny ConvS2S for tests", [](FConvConfig& c) {

@@ -59,8 +59,10 @@ class FConvEncoderImpl : public torch::nn::Module {
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};
   nn::WeightNormLinear fc1{nullptr}, fc2{nullptr};
-  torch::nn::ModuleList convolutions;
-  torch::nn::ModuleDict projections;  // keyed by layer index where a projection exists
+  // One handle per layer (registered as convolutions.<i> and projections.<i>); a projection is
+  // empty where the residual keeps its width.
+  std::vector<nn::ConvTBC> convolutions;
+  std::vector<nn::WeightNormLinear> projections;
 
  private:
   std::vector<FConvLayerSpec> specs_;
@@ -80,8 +82,11 @@ class FConvDecoderImpl : public torch::nn::Module {
   nn::PositionalEmbedding embed_positions{nullptr};
   nn::WeightNormLinear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};  // fc3: the output layer, untied
   nn::TiedLinear tied_fc3{nullptr};                               // or tied to embed_tokens ("fc3")
-  torch::nn::ModuleList convolutions;
-  torch::nn::ModuleDict projections, attention;  // keyed by layer index where one exists
+  // One handle per layer (registered as convolutions.<i>, projections.<i>, attention.<i>);
+  // projections and attentions are empty where a layer has none.
+  std::vector<nn::ConvTBC> convolutions;
+  std::vector<nn::WeightNormLinear> projections;
+  std::vector<nn::FConvAttention> attention;
 
  private:
   // The stack over batch-major embeddings x [B, T, E]; `conv` runs layer i's convolution on
