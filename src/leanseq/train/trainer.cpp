@@ -34,14 +34,10 @@ namespace {
 constexpr int64_t kPad = data::Dictionary::kPad;
 constexpr double kLn2 = 0.69314718055994530942;
 
-std::string fmt(double v, int prec) {
+// v with `prec` digits after the point, fixed or (scientific) in exponent notation.
+std::string fmt(double v, int prec, bool scientific = false) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return buf;
-}
-std::string sci(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3e", v);
+  std::snprintf(buf, sizeof buf, scientific ? "%.*e" : "%.*f", prec, v);
   return buf;
 }
 }  // namespace
@@ -213,7 +209,7 @@ struct Trainer::Impl {
     if (!tty && cfg.log_format != "json") {
       log::info("epoch " + std::to_string(progress.epoch) + " | update " + std::to_string(progress.num_updates) +
                 " | loss " + fmt(rec["loss"], 3) + " | nll " + fmt(rec["nll_loss"], 3) + " | ppl " +
-                fmt(rec["ppl"], 2) + " | lr " + sci(rec["lr"].get<double>()) + " | " +
+                fmt(rec["ppl"], 2) + " | lr " + fmt(rec["lr"].get<double>(), 3, true) + " | " +
                 fmt(rec["tokens_per_second"], 0) + " tok/s | " + fmt(elapsed() / 60.0, 1) + " min");
     }
     log_loss = log_nll = log_tokens = log_seconds = 0;
@@ -290,7 +286,7 @@ struct Trainer::Impl {
       if (!std::isnan(progress.best_valid_loss) && v.loss >= progress.best_valid_loss && cfg.lr.kind == "fixed" &&
           cfg.lr.shrink_on_plateau) {
         ++progress.lr_shrinks;
-        log::info("valid loss did not improve: learning rate now " + fmt(current_lr(), 6));
+        log::info("valid loss did not improve: learning rate now " + fmt(current_lr(), 3, true));
       }
       if (std::isnan(progress.best_valid_loss) || v.loss < progress.best_valid_loss) progress.best_valid_loss = v.loss;
     }
