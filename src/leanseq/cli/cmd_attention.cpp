@@ -7,6 +7,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/data/dictionary.h"
 #include "leanseq/train/inference.h"
 #include "leanseq/viz/plot.h"
 
@@ -34,7 +35,7 @@ void add_attention(CLI::App& app, int& exit_code) {
     const auto& best = res[0][0];
     // Teacher-forced pass over the translation: the same attention the search saw, step by step.
     auto src_ids = lt.translator->encode_source(a->source);
-    std::vector<int64_t> prev{2};
+    std::vector<int64_t> prev{data::Dictionary::kEos};
     prev.insert(prev.end(), best.hyp.tokens.begin(), best.hyp.tokens.end() - 1);
     torch::NoGradGuard no_grad;
     auto& model = *lt.loaded.model;
