@@ -136,6 +136,23 @@ TEST(EndToEnd, ConvS2STrainsWithNagAndDrawsItsAttention) {
     EXPECT_GT(std::filesystem::file_size(dir + "/attn." + ext), 500u);
   }
   EXPECT_NE(leanseq::test::read_text(dir + "/attn.svg").find("<svg"), std::string::npos);
+  // Bad input to the attention command: a usage error, and a missing checkpoint named; no image.
+  rc = run_command(kCli + " attention --checkpoint " + dir + "/ck/checkpoint_best.pt --source 'a5' --beam 0 --output " +
+                       dir + "/bad.png",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--beam"), std::string::npos) << out;
+  rc = run_command(kCli + " attention --checkpoint " + dir + "/missing.pt --source 'a5' --output " + dir + "/bad.png",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("missing.pt"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.png"));
+  // An out-of-range NAG momentum is a configuration error naming the key.
+  rc = run_command(kCli + " train --arch fconv_tiny --data " + data + " --save-dir " + dir +
+                       "/bad --max-update 1 --set optim.optimizer=nag --set optim.momentum=1.5",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("optim.momentum"), std::string::npos) << out;
   // A malformed layer spec is a configuration error naming the key.
   rc = run_command(kCli + " train --arch fconv_tiny --data " + data + " --save-dir " + dir +
                        "/bad --max-update 1 --set 'model.encoder.layers=[(64, 3)] * '",
