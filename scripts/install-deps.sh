@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libopenblas0-pthread
-  libsentencepiece-dev libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libsentencepiece-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libicu-dev libcairo2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sword-text-sparv sword-text-web libsword-utils

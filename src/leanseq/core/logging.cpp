@@ -1,29 +1,39 @@
 #include "leanseq/core/logging.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <mutex>
 
 namespace leanseq::log {
 namespace {
-spdlog::logger& logger() {
-  // Logs go to stderr so that stdout carries only results (translations, scores, JSON).
-  static auto instance = [] {
-    auto l = spdlog::stderr_color_mt("leanseq");
-    l->set_pattern("%Y-%m-%d %H:%M:%S | %^%l%$ | %v");
-    return l;
-  }();
-  return *instance;
+std::mutex mu;
+Level threshold = Level::info;
+
+// "2026-11-22 22:38:27 | info | message" on stderr (stdout carries only results: translations,
+// scores, JSON); the level is coloured when stderr is a terminal.
+void write(Level level, const char* name, const char* colour, const std::string& msg) {
+  if (level < threshold) return;
+  static const bool tty = isatty(2);
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  std::lock_guard<std::mutex> lock(mu);
+  std::cerr << stamp << " | " << (tty ? colour : "") << name << (tty ? "\033[0m" : "") << " | " << msg << "\n";
 }
 }  // namespace
 
 void set_level(Level level) {
-  static const spdlog::level::level_enum map[] = {spdlog::level::debug, spdlog::level::info,
-                                                  spdlog::level::warn, spdlog::level::err};
-  logger().set_level(map[static_cast<int>(level)]);
+  std::lock_guard<std::mutex> lock(mu);
+  threshold = level;
 }
-void info(const std::string& msg) { logger().info(msg); }
-void warn(const std::string& msg) { logger().warn(msg); }
-void error(const std::string& msg) { logger().error(msg); }
-void debug(const std::string& msg) { logger().debug(msg); }
+void info(const std::string& msg) { write(Level::info, "info", "\033[32m", msg); }
+void warn(const std::string& msg) { write(Level::warn, "warning", "\033[33m", msg); }
+void error(const std::string& msg) { write(Level::error, "error", "\033[31m", msg); }
+void debug(const std::string& msg) { write(Level::debug, "debug", "\033[36m", msg); }
 
 }  // namespace leanseq::log

@@ -1,4 +1,4 @@
-// Thin logging front end; the rest of the code never includes spdlog directly.
+// Timestamped log lines on stderr, filtered by level (thread-safe).
 #pragma once
 #include <string>
 
