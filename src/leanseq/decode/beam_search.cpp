@@ -30,7 +30,9 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
   for (int64_t step = 0; step <= max_len; ++step) {
     const int64_t groups = static_cast<int64_t>(active.size());
     torch::Tensor attn;
-    auto lprobs = decoder.step(tokens.select(1, step), opt.need_attn ? &attn : nullptr).to(torch::kFloat).cpu();
+    // The candidates are chosen where the model runs (on a GPU only the top 2 x beam per sentence
+    // come back to the host); the bookkeeping below is on the CPU.
+    auto lprobs = decoder.step(tokens.select(1, step), opt.need_attn ? &attn : nullptr).to(torch::kFloat);
     if (opt.need_attn) {
       auto a = attn.to(torch::kFloat).cpu().unsqueeze(1);
       attn_hist = attn_hist.defined() ? torch::cat({attn_hist, a}, 1) : a;
@@ -48,12 +50,12 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     if (step == 0) {
       lp = lp.narrow(1, 0, 1);  // all beams are identical: expand only the first
     } else {
-      lp = lp + scores.select(1, step - 1).view({groups, beam, 1});
+      lp = lp + scores.select(1, step - 1).view({groups, beam, 1}).to(lp.device());
     }
     auto flat = lp.reshape({groups, -1});
     const int64_t k2 = std::min<int64_t>(2 * beam, flat.size(1) - 1);
     auto top = flat.topk(k2, 1);
-    auto cand_scores = std::get<0>(top).contiguous(), cand_idx = std::get<1>(top).contiguous();
+    auto cand_scores = std::get<0>(top).cpu().contiguous(), cand_idx = std::get<1>(top).cpu().contiguous();
     auto cs = cand_scores.accessor<float, 2>();
     auto ci = cand_idx.accessor<int64_t, 2>();
     auto sc = scores.accessor<float, 2>();

@@ -353,7 +353,7 @@ DecoderOut FConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const Enc
 DecoderOut FConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                   bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto embedded = nn::maybe_dropout(embed_tokens(tokens) + embed_positions->at_steps(state.steps, n, B), dropout_,
+  auto embedded = nn::maybe_dropout(embed_tokens(tokens) + embed_positions->at_steps(state.steps, n, B, tokens.device()), dropout_,
                                     is_training());
   auto out = run(embedded, enc, need_attn, [&](size_t i, const torch::Tensor& x) {
     return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(i));

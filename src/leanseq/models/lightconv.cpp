@@ -222,7 +222,7 @@ DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const
 DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                       bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto x = nn::maybe_dropout(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B),
+  auto x = nn::maybe_dropout(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device()),
                              dropout_, is_training());
   auto out = run_decoder_stack(
       x, layers->size(),

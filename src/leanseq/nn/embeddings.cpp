@@ -45,8 +45,7 @@ torch::Tensor PositionalEmbeddingImpl::forward(const torch::Tensor& tokens) {
   return lookup(make_positions(tokens, padding_idx_));
 }
 
-torch::Tensor PositionalEmbeddingImpl::at_steps(int64_t start, int64_t n, int64_t batch) {
-  auto device = learned_ ? weight.device() : table_.device();
+torch::Tensor PositionalEmbeddingImpl::at_steps(int64_t start, int64_t n, int64_t batch, const torch::Device& device) {
   auto pos = torch::arange(padding_idx_ + start + 1, padding_idx_ + start + n + 1,
                            torch::TensorOptions().dtype(torch::kLong).device(device));
   return lookup(pos.unsqueeze(0)).expand({batch, n, dim_});

@@ -20,7 +20,8 @@ class PositionalEmbeddingImpl : public torch::nn::Module {
   // tokens: [B, T] -> [B, T, dim], positions from make_positions.
   torch::Tensor forward(const torch::Tensor& tokens);
   // Embeddings of positions padding_idx + start + 1 ... + n (incremental decoding ignores pads).
-  torch::Tensor at_steps(int64_t start, int64_t n, int64_t batch);
+  // [batch, n, dim] on `device`.
+  torch::Tensor at_steps(int64_t start, int64_t n, int64_t batch, const torch::Device& device = torch::kCPU);
   bool learned() const { return learned_; }
   torch::Tensor weight;  // learned only
 
