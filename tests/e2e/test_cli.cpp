@@ -100,6 +100,54 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
   EXPECT_NE(out.find("-1", tab), std::string::npos) << out;
 }
 
+TEST(EndToEnd, SanFromTheAnalysisOfABaselineAndAnAanDecoderLearn) {
+  auto dir = temp_dir("e2e-san");
+  auto data = prepare_task(dir);
+  std::string log, out;
+  EXPECT_GT(train_translate_score(dir, data, "transformer_tiny", "base", kAdam, log), 60.0);
+  // The analysis of the baseline: matrices, heatmaps and a config with the proposed blocks.
+  int rc = run_command(kCli + " analyze attention --checkpoint " + dir + "/base/checkpoint_best.pt --theta 0 -o " +
+                           dir + "/analysis",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("model.decoder.encoder_attn_groups: \"0-1\""), std::string::npos) << out;
+  auto report = nlohmann::json::parse(leanseq::test::read_text(dir + "/analysis/similarity.json"));
+  for (const char* kind : {"encoder_self_attention", "decoder_self_attention", "encoder_decoder_attention"}) {
+    auto m = report["kinds"][kind]["similarity"];
+    ASSERT_EQ(m.size(), 2u) << kind;
+    EXPECT_DOUBLE_EQ(m[0][0].get<double>(), 1.0);
+    EXPECT_GT(m[0][1].get<double>(), 0.0);
+    EXPECT_LT(m[0][1].get<double>(), 1.0);
+    EXPECT_GT(std::filesystem::file_size(dir + "/analysis/" + kind + ".png"), 1000u);
+    EXPECT_NE(leanseq::test::read_text(dir + "/analysis/" + kind + ".csv").find("layer,0,1"), std::string::npos);
+  }
+  // Fed straight into training, starting from the baseline's parameters.
+  EXPECT_GT(train_translate_score(dir, data, "transformer_tiny", "san",
+                                  "-c " + dir + "/analysis/groups.yaml --set checkpoint.init_from=" + dir +
+                                      "/base/checkpoint_best.pt --max-update 200 --set optim.lr=0.003 "
+                                      "--set optim.warmup_updates=50",
+                                  log),
+            60.0);
+  EXPECT_NE(log.find("16 of the checkpoint unused"), std::string::npos) << log;
+  EXPECT_GT(train_translate_score(dir, data, "transformer_tiny_san_aan", "aan", kAdam, log), 60.0);
+  // Bad input.
+  rc = run_command(kCli + " analyze attention --checkpoint " + dir + "/base/checkpoint_best.pt --theta 2 -o " + dir +
+                       "/a2",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--theta"), std::string::npos) << out;
+  rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                       "/x --set checkpoint.init_from=" + dir + "/missing.pt",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("missing.pt"), std::string::npos) << out;
+  rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                       "/x --set model.decoder.encoder_attn_groups=0-2",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("model.decoder.encoder_attn_groups"), std::string::npos) << out;
+}
+
 TEST(EndToEnd, LightweightAndDynamicConvLearnTheSyntheticTask) {
   auto dir = temp_dir("e2e-conv");
   auto data = prepare_task(dir);

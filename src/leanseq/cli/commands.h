@@ -15,5 +15,6 @@ void add_plot(CLI::App& app, int& exit_code);
 void add_quickstart(CLI::App& app, int& exit_code);
 void add_eval_lm(CLI::App& app, int& exit_code);
 void add_attention(CLI::App& app, int& exit_code);
+void add_analyze(CLI::App& app, int& exit_code);
 
 }  // namespace leanseq::cli

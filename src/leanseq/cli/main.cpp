@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   leanseq::cli::add_quickstart(app, exit_code);
   leanseq::cli::add_eval_lm(app, exit_code);
   leanseq::cli::add_attention(app, exit_code);
+  leanseq::cli::add_analyze(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

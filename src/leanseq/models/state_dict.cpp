@@ -18,14 +18,16 @@ std::string shape(const torch::Tensor& t) {
 }
 }  // namespace
 
-void load_named_tensors(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors, bool strict,
-                        const std::string& origin) {
+LoadReport load_named_tensors(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
+                              bool strict, const std::string& origin) {
   torch::NoGradGuard guard;
   std::set<std::string> used;
+  LoadReport report;
   auto assign = [&](const std::string& name, torch::Tensor& target) {
     auto it = tensors.find(name);
     if (it == tensors.end()) {
       if (strict) throw CheckpointError(origin + ": missing key '" + name + "'");
+      report.missing.push_back(name);
       return;
     }
     if (!it->second.sizes().equals(target.sizes())) {
@@ -34,14 +36,16 @@ void load_named_tensors(torch::nn::Module& module, const std::map<std::string, t
     }
     target.copy_(it->second);
     used.insert(name);
+    ++report.loaded;
   };
   for (auto& p : module.named_parameters(true)) assign(p.key(), p.value());
   for (auto& b : module.named_buffers(true)) assign(b.key(), b.value());
-  if (strict) {
-    for (const auto& [k, v] : tensors) {
-      if (!used.count(k) && !ignored(k)) throw CheckpointError(origin + ": unexpected key '" + k + "'");
-    }
+  for (const auto& [k, v] : tensors) {
+    if (used.count(k) || ignored(k)) continue;
+    if (strict) throw CheckpointError(origin + ": unexpected key '" + k + "'");
+    report.unexpected.push_back(k);
   }
+  return report;
 }
 
 std::vector<torch::Tensor> unique_parameters(const torch::nn::Module& module) {

@@ -7,11 +7,17 @@
 
 namespace leanseq::models {
 
+struct LoadReport {
+  int64_t loaded = 0;
+  std::vector<std::string> missing;     // the module's names absent from `tensors` (left as they were)
+  std::vector<std::string> unexpected;  // names in `tensors` the module does not have (ignored)
+};
+
 // Copies `tensors` into the module's parameters and buffers of the same names. Keys that fairseq
-// keeps as bookkeeping (*.version, *._float_tensor) are ignored. With `strict`, a missing or
-// unexpected key, or a shape mismatch, throws CheckpointError naming the key.
-void load_named_tensors(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors, bool strict,
-                        const std::string& origin);
+// keeps as bookkeeping (*.version, *._float_tensor) are ignored. A shape mismatch throws
+// CheckpointError naming the key; with `strict`, so does a missing or unexpected key.
+LoadReport load_named_tensors(torch::nn::Module& module, const std::map<std::string, torch::Tensor>& tensors,
+                              bool strict, const std::string& origin);
 
 // Parameters with tied tensors listed once (for optimizers and parameter counts).
 std::vector<torch::Tensor> unique_parameters(const torch::nn::Module& module);

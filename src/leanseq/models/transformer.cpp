@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/nn/functional.h"
 
@@ -17,6 +18,8 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
   v.field(p + ".attention_heads", s.attention_heads, "number of attention heads");
   v.field(p + ".normalize_before", s.normalize_before, "pre-norm (LayerNorm before each sublayer)");
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
+  v.field(p + ".self_attn_groups", s.self_attn_groups,
+          "SAN: blocks of layers sharing the first layer's self-attention distribution, e.g. \"0-1,2-5\"");
 }
 
 }  // namespace
@@ -24,6 +27,12 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
 void TransformerConfig::visit(ConfigVisitor& v) {
   visit_side(v, "encoder", encoder);
   visit_side(v, "decoder", decoder);
+  v.field("decoder.encoder_attn_groups", decoder.encoder_attn_groups,
+          "SAN: blocks of decoder layers sharing the first layer's encoder-attention output, e.g. \"0-1,2-5\"");
+  v.field("decoder.average_attention", decoder.average_attention,
+          "AAN: cumulative-average attention with gates instead of decoder self-attention");
+  v.field("decoder.average_attention_ffn", decoder.average_attention_ffn,
+          "AAN: a feed-forward layer (ffn_embed_dim wide) over the average");
   v.field("dropout", dropout, "dropout probability");
   v.field("attention_dropout", attention_dropout, "dropout on attention weights");
   v.field("activation_dropout", activation_dropout, "dropout after the FFN activation");
@@ -52,6 +61,12 @@ void TransformerConfig::validate() const {
                         std::to_string(s->attention_heads));
     }
   }
+  parse_layer_groups(encoder.self_attn_groups, encoder.layers, "model.encoder.self_attn_groups");
+  parse_layer_groups(decoder.self_attn_groups, decoder.layers, "model.decoder.self_attn_groups");
+  parse_layer_groups(decoder.encoder_attn_groups, decoder.layers, "model.decoder.encoder_attn_groups");
+  if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
+    throw ConfigError("model.decoder.self_attn_groups: average attention has no attention distribution to share");
+  }
   if (encoder.embed_dim != decoder.embed_dim) {
     throw ConfigError("model: encoder.embed_dim and decoder.embed_dim must be equal (encoder-decoder attention)");
   }
@@ -60,8 +75,12 @@ void TransformerConfig::validate() const {
   }
 }
 
-nn::TransformerLayerOptions TransformerConfig::layer_options(const TransformerSideConfig& side) const {
+nn::TransformerLayerOptions TransformerConfig::layer_options(const TransformerSideConfig& side, int64_t i) const {
   nn::TransformerLayerOptions o;
+  o.reuse_self_attn = parse_layer_groups(side.self_attn_groups, side.layers, "self_attn_groups")[i] != i;
+  o.reuse_encoder_attn = parse_layer_groups(side.encoder_attn_groups, side.layers, "encoder_attn_groups")[i] != i;
+  o.average_self_attn = side.average_attention;
+  o.average_ffn_dim = side.average_attention_ffn ? side.ffn_embed_dim : 0;
   o.embed_dim = side.embed_dim;
   o.ffn_dim = side.ffn_embed_dim;
   o.heads = side.attention_heads;
@@ -83,18 +102,22 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(cfg.layer_options(s)));
+  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(cfg.layer_options(s, i)));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
 
-EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src) {
+EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMaps* maps) {
   auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
   auto x = embed_tokens(src) * embed_scale_ + embed_positions(src);
   x = nn::maybe_dropout(x, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
-  for (const auto& layer : *layers) x = layer->as<nn::TransformerEncoderLayer>()->forward(x, mask);
+  nn::SharedAttention shared;
+  for (const auto& layer : *layers) {
+    x = layer->as<nn::TransformerEncoderLayer>()->forward(x, mask, shared);
+    if (maps) maps->encoder_self.push_back(shared.self_probs);
+  }
   if (layer_norm) x = layer_norm(x);
   return {x, padding_mask, {}};
 }
@@ -109,23 +132,32 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerDecoderLayer(cfg.layer_options(s)));
+  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerDecoderLayer(cfg.layer_options(s, i)));
+  encoder_block_ = parse_layer_groups(s.encoder_attn_groups, s.layers, "model.decoder.encoder_attn_groups");
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
 }
 
-DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
+DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
+                                           AttentionMaps* maps) {
   auto x = embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens);
   x = nn::maybe_dropout(x, dropout_, is_training());
   auto self_mask = prev_tokens.eq(nn::kPadIndex);
   if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
   auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
+  nn::SharedAttention shared;
   return run_decoder_stack(
       x, layers->size(),
-      [&](size_t i, const torch::Tensor& h, bool attn) {
-        return layers[i]->as<nn::TransformerDecoderLayer>()->forward(h, self_mask, enc.out, enc_mask, attn);
+      [&](size_t i, const torch::Tensor& h, bool) {
+        auto r = layers[i]->as<nn::TransformerDecoderLayer>()->forward(h, self_mask, enc.out, enc_mask,
+                                                                       need_attn && returns_attn(i), shared);
+        if (maps) {
+          if (shared.self_probs.defined()) maps->decoder_self.push_back(shared.self_probs);
+          maps->encoder_decoder.push_back(shared.encoder.probs);
+        }
+        return r;
       },
       need_attn, layer_norm, output_weight);
 }
@@ -133,19 +165,28 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                         bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto x = embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B);
+  auto x = embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device());
   x = nn::maybe_dropout(x, dropout_, is_training());
   auto token_padding = tokens.eq(nn::kPadIndex);
   if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
+  nn::SharedAttention shared;
   auto out = run_decoder_stack(
       x, layers->size(),
-      [&](size_t i, const torch::Tensor& h, bool attn) {
+      [&](size_t i, const torch::Tensor& h, bool) {
         return layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state,
-                                                                  2 * i, 2 * i + 1, attn);
+                                                                  2 * i, 2 * i + 1, need_attn && returns_attn(i),
+                                                                  shared);
       },
       need_attn, layer_norm, output_weight);
   state.steps += n;
   return out;
+}
+
+AttentionMaps TransformerModel::attention_maps(const torch::Tensor& src, const torch::Tensor& prev_tokens) {
+  AttentionMaps maps;
+  auto enc = encoder->forward(src, &maps);
+  decoder->forward(prev_tokens, enc, false, &maps);
+  return maps;
 }
 
 // ---------------------------------------------------------------- presets
@@ -154,6 +195,46 @@ namespace {
 void set_side(TransformerSideConfig& s, int64_t dim, int64_t ffn, int64_t layers, int64_t heads) {
   s.embed_dim = dim, s.ffn_embed_dim = ffn, s.layers = layers, s.attention_heads = heads;
 }
+// SAN blocks of the kind Xiao et al. learn: self-attention shared by pairs of adjacent layers,
+// encoder-decoder attention by one wide block above the first two layers.
+std::string pairs(int64_t layers) {
+  std::vector<LayerBlock> b;
+  for (int64_t i = 0; i < layers; i += 2) b.emplace_back(i, std::min(i + 1, layers - 1));
+  return format_layer_groups(b);
+}
+std::string wide_upper_block(int64_t layers) {
+  if (layers >= 4) return format_layer_groups({{0, 1}, {2, layers - 1}});
+  if (layers == 3) return "0,1-2";
+  return pairs(layers);
+}
+void san(TransformerConfig& c) {
+  c.encoder.self_attn_groups = pairs(c.encoder.layers);
+  c.decoder.self_attn_groups = pairs(c.decoder.layers);
+  c.decoder.encoder_attn_groups = wide_upper_block(c.decoder.layers);
+}
+void aan(TransformerConfig& c) { c.decoder.average_attention = true; }
+
+// <base>_san, <base>_aan and <base>_san_aan.
+void add_variants(Registry& reg, const std::string& base) {
+  auto base_edit = reg.preset(base).apply;
+  auto add = preset_adder<TransformerConfig>(reg, "transformer");
+  add(base + "_san", base + " with SAN attention sharing (docs/san.md)", [base_edit](TransformerConfig& c) {
+    base_edit(c);
+    san(c);
+  });
+  add(base + "_aan", base + " with an Average Attention Network decoder", [base_edit](TransformerConfig& c) {
+    base_edit(c);
+    aan(c);
+  });
+  add(base + "_san_aan", base + " with an AAN decoder and SAN sharing of the other attention",
+      [base_edit](TransformerConfig& c) {
+        base_edit(c);
+        san(c);
+        c.decoder.self_attn_groups.clear();
+        aan(c);
+      });
+}
+
 void big(TransformerConfig& c) {
   set_side(c.encoder, 1024, 4096, 6, 16);
   set_side(c.decoder, 1024, 4096, 6, 16);
@@ -198,6 +279,10 @@ void register_transformer(Registry& reg) {
     c.dropout = 0.0;
     c.share_decoder_input_output_embed = true;
   });
+  for (const char* base : {"transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_wmt_en_de_big",
+                           "transformer_small", "transformer_tiny"}) {
+    add_variants(reg, base);
+  }
 }
 
 }  // namespace leanseq::models

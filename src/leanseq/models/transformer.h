@@ -1,5 +1,7 @@
 // The Transformer encoder-decoder (Vaswani et al. 2017), faithful to fairseq's TransformerModel:
-// parameter names match fairseq's state_dict keys, so fairseq weights load directly.
+// parameter names match fairseq's state_dict keys, so fairseq weights load directly. Options:
+// attention shared within blocks of layers (SAN, Xiao et al. 2019) and the Average Attention
+// Network decoder (AAN, Zhang et al. 2018); see docs/san.md.
 #pragma once
 #include <torch/torch.h>
 
@@ -15,6 +17,10 @@ class Registry;
 struct TransformerSideConfig {
   int64_t embed_dim = 512, ffn_embed_dim = 2048, layers = 6, attention_heads = 8;
   bool normalize_before = false, learned_pos = false;
+  std::string self_attn_groups;     // SAN blocks of self-attention ("0-1,2-5"; empty: none shared)
+  std::string encoder_attn_groups;  // decoder only: SAN blocks of encoder-decoder attention
+  bool average_attention = false;   // decoder only: AAN instead of self-attention
+  bool average_attention_ffn = true;  // decoder only: the FFN over the average (ffn_embed_dim wide)
 };
 
 struct TransformerConfig : ModelConfig {
@@ -29,13 +35,21 @@ struct TransformerConfig : ModelConfig {
   std::shared_ptr<ModelConfig> clone() const override { return std::make_shared<TransformerConfig>(*this); }
   std::string summary() const override;
   void validate() const override;
-  nn::TransformerLayerOptions layer_options(const TransformerSideConfig& side) const;
+  // Options of layer `i` of `side` (its SAN role from the groups).
+  nn::TransformerLayerOptions layer_options(const TransformerSideConfig& side, int64_t i) const;
+};
+
+// The attention distributions of every layer in one teacher-forced pass (SAN analysis), each
+// [B, H, T, S]; decoder self-attention is absent with average attention.
+struct AttentionMaps {
+  std::vector<torch::Tensor> encoder_self, decoder_self, encoder_decoder;
 };
 
 class TransformerEncoderImpl : public torch::nn::Module {
  public:
   TransformerEncoderImpl(const TransformerConfig& cfg, torch::nn::Embedding embed_tokens);
-  EncoderOut forward(const torch::Tensor& src);
+  // With `maps`, appends each layer's self-attention distribution.
+  EncoderOut forward(const torch::Tensor& src, AttentionMaps* maps = nullptr);
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;
@@ -49,7 +63,9 @@ TORCH_MODULE(TransformerEncoder);
 class TransformerDecoderImpl : public torch::nn::Module {
  public:
   TransformerDecoderImpl(const TransformerConfig& cfg, torch::nn::Embedding embed_tokens, int64_t vocab);
-  DecoderOut forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn);
+  // With `maps`, appends each layer's self- and encoder-attention distributions.
+  DecoderOut forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
+                     AttentionMaps* maps = nullptr);
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state, bool need_attn);
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};
@@ -58,11 +74,20 @@ class TransformerDecoderImpl : public torch::nn::Module {
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
 
  private:
+  // Whether layer i returns encoder attention when the pass needs it: the layers of the last
+  // encoder-attention block (they share its owner's).
+  bool returns_attn(size_t i) const { return encoder_block_[i] == encoder_block_.back(); }
   double embed_scale_, dropout_;
+  std::vector<int64_t> encoder_block_;  // first layer of each layer's encoder-attention block
 };
 TORCH_MODULE(TransformerDecoder);
 
-using TransformerModel = EncoderDecoderModel<TransformerConfig, TransformerEncoder, TransformerDecoder>;
+class TransformerModel : public EncoderDecoderModel<TransformerConfig, TransformerEncoder, TransformerDecoder> {
+ public:
+  using EncoderDecoderModel::EncoderDecoderModel;
+  // The distributions of every attention layer, teacher-forced on prev_tokens.
+  AttentionMaps attention_maps(const torch::Tensor& src, const torch::Tensor& prev_tokens);
+};
 
 void register_transformer(Registry& reg);
 

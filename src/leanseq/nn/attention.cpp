@@ -7,17 +7,19 @@
 
 namespace leanseq::nn {
 
-MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout)
+MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores)
     : embed_dim_(embed_dim), heads_(heads), head_dim_(embed_dim / heads), dropout_(dropout) {
   TORCH_CHECK(head_dim_ * heads == embed_dim, "embed_dim ", embed_dim, " must be divisible by heads ", heads);
   scaling_ = std::pow(static_cast<double>(head_dim_), -0.5);
   // fairseq: q/k/v xavier-uniform with gain 1/sqrt(2), out_proj xavier-uniform with zero bias.
   const double g = 1.0 / std::sqrt(2.0);
-  k_proj = register_module("k_proj", torch::nn::Linear(embed_dim, embed_dim));
+  if (scores) k_proj = register_module("k_proj", torch::nn::Linear(embed_dim, embed_dim));
   v_proj = register_module("v_proj", torch::nn::Linear(embed_dim, embed_dim));
-  q_proj = register_module("q_proj", torch::nn::Linear(embed_dim, embed_dim));
+  if (scores) q_proj = register_module("q_proj", torch::nn::Linear(embed_dim, embed_dim));
   out_proj = register_module("out_proj", make_linear(embed_dim, embed_dim));
-  for (auto* l : {&k_proj, &v_proj, &q_proj}) torch::nn::init::xavier_uniform_((*l)->weight, g);
+  for (auto* l : {&k_proj, &v_proj, &q_proj}) {
+    if (*l) torch::nn::init::xavier_uniform_((*l)->weight, g);
+  }
 }
 
 torch::Tensor MultiheadAttentionImpl::split_heads(const torch::Tensor& x) const {
@@ -43,14 +45,33 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
                                                bool need_weights) {
   auto scores = torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
   if (mask.defined()) scores = scores + mask;
-  auto probs = torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type());
+  return apply(torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type()), v, need_weights);
+}
+
+AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
   auto dropped = dropout_ > 0 ? torch::dropout(probs, dropout_, is_training()) : probs;
   auto ctx = torch::matmul(dropped, v);  // [B, H, T, d]
-  const int64_t B = q.size(0), T = q.size(2);
+  const int64_t B = probs.size(0), T = probs.size(2);
   ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});
-  AttentionResult r{out_proj(ctx), {}};
+  AttentionResult r{out_proj(ctx), {}, probs};
   if (need_weights) r.weights = probs.mean(1);
   return r;
+}
+
+AttentionResult MultiheadAttentionImpl::forward_with(const torch::Tensor& key_value, const torch::Tensor& probs,
+                                                     bool need_weights) {
+  return apply(probs, split_heads(v_proj(key_value)), need_weights);
+}
+
+torch::Tensor MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAttentionCache& cache) {
+  auto v = split_heads(v_proj(query));
+  cache.v = cache.v.defined() ? torch::cat({cache.v, v}, 2) : v;
+  return cache.v;
+}
+
+AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& query, const torch::Tensor& probs,
+                                                       SelfAttentionCache& cache, bool need_weights) {
+  return apply(probs, append_values(query, cache), need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value,
@@ -73,10 +94,9 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
                                                   SelfAttentionCache& cache, bool need_weights) {
   auto q = split_heads(q_proj(query) * scaling_);
   auto k = split_heads(k_proj(query));
-  auto v = split_heads(v_proj(query));
   const int64_t past = cache.k.defined() ? cache.k.size(2) : 0;
   cache.k = past ? torch::cat({cache.k, k}, 2) : k;
-  cache.v = past ? torch::cat({cache.v, v}, 2) : v;
+  append_values(query, cache);
   const int64_t n = query.size(1), B = query.size(0);
   // Pad tokens fed to the decoder are masked as keys, as fairseq does.
   if (new_key_padding.defined() || cache.key_padding.defined()) {

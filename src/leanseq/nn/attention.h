@@ -1,5 +1,7 @@
 // Multi-head attention with fairseq's parameterisation (q_proj, k_proj, v_proj, out_proj; q is
-// scaled by head_dim^-0.5 after its projection) and incremental paths over typed caches.
+// scaled by head_dim^-0.5 after its projection) and incremental paths over typed caches. A layer
+// that reuses another layer's attention distribution (SAN) is built without q_proj and k_proj and
+// applies given probabilities to its own values.
 #pragma once
 #include <torch/torch.h>
 
@@ -10,11 +12,13 @@ namespace leanseq::nn {
 struct AttentionResult {
   torch::Tensor out;      // [B, T, C]
   torch::Tensor weights;  // [B, T, S] averaged over heads, only when requested
+  torch::Tensor probs;    // [B, H, T, S] the attention distribution (before dropout)
 };
 
 class MultiheadAttentionImpl : public torch::nn::Module {
  public:
-  MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout);
+  // scores = false: no q_proj/k_proj; only the *_with methods, which take the distribution.
+  MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores = true);
 
   // query: [B, T, C]; key_value: [B, S, C]; key_padding_mask: [B, S] bool (true at pads) or
   // undefined; causal: query t sees keys <= t.
@@ -32,6 +36,15 @@ class MultiheadAttentionImpl : public torch::nn::Module {
                               const torch::Tensor& memory_padding_mask, StaticAttentionCache& cache,
                               bool need_weights);
 
+  // A shared layer: `probs` [B, H, T, S] (another layer's distribution) over this layer's
+  // values of `key_value` [B, S, C].
+  AttentionResult forward_with(const torch::Tensor& key_value, const torch::Tensor& probs, bool need_weights);
+  // Its incremental form: appends the values of the n new positions to `cache` (only `v` is
+  // kept) and applies `probs` [B, H, n, T_so_far].
+  AttentionResult step_self_with(const torch::Tensor& query, const torch::Tensor& probs, SelfAttentionCache& cache,
+                                 bool need_weights);
+
+  bool computes_scores() const { return static_cast<bool>(q_proj); }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
 
  private:
@@ -39,6 +52,9 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   // q, k, v: [B, H, T|S, d]; mask: additive float [*, *, T, S] or undefined.
   AttentionResult attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const torch::Tensor& mask, bool need_weights);
+  // probs [B, H, T, S] (dropout applied here) over v [B, H, S, d].
+  AttentionResult apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights);
+  torch::Tensor append_values(const torch::Tensor& query, SelfAttentionCache& cache);
   int64_t embed_dim_, heads_, head_dim_;
   double dropout_, scaling_;
 };

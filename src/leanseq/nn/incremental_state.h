@@ -7,7 +7,8 @@
 
 namespace leanseq::nn {
 
-// Keys/values of decoder self-attention so far.
+// Keys/values of decoder self-attention so far (a layer that reuses another layer's attention
+// distribution keeps only v).
 struct SelfAttentionCache {
   torch::Tensor k, v;         // [B, H, T_so_far, d]
   torch::Tensor key_padding;  // [B, T_so_far] bool, only once a pad token was fed
@@ -27,7 +28,16 @@ struct ConvWindowCache {
   template <class F> void for_each_tensor(F&& f) { f(window); }
 };
 
-using LayerCache = std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache>;
+// The running sum of an average-attention layer: O(1) per step.
+struct AverageCache {
+  torch::Tensor sum;    // [B, 1, C] sum of the non-pad inputs so far
+  int64_t steps = 0;    // positions fed so far
+  torch::Tensor count;  // [B, 1, 1] how many of them count, only once a pad was fed
+  template <class F> void for_each_tensor(F&& f) { f(sum), f(count); }
+};
+
+using LayerCache =
+    std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache, AverageCache>;
 
 class IncrementalState {
  public:

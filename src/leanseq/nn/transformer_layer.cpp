@@ -16,26 +16,42 @@ torch::Tensor feed_forward(const torch::Tensor& x, torch::nn::Linear& fc1, torch
 }
 
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerLayerOptions& o) : o_(o) {
-  self_attn = register_module("self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  self_attn = register_module("self_attn",
+                              MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout, !o.reuse_self_attn));
   self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(o.embed_dim));
   fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));
   fc2 = register_module("fc2", make_linear(o.ffn_dim, o.embed_dim));
   final_layer_norm = register_module("final_layer_norm", layer_norm(o.embed_dim));
 }
 
-torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& padding_mask) {
+torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& padding_mask,
+                                                  SharedAttention& shared) {
   auto residual = x;
   auto h = o_.normalize_before ? self_attn_layer_norm(x) : x;
-  h = self_attn(h, h, padding_mask, false, false).out;
+  if (o_.reuse_self_attn) {
+    h = self_attn->forward_with(h, shared.self_probs, false).out;
+  } else {
+    auto r = self_attn(h, h, padding_mask, false, false);
+    shared.self_probs = r.probs;
+    h = r.out;
+  }
   h = residual + maybe_dropout(h, o_.dropout, is_training());
   if (!o_.normalize_before) h = self_attn_layer_norm(h);
   return feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training());
 }
 
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerLayerOptions& o) : o_(o) {
-  self_attn = register_module("self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  if (o.average_self_attn) {
+    avg_attn = register_module("avg_attn", AverageAttention(o.embed_dim, o.average_ffn_dim, o.activation_dropout));
+  } else {
+    self_attn = register_module(
+        "self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout, !o.reuse_self_attn));
+  }
   self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(o.embed_dim));
-  encoder_attn = register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  if (!o.reuse_encoder_attn) {
+    encoder_attn =
+        register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+  }
   encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
   fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));
   fc2 = register_module("fc2", make_linear(o.ffn_dim, o.embed_dim));
@@ -50,15 +66,26 @@ torch::Tensor TransformerDecoderLayerImpl::residual_block(const torch::Tensor& x
   return o_.normalize_before ? h : norm(h);
 }
 
+template <class Attend>
+AttentionResult TransformerDecoderLayerImpl::encoder_attention(SharedAttention& shared, Attend&& attend) {
+  if (!o_.reuse_encoder_attn) shared.encoder = attend();
+  return shared.encoder;
+}
+
 AttentionResult TransformerDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& self_padding_mask,
                                                      const torch::Tensor& memory,
-                                                     const torch::Tensor& memory_padding_mask, bool need_attn) {
+                                                     const torch::Tensor& memory_padding_mask, bool need_attn,
+                                                     SharedAttention& shared) {
   torch::Tensor attn;
   auto h = residual_block(x, self_attn_layer_norm, [&](const torch::Tensor& in) {
-    return self_attn(in, in, self_padding_mask, true, false).out;
+    if (avg_attn) return avg_attn(in, self_padding_mask);
+    if (o_.reuse_self_attn) return self_attn->forward_with(in, shared.self_probs, false).out;
+    auto r = self_attn(in, in, self_padding_mask, true, false);
+    shared.self_probs = r.probs;
+    return r.out;
   });
   h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
-    auto r = encoder_attn(in, memory, memory_padding_mask, false, need_attn);
+    auto r = encoder_attention(shared, [&] { return encoder_attn(in, memory, memory_padding_mask, false, need_attn); });
     attn = r.weights;
     return r.out;
   });
@@ -68,14 +95,22 @@ AttentionResult TransformerDecoderLayerImpl::forward(const torch::Tensor& x, con
 AttentionResult TransformerDecoderLayerImpl::step(const torch::Tensor& x, const torch::Tensor& token_padding,
                                                   const torch::Tensor& memory,
                                                   const torch::Tensor& memory_padding_mask, IncrementalState& state,
-                                                  size_t self_slot, size_t cross_slot, bool need_attn) {
+                                                  size_t self_slot, size_t cross_slot, bool need_attn,
+                                                  SharedAttention& shared) {
   torch::Tensor attn;
   auto h = residual_block(x, self_attn_layer_norm, [&](const torch::Tensor& in) {
-    return self_attn->step_self(in, token_padding, state.get<SelfAttentionCache>(self_slot), false).out;
+    if (avg_attn) return avg_attn->step(in, token_padding, state.get<AverageCache>(self_slot));
+    auto& cache = state.get<SelfAttentionCache>(self_slot);
+    if (o_.reuse_self_attn) return self_attn->step_self_with(in, shared.self_probs, cache, false).out;
+    auto r = self_attn->step_self(in, token_padding, cache, false);
+    shared.self_probs = r.probs;
+    return r.out;
   });
   h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
-    auto r = encoder_attn->step_static(in, memory, memory_padding_mask,
-                                       state.get<StaticAttentionCache>(cross_slot), need_attn);
+    auto r = encoder_attention(shared, [&] {
+      return encoder_attn->step_static(in, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_slot),
+                                       need_attn);
+    });
     attn = r.weights;
     return r.out;
   });

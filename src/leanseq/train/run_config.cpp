@@ -40,6 +40,8 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("checkpoint.keep_interval_updates", keep_interval_updates, "keep the last N update checkpoints (-1: all)");
   v.field("checkpoint.no_epoch_checkpoints", no_epoch_checkpoints, "only keep checkpoint_last/best");
   v.field("checkpoint.best_metric", best_metric, "loss or bleu");
+  v.field("checkpoint.init_from", init_from,
+          "start from the parameters of this checkpoint that the model has (same vocabularies; others stay random)");
   v.field("log.interval", log_interval, "log every N updates");
   v.field("log.format", log_format, "auto, text or json");
   v.field("valid.interval_updates", validate_interval_updates, "also validate every N updates");

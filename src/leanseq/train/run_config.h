@@ -40,6 +40,7 @@ struct RunConfig : Configurable {
   int64_t keep_interval_updates = -1; // keep only the last N of those (-1: all)
   bool no_epoch_checkpoints = false;
   std::string best_metric = "loss";   // loss | bleu
+  std::string init_from;              // start from this checkpoint's matching parameters
 
   // logging
   int64_t log_interval = 100;

@@ -124,12 +124,32 @@ struct Trainer::Impl {
       gen.set_state(ck->rng_state);
       log::info("resumed from " + last + " at epoch " + std::to_string(progress.epoch) + ", update " +
                 std::to_string(progress.num_updates));
+    } else if (!cfg.init_from.empty()) {
+      init_from(cfg.init_from);
     }
     log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
     tty = cfg.log_format == "auto" && isatty(2);
     log::info("model " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(models::count_parameters(*model)) +
               " parameters; " + std::to_string(train->size()) + " training pairs, " + std::to_string(valid->size()) +
               " valid");
+  }
+
+  // Parameters of another checkpoint with the same vocabularies (e.g. a baseline for a model that
+  // shares attention): those the model has are copied, the rest stay as initialised.
+  void init_from(const std::string& path) {
+    auto init = read_checkpoint(path);
+    if (init.vocab.src_dict != vocab.src_dict || init.vocab.tgt_dict != vocab.tgt_dict) {
+      throw ConfigError("checkpoint.init_from: " + path + " was trained with other dictionaries than " + cfg.data);
+    }
+    auto r = models::load_named_tensors(*model, init.model_tensors, false, path);
+    auto names = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (size_t i = 0; i < v.size() && i < 4; ++i) s += (i ? ", " : " (") + v[i];
+      return v.empty() ? s : s + (v.size() > 4 ? ", ...)" : ")");
+    };
+    log::info("initialised " + std::to_string(r.loaded) + " tensors from " + path + "; " +
+              std::to_string(r.missing.size()) + " new" + names(r.missing) + ", " + std::to_string(r.unexpected.size()) +
+              " of the checkpoint unused" + names(r.unexpected));
   }
 
   double current_lr() const {

@@ -1,0 +1,116 @@
+// `leanseq analyze attention`: SAN's learned sharing policy. A trained Transformer runs over
+// held-out pairs; for encoder self-attention, decoder self-attention and encoder-decoder attention
+// it writes the layer-to-layer similarity matrix (1 - JSD) as JSON, CSV and a heatmap, and a
+// config file with the proposed blocks that `leanseq train -c` takes as it is.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "leanseq/cli/commands.h"
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/data/prepare.h"
+#include "leanseq/models/layer_groups.h"
+#include "leanseq/train/attention_analysis.h"
+#include "leanseq/train/checkpoint.h"
+#include "leanseq/viz/plot.h"
+
+namespace leanseq::cli {
+
+namespace {
+struct AnalyzeArgs {
+  std::string checkpoint, data, split = "valid", output_dir;
+  int64_t max_sentences = 500, max_tokens = 4096;
+  double theta = 0.7;
+};
+
+std::string csv(const eval::Matrix& m) {
+  std::ostringstream os;
+  os << std::setprecision(6) << "layer";
+  for (size_t j = 0; j < m.size(); ++j) os << "," << j;
+  os << "\n";
+  for (size_t i = 0; i < m.size(); ++i) {
+    os << i;
+    for (double v : m[i]) os << "," << v;
+    os << "\n";
+  }
+  return os.str();
+}
+
+void draw(const train::AttentionSimilarity& s, const std::string& path) {
+  viz::Heatmap h;
+  h.title = s.kind + ": 1 - JSD between layers";
+  for (size_t i = 0; i < s.matrix.size(); ++i) h.row_labels.push_back("layer " + std::to_string(i));
+  h.col_labels = h.row_labels;
+  h.values = s.matrix;
+  viz::plot_heatmap(h, path);
+}
+
+void run_attention(const AnalyzeArgs& a) {
+  if (a.theta < 0 || a.theta > 1) throw ConfigError("--theta must be in [0, 1]");
+  if (a.max_tokens < 1) throw ConfigError("--max-tokens must be positive");
+  auto loaded = train::load_model(a.checkpoint);
+  const std::string data_dir = a.data.empty() ? loaded.config.data : a.data;
+  if (data_dir.empty()) throw ConfigError(a.checkpoint + ": names no data directory; give --data");
+  auto meta = data::load_prepared(data_dir);
+  if (train::read_bytes(meta.src_dict) != loaded.vocab.src_dict ||
+      train::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
+    throw DataError(data_dir + ": prepared with other dictionaries than the checkpoint " + a.checkpoint);
+  }
+  data::PairDataset ds(meta.split_prefix(a.split, meta.src_lang), meta.split_prefix(a.split, meta.tgt_lang));
+  auto sims = train::attention_similarity(*loaded.model, ds, a.max_sentences, a.max_tokens);
+
+  io::make_dirs(a.output_dir);
+  nlohmann::json report{{"checkpoint", a.checkpoint}, {"data", data_dir}, {"split", a.split},
+                        {"sentences", a.max_sentences > 0 ? std::min<int64_t>(a.max_sentences, ds.size()) : ds.size()},
+                        {"theta", a.theta}, {"kinds", nlohmann::json::object()}};
+  std::ostringstream yaml;
+  yaml << "# SAN blocks proposed by leanseq analyze attention (theta " << a.theta << ") from " << a.checkpoint
+       << "\n";
+  std::map<std::string, std::map<std::string, std::string>> keys;  // side -> key -> groups
+  for (const auto& s : sims) {
+    auto groups = models::format_layer_groups(eval::propose_blocks(s.matrix, a.theta));
+    report["kinds"][s.kind] = {{"similarity", s.matrix}, {"positions", s.positions}, {"groups", groups},
+                               {"config_key", s.config_key}};
+    io::atomic_write_text(a.output_dir + "/" + s.kind + ".csv", csv(s.matrix));
+    draw(s, a.output_dir + "/" + s.kind + ".png");
+    // model.<side>.<key>
+    auto side_start = s.config_key.find('.') + 1, key_start = s.config_key.find('.', side_start) + 1;
+    keys[s.config_key.substr(side_start, key_start - side_start - 1)][s.config_key.substr(key_start)] = groups;
+    std::cout << s.config_key << ": \"" << groups << "\"\n";
+  }
+  yaml << "model:\n";
+  for (const auto& [side, kv] : keys) {
+    yaml << "  " << side << ":\n";
+    for (const auto& [k, v] : kv) yaml << "    " << k << ": \"" << v << "\"\n";
+  }
+  io::atomic_write_text(a.output_dir + "/similarity.json", report.dump(2) + "\n");
+  io::atomic_write_text(a.output_dir + "/groups.yaml", yaml.str());
+  log::info("wrote " + a.output_dir + "/{similarity.json, groups.yaml, <kind>.csv, <kind>.png}");
+}
+}  // namespace
+
+void add_analyze(CLI::App& app, int& exit_code) {
+  auto* analyze = app.add_subcommand("analyze", "analyses of trained models");
+  analyze->require_subcommand(1);
+  auto a = std::make_shared<AnalyzeArgs>();
+  auto* sub = analyze->add_subcommand(
+      "attention", "layer-to-layer attention similarity of a Transformer and the SAN blocks it suggests");
+  sub->add_option("--checkpoint", a->checkpoint, "a trained Transformer checkpoint")->required();
+  sub->add_option("--data", a->data, "prepared data directory (default: the one the checkpoint was trained on)");
+  sub->add_option("--split", a->split, "held-out split to run over")->capture_default_str();
+  sub->add_option("--max-sentences", a->max_sentences, "sentences to use (0: all)")->capture_default_str();
+  sub->add_option("--max-tokens", a->max_tokens, "padded tokens per batch")->capture_default_str();
+  sub->add_option("--theta", a->theta, "a layer joins a block while its similarity to the block's first is >= theta")
+      ->capture_default_str();
+  sub->add_option("--output-dir,-o", a->output_dir, "where similarity.json, groups.yaml, CSVs and heatmaps go")
+      ->required();
+  sub->callback([a, &exit_code] {
+    run_attention(*a);
+    exit_code = 0;
+  });
+}
+
+}  // namespace leanseq::cli

@@ -1,0 +1,225 @@
+// SAN (attention shared within blocks of layers) and the Average Attention Network decoder:
+// what a shared layer computes, which parameters it lacks, exact incremental decoding, the
+// block specs and presets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "leanseq/core/error.h"
+#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/models/transformer.h"
+#include "leanseq/nn/transformer_layer.h"
+#include "support/fixtures.h"
+#include "support/model_checks.h"
+
+using namespace leanseq;
+using namespace leanseq::models;
+using test::max_abs_diff;
+
+namespace {
+nn::TransformerLayerOptions tiny_options() {
+  nn::TransformerLayerOptions o;
+  o.embed_dim = 8, o.ffn_dim = 16, o.heads = 2, o.dropout = 0;
+  return o;
+}
+
+// softmax(q k^T / sqrt(d)) per head from a layer's own projections: [B, H, T, S].
+torch::Tensor distribution(nn::MultiheadAttention& a, const torch::Tensor& q_in, const torch::Tensor& k_in,
+                           int64_t heads, const torch::Tensor& additive_mask) {
+  auto split = [&](const torch::Tensor& x) {
+    return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
+  };
+  const double d = static_cast<double>(q_in.size(2) / heads);
+  auto scores = torch::matmul(split(a->q_proj(q_in)), split(a->k_proj(k_in)).transpose(-1, -2)) / std::sqrt(d);
+  if (additive_mask.defined()) scores = scores + additive_mask;
+  return torch::softmax(scores, -1);
+}
+
+// probs over layer `a`'s values of v_in, through its output projection: [B, T, C].
+torch::Tensor apply_values(nn::MultiheadAttention& a, const torch::Tensor& probs, const torch::Tensor& v_in,
+                           int64_t heads) {
+  const int64_t B = v_in.size(0), S = v_in.size(1), C = v_in.size(2);
+  auto v = a->v_proj(v_in).view({B, S, heads, C / heads}).transpose(1, 2);
+  auto ctx = torch::matmul(probs, v).transpose(1, 2).reshape({B, probs.size(2), C});
+  return a->out_proj(ctx);
+}
+
+std::vector<std::string> names(const std::string& arch) {
+  auto model = build_model(*registry().preset_config(arch), {30, 30, true});
+  return model->named_parameters().keys();
+}
+bool has(const std::vector<std::string>& v, const std::string& n) { return std::find(v.begin(), v.end(), n) != v.end(); }
+}  // namespace
+
+TEST(San, SharedEncoderLayerAppliesTheFirstLayersDistributionToItsOwnValues) {
+  torch::manual_seed(0);
+  auto o = tiny_options();
+  nn::TransformerEncoderLayer first(o);
+  o.reuse_self_attn = true;
+  nn::TransformerEncoderLayer shared_layer(o);
+  first->eval(), shared_layer->eval();
+  torch::NoGradGuard g;
+  auto x = torch::randn({2, 5, 8});
+  auto pad = torch::zeros({2, 5}, torch::kBool);
+  pad[1][4] = true;
+  nn::SharedAttention shared;
+  auto y1 = first->forward(x, pad, shared);
+  auto y2 = shared_layer->forward(y1, pad, shared);
+
+  auto probs = distribution(first->self_attn, x, x, 2, nn::padding_to_additive(pad, x.options()));
+  EXPECT_LT(max_abs_diff(shared.self_probs, probs), 1e-6);
+  auto h = shared_layer->self_attn_layer_norm(y1 + apply_values(shared_layer->self_attn, probs, y1, 2));
+  auto expected = nn::feed_forward(h, shared_layer->fc1, shared_layer->fc2, shared_layer->final_layer_norm, o, false);
+  EXPECT_LT(max_abs_diff(y2, expected), 1e-5);
+}
+
+TEST(San, SharedDecoderLayerReusesSelfDistributionAndEncoderAttentionOutput) {
+  torch::manual_seed(1);
+  auto o = tiny_options();
+  nn::TransformerDecoderLayer first(o);
+  o.reuse_self_attn = o.reuse_encoder_attn = true;
+  nn::TransformerDecoderLayer shared_layer(o);
+  first->eval(), shared_layer->eval();
+  torch::NoGradGuard g;
+  auto x = torch::randn({2, 4, 8}), memory = torch::randn({2, 6, 8});
+  nn::SharedAttention shared;
+  auto y1 = first->forward(x, {}, memory, {}, true, shared).out;
+  auto r2 = shared_layer->forward(y1, {}, memory, {}, true, shared);
+
+  auto probs = distribution(first->self_attn, x, x, 2, nn::causal_mask(4, 4, 0, x.options()));
+  auto h = shared_layer->self_attn_layer_norm(y1 + apply_values(shared_layer->self_attn, probs, y1, 2));
+  // The encoder attention of the first layer, from its own input after its self-attention.
+  auto h_first = first->self_attn_layer_norm(x + first->self_attn->forward(x, x, torch::Tensor(), true, false).out);
+  auto enc_probs = distribution(first->encoder_attn, h_first, memory, 2, {});
+  auto enc_out = apply_values(first->encoder_attn, enc_probs, memory, 2);
+  h = shared_layer->encoder_attn_layer_norm(h + enc_out);
+  auto expected = nn::feed_forward(h, shared_layer->fc1, shared_layer->fc2, shared_layer->final_layer_norm, o, false);
+  EXPECT_LT(max_abs_diff(r2.out, expected), 1e-5);
+  // The attention a shared layer returns is its block's.
+  EXPECT_LT(max_abs_diff(r2.weights, enc_probs.mean(1)), 1e-6);
+}
+
+TEST(San, SharedLayersHaveNoQueryKeyOrEncoderAttentionParameters) {
+  auto n = names("transformer_tiny_san");  // 2+2 layers: one block each
+  EXPECT_TRUE(has(n, "encoder.layers.0.self_attn.q_proj.weight"));
+  EXPECT_FALSE(has(n, "encoder.layers.1.self_attn.q_proj.weight"));
+  EXPECT_FALSE(has(n, "encoder.layers.1.self_attn.k_proj.bias"));
+  EXPECT_TRUE(has(n, "encoder.layers.1.self_attn.v_proj.weight"));
+  EXPECT_TRUE(has(n, "encoder.layers.1.self_attn.out_proj.weight"));
+  EXPECT_FALSE(has(n, "decoder.layers.1.self_attn.k_proj.weight"));
+  EXPECT_TRUE(has(n, "decoder.layers.1.self_attn.v_proj.weight"));
+  EXPECT_TRUE(has(n, "decoder.layers.0.encoder_attn.q_proj.weight"));
+  for (const auto& k : n) EXPECT_EQ(k.find("decoder.layers.1.encoder_attn."), std::string::npos) << k;
+  EXPECT_TRUE(has(n, "decoder.layers.1.encoder_attn_layer_norm.weight"));
+  auto base = names("transformer_tiny");
+  EXPECT_EQ(base.size() - n.size(), 4u /* q,k of 2 layers */ * 2 + 8u /* 4 linears of encoder_attn */);
+
+  auto aan = names("transformer_tiny_aan");
+  EXPECT_TRUE(has(aan, "decoder.layers.0.avg_attn.gate.weight"));
+  EXPECT_TRUE(has(aan, "decoder.layers.0.avg_attn.fc1.weight"));
+  for (const auto& k : aan) EXPECT_EQ(k.find("decoder.layers.0.self_attn."), std::string::npos) << k;
+}
+
+TEST(San, PresetsCarryTheBlocks) {
+  auto cfg = registry().preset_config("transformer_iwslt_de_en_san");
+  const auto& c = static_cast<const TransformerConfig&>(*cfg);
+  EXPECT_EQ(c.encoder.self_attn_groups, "0-1,2-3,4-5");
+  EXPECT_EQ(c.decoder.self_attn_groups, "0-1,2-3,4-5");
+  EXPECT_EQ(c.decoder.encoder_attn_groups, "0-1,2-5");
+  EXPECT_EQ(c.decoder.embed_dim, 512);
+  auto both = registry().preset_config("transformer_small_san_aan");
+  const auto& b = static_cast<const TransformerConfig&>(*both);
+  EXPECT_TRUE(b.decoder.average_attention);
+  EXPECT_TRUE(b.decoder.self_attn_groups.empty());
+  EXPECT_EQ(b.decoder.encoder_attn_groups, "0,1-2");
+  EXPECT_EQ(b.encoder.self_attn_groups, "0-1,2");
+}
+
+TEST(San, AverageAttentionIsTheGatedCumulativeMean) {
+  torch::manual_seed(2);
+  nn::AverageAttention aan(4, 6, 0.0);
+  aan->eval();
+  torch::NoGradGuard g;
+  auto x = torch::randn({2, 5, 4});
+  auto pad = torch::zeros({2, 5}, torch::kBool);
+  pad[0][2] = true;  // a fed pad does not count in the average
+  auto out = aan->forward(x, pad);
+  for (int64_t b = 0; b < 2; ++b) {
+    auto sum = torch::zeros({4});
+    int64_t n = 0;
+    for (int64_t t = 0; t < 5; ++t) {
+      if (!pad[b][t].item<bool>()) sum += x[b][t], ++n;
+      auto avg = n ? sum / n : sum;
+      auto gv = aan->fc2(torch::relu(aan->fc1(avg)));
+      auto gates = torch::sigmoid(aan->gate(torch::cat({x[b][t], gv})));
+      auto expected = gates.narrow(0, 0, 4) * x[b][t] + gates.narrow(0, 4, 4) * gv;
+      EXPECT_LT(max_abs_diff(out[b][t], expected), 1e-6) << b << " " << t;
+    }
+  }
+  // Step by step, with the running sum.
+  nn::AverageCache cache;
+  for (int64_t t = 0; t < 5; ++t) {
+    auto s = aan->step(x.narrow(1, t, 1), pad.narrow(1, t, 1), cache);
+    EXPECT_LT(max_abs_diff(s, out.narrow(1, t, 1)), 1e-6);
+  }
+  EXPECT_EQ(cache.sum.size(1), 1);
+}
+
+TEST(San, IncrementalEqualsFullForwardForEveryVariant) {
+  for (const char* arch : {"transformer_tiny_san", "transformer_tiny_aan", "transformer_tiny_san_aan"}) {
+    for (bool pre_norm : {false, true}) {
+      for (bool ffn : {false, true}) {
+        auto cfg = registry().preset_config(arch);
+        auto& c = static_cast<TransformerConfig&>(*cfg);
+        c.encoder.layers = c.decoder.layers = 3;
+        if (!c.decoder.average_attention) c.decoder.self_attn_groups = "0,1-2";
+        c.encoder.self_attn_groups = "0-1,2";
+        c.decoder.encoder_attn_groups = "0-2";
+        c.decoder.average_attention_ffn = ffn;
+        c.encoder.normalize_before = c.decoder.normalize_before = pre_norm;
+        auto model = build_model(*cfg, {30, 30, true});
+        for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+      }
+    }
+  }
+}
+
+TEST(San, ReturnsTheAttentionOfTheLastBlock) {
+  auto cfg = registry().preset_config("transformer_tiny");
+  auto& c = static_cast<TransformerConfig&>(*cfg);
+  c.decoder.layers = 3;
+  c.decoder.encoder_attn_groups = "0,1-2";
+  auto model = build_model(*cfg, {30, 30, true});
+  model->eval();
+  torch::NoGradGuard g;
+  auto src = torch::randint(4, 30, {2, 6}, torch::kLong);
+  auto prev = torch::randint(4, 30, {2, 5}, torch::kLong);
+  auto out = model->forward(src, torch::full({2}, 6, torch::kLong), prev, true);
+  ASSERT_TRUE(out.attn.defined());
+  EXPECT_LT(max_abs_diff(out.attn.sum(-1), torch::ones({2, 5})), 1e-5);
+  auto maps = static_cast<TransformerModel&>(*model).attention_maps(src, prev);
+  ASSERT_EQ(maps.encoder_decoder.size(), 3u);
+  EXPECT_TRUE(maps.encoder_decoder[2].equal(maps.encoder_decoder[1]));  // layer 2 reuses layer 1's
+  EXPECT_LT(max_abs_diff(out.attn, maps.encoder_decoder[1].mean(1)), 1e-6);
+  EXPECT_EQ(maps.encoder_self.size(), 2u);
+  EXPECT_EQ(maps.decoder_self.size(), 3u);
+}
+
+TEST(LayerGroups, ParsesFormatsAndRejects) {
+  EXPECT_EQ(parse_layer_groups("0-1,2-5", 6, "k"), (std::vector<int64_t>{0, 0, 2, 2, 2, 2}));
+  EXPECT_EQ(parse_layer_groups("", 3, "k"), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(parse_layer_groups("0,1-2", 3, "k"), (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_EQ(format_layer_groups({{0, 1}, {2, 2}, {3, 5}}), "0-1,2,3-5");
+  for (const char* bad : {"0-1,3-5", "0-6", "1-5", "a-b", "0-1,,2-5", "0-1,2-3", "2-1", "0--1"}) {
+    try {
+      parse_layer_groups(bad, 6, "model.decoder.self_attn_groups");
+      ADD_FAILURE() << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("model.decoder.self_attn_groups"), std::string::npos) << e.what();
+    }
+  }
+  auto cfg = registry().preset_config("transformer_tiny_aan");
+  static_cast<TransformerConfig&>(*cfg).decoder.self_attn_groups = "0-1";
+  EXPECT_THROW(cfg->validate(), ConfigError);
+}
