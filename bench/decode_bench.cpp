@@ -1,0 +1,129 @@
+// Decoding speed at a fixed output length: untrained presets (the cost of a decoding step does not
+// depend on what the weights learnt), random sources, beam search forced to emit exactly
+// --length tokens before </s>. The contenders run side by side in one process, interleaved over
+// rounds; prints one JSON object with every run, the medians and the ratios to the first
+// contender (see bench/README.md). Needs only the model stack, so it also builds with
+// -DLEANSEQ_MODELS_ONLY=ON on accelerator machines.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "leanseq/core/error.h"
+#include "leanseq/decode/beam_search.h"
+#include "leanseq/models/registry.h"
+
+namespace {
+
+struct Settings {
+  int64_t length = 30, source_length = 30, sentences = 128, batch_size = 64, beam = 5, vocab = 10000, threads = 0;
+  std::string device = "cpu";
+};
+
+nlohmann::json decode(const std::string& arch, const Settings& s) {
+  torch::manual_seed(1);
+  auto model = leanseq::models::build_model(*leanseq::models::registry().preset_config(arch), {s.vocab, s.vocab, true});
+  const torch::Device device(s.device);
+  model->to(device);
+  model->eval();
+  auto src = torch::randint(4, s.vocab, {s.sentences, s.source_length}, torch::kLong);
+  src.select(1, s.source_length - 1).fill_(2);  // </s>
+  leanseq::decode::SearchOptions opt;
+  opt.beam = s.beam;
+  opt.max_len_a = 0;
+  opt.max_len_b = opt.min_len = s.length;
+  auto sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize();
+  };
+  int64_t tokens = 0;
+  sync();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < s.sentences; i += s.batch_size) {
+    const int64_t n = std::min(s.batch_size, s.sentences - i);
+    auto out = leanseq::decode::generate(*model, src.narrow(0, i, n).to(device),
+                                         torch::full({n}, s.source_length, torch::kLong).to(device), s.vocab, opt);
+    for (const auto& hyps : out) tokens += static_cast<int64_t>(hyps.at(0).tokens.size());
+  }
+  sync();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {{"sentences", s.sentences},
+          {"target_tokens", tokens},
+          {"seconds", seconds},
+          {"sentences_per_second", s.sentences / seconds},
+          {"target_tokens_per_second", tokens / seconds}};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"leanseq decoding speed at a fixed output length"};
+  Settings s;
+  std::vector<std::string> archs;
+  int64_t rounds = 3, warmup = 1;
+  app.add_option("--arch", archs, "presets to compare (comma-separated or repeated); the first is the baseline")
+      ->delimiter(',')
+      ->required();
+  app.add_option("--length", s.length, "target tokens per sentence (</s> comes after them)")->capture_default_str();
+  app.add_option("--source-length", s.source_length, "source tokens per sentence, </s> included")
+      ->capture_default_str();
+  app.add_option("--sentences", s.sentences, "sentences per round")->capture_default_str();
+  app.add_option("--batch-size", s.batch_size, "sentences per beam search")->capture_default_str();
+  app.add_option("--beam", s.beam, "beam size")->capture_default_str();
+  app.add_option("--vocab", s.vocab, "vocabulary size")->capture_default_str();
+  app.add_option("--device", s.device, "cpu or cuda")->capture_default_str();
+  app.add_option("--threads", s.threads, "intra-op threads (0: default)");
+  app.add_option("--rounds", rounds, "measured repetitions, interleaved over the contenders")->capture_default_str();
+  app.add_option("--warmup", warmup, "unmeasured rounds first")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (rounds < 1 || warmup < 0) throw leanseq::ConfigError("--rounds must be at least 1 and --warmup at least 0");
+    if (s.length < 1 || s.source_length < 2 || s.sentences < 1 || s.batch_size < 1 || s.beam < 1 || s.vocab < 5) {
+      throw leanseq::ConfigError("need --length >= 1, --source-length >= 2, --vocab >= 5, positive sizes");
+    }
+    if (s.device != "cpu" && s.device != "cuda") throw leanseq::ConfigError("--device must be cpu or cuda");
+    if (s.device == "cuda" && !torch::cuda::is_available()) throw leanseq::ConfigError("--device cuda: no GPU");
+    if (s.threads > 0) torch::set_num_threads(static_cast<int>(s.threads));
+    for (const auto& a : archs) leanseq::models::registry().preset(a);  // unknown names fail before any run
+    torch::NoGradGuard no_grad;
+    std::vector<nlohmann::json> runs(archs.size(), nlohmann::json::array());
+    for (int64_t r = 0; r < warmup + rounds; ++r) {
+      for (size_t i = 0; i < archs.size(); ++i) {
+        std::cerr << "leanseq-decode-bench: " << (r < warmup ? "warm-up" : "round " + std::to_string(r - warmup + 1))
+                  << ": " << archs[i] << "\n";
+        auto run = decode(archs[i], s);
+        if (r >= warmup) runs[i].push_back(run);
+      }
+    }
+    nlohmann::json out{{"device", s.device}, {"threads", torch::get_num_threads()}, {"rounds", rounds},
+                       {"length", s.length},  {"source_length", s.source_length},    {"sentences", s.sentences},
+                       {"batch_size", s.batch_size}, {"beam", s.beam}, {"vocab", s.vocab},
+                       {"contenders", nlohmann::json::array()}};
+    double first = 0;
+    for (size_t i = 0; i < archs.size(); ++i) {
+      std::vector<double> sps;
+      for (const auto& r : runs[i]) sps.push_back(r["sentences_per_second"].get<double>());
+      const double med = median(sps);
+      if (i == 0) first = med;
+      out["contenders"].push_back({{"name", archs[i]},
+                                   {"median_sentences_per_second", med},
+                                   {"median_target_tokens_per_second", med * (s.length + 1)},
+                                   {"ratio_to_first", med / first},
+                                   {"runs", runs[i]}});
+    }
+    std::cout << out.dump() << std::endl;
+  } catch (const leanseq::Error& e) {
+    std::cerr << "leanseq-decode-bench: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "leanseq-decode-bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
