@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/memory.h"
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/registry.h"
 
@@ -63,6 +64,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  leanseq::retain_freed_memory();
   CLI::App app{"leanseq decoding speed at a fixed output length"};
   Settings s;
   std::vector<std::string> archs;

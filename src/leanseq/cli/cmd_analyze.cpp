@@ -2,6 +2,7 @@
 // held-out pairs; for encoder self-attention, decoder self-attention and encoder-decoder attention
 // it writes the layer-to-layer similarity matrix (1 - JSD) as JSON, CSV and a heatmap, and a
 // config file with the proposed blocks that `leanseq train -c` takes as it is.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -41,7 +42,8 @@ std::string csv(const eval::Matrix& m) {
 
 void draw(const train::AttentionSimilarity& s, const std::string& path) {
   viz::Heatmap h;
-  h.title = s.kind + ": 1 - JSD between layers";
+  h.title = s.kind;  // 1 - JSD between layers
+  std::replace(h.title.begin(), h.title.end(), '_', ' ');
   for (size_t i = 0; i < s.matrix.size(); ++i) h.row_labels.push_back("layer " + std::to_string(i));
   h.col_labels = h.row_labels;
   h.values = s.matrix;
