@@ -61,9 +61,7 @@ void TransformerConfig::validate() const {
                         std::to_string(s->attention_heads));
     }
   }
-  parse_layer_groups(encoder.self_attn_groups, encoder.layers, "model.encoder.self_attn_groups");
-  parse_layer_groups(decoder.self_attn_groups, decoder.layers, "model.decoder.self_attn_groups");
-  parse_layer_groups(decoder.encoder_attn_groups, decoder.layers, "model.decoder.encoder_attn_groups");
+  for (const char* side : {"encoder", "decoder"}) layer_options(side);  // malformed blocks throw, naming their key
   if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
     throw ConfigError("model.decoder.self_attn_groups: average attention has no attention distribution to share");
   }
@@ -75,10 +73,22 @@ void TransformerConfig::validate() const {
   }
 }
 
-nn::TransformerLayerOptions TransformerConfig::layer_options(const TransformerSideConfig& side, int64_t i) const {
+std::vector<nn::TransformerLayerOptions> TransformerConfig::layer_options(const std::string& name) const {
+  const auto& side = name == "encoder" ? encoder : decoder;
+  const std::string key = "model." + name + ".";
+  auto self_block = parse_layer_groups(side.self_attn_groups, side.layers, key + "self_attn_groups");
+  auto encoder_block = parse_layer_groups(side.encoder_attn_groups, side.layers, key + "encoder_attn_groups");
+  std::vector<nn::TransformerLayerOptions> layers;
+  for (int64_t i = 0; i < side.layers; ++i) {
+    auto& o = layers.emplace_back(side_options(side));
+    o.reuse_self_attn = self_block[i] != i;
+    o.reuse_encoder_attn = encoder_block[i] != i;
+  }
+  return layers;
+}
+
+nn::TransformerLayerOptions TransformerConfig::side_options(const TransformerSideConfig& side) const {
   nn::TransformerLayerOptions o;
-  o.reuse_self_attn = parse_layer_groups(side.self_attn_groups, side.layers, "self_attn_groups")[i] != i;
-  o.reuse_encoder_attn = parse_layer_groups(side.encoder_attn_groups, side.layers, "encoder_attn_groups")[i] != i;
   o.average_self_attn = side.average_attention;
   o.average_ffn_dim = side.average_attention_ffn ? side.ffn_embed_dim : 0;
   o.embed_dim = side.embed_dim;
@@ -102,7 +112,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerEncoderLayer(cfg.layer_options(s, i)));
+  for (const auto& o : cfg.layer_options("encoder")) layers->push_back(nn::TransformerEncoderLayer(o));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
@@ -132,8 +142,10 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < s.layers; ++i) layers->push_back(nn::TransformerDecoderLayer(cfg.layer_options(s, i)));
-  encoder_block_ = parse_layer_groups(s.encoder_attn_groups, s.layers, "model.decoder.encoder_attn_groups");
+  for (const auto& o : cfg.layer_options("decoder")) {
+    layers->push_back(nn::TransformerDecoderLayer(o));
+    if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
+  }
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(

@@ -35,8 +35,10 @@ struct TransformerConfig : ModelConfig {
   std::shared_ptr<ModelConfig> clone() const override { return std::make_shared<TransformerConfig>(*this); }
   std::string summary() const override;
   void validate() const override;
-  // Options of layer `i` of `side` (its SAN role from the groups).
-  nn::TransformerLayerOptions layer_options(const TransformerSideConfig& side, int64_t i) const;
+  // Options shared by every layer of a side.
+  nn::TransformerLayerOptions side_options(const TransformerSideConfig& side) const;
+  // Options of every layer of `side` ("encoder" or "decoder"), with each layer's SAN role.
+  std::vector<nn::TransformerLayerOptions> layer_options(const std::string& side) const;
 };
 
 // The attention distributions of every layer in one teacher-forced pass (SAN analysis), each
@@ -76,9 +78,9 @@ class TransformerDecoderImpl : public torch::nn::Module {
  private:
   // Whether layer i returns encoder attention when the pass needs it: the layers of the last
   // encoder-attention block (they share its owner's).
-  bool returns_attn(size_t i) const { return encoder_block_[i] == encoder_block_.back(); }
+  bool returns_attn(size_t i) const { return i >= last_encoder_attn_owner_; }
   double embed_scale_, dropout_;
-  std::vector<int64_t> encoder_block_;  // first layer of each layer's encoder-attention block
+  size_t last_encoder_attn_owner_ = 0;  // first layer of the last encoder-attention block
 };
 TORCH_MODULE(TransformerDecoder);
 

@@ -44,7 +44,6 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   AttentionResult step_self_with(const torch::Tensor& query, const torch::Tensor& probs, SelfAttentionCache& cache,
                                  bool need_weights);
 
-  bool computes_scores() const { return static_cast<bool>(q_proj); }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
 
  private:
