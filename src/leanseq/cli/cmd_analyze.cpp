@@ -74,14 +74,13 @@ void run_attention(const AnalyzeArgs& a) {
   std::map<std::string, std::map<std::string, std::string>> keys;  // side -> key -> groups
   for (const auto& s : sims) {
     auto groups = models::format_layer_groups(eval::propose_blocks(s.matrix, a.theta));
+    const std::string config_key = "model." + s.side + "." + s.key;
     report["kinds"][s.kind] = {{"similarity", s.matrix}, {"positions", s.positions}, {"groups", groups},
-                               {"config_key", s.config_key}};
+                               {"config_key", config_key}};
     io::atomic_write_text(a.output_dir + "/" + s.kind + ".csv", csv(s.matrix));
     draw(s, a.output_dir + "/" + s.kind + ".png");
-    // model.<side>.<key>
-    auto side_start = s.config_key.find('.') + 1, key_start = s.config_key.find('.', side_start) + 1;
-    keys[s.config_key.substr(side_start, key_start - side_start - 1)][s.config_key.substr(key_start)] = groups;
-    std::cout << s.config_key << ": \"" << groups << "\"\n";
+    keys[s.side][s.key] = groups;
+    std::cout << config_key << ": \"" << groups << "\"\n";
   }
   yaml << "model:\n";
   for (const auto& [side, kv] : keys) {

@@ -22,17 +22,16 @@ std::vector<AttentionSimilarity> attention_similarity(models::Seq2SeqModel& mode
   bo.max_tokens = max_tokens;
 
   struct Kind {
-    const char* name;
-    const char* key;
+    const char *name, *side, *key;
     std::vector<torch::Tensor> models::AttentionMaps::*maps;
     bool source_queries;  // queries are source positions (else target positions)
     std::optional<eval::LayerSimilarity> sim;
   };
   std::vector<Kind> kinds = {
-      {"encoder_self_attention", "model.encoder.self_attn_groups", &models::AttentionMaps::encoder_self, true, {}},
-      {"decoder_self_attention", "model.decoder.self_attn_groups", &models::AttentionMaps::decoder_self, false, {}},
-      {"encoder_decoder_attention", "model.decoder.encoder_attn_groups", &models::AttentionMaps::encoder_decoder,
-       false, {}}};
+      {"encoder_self_attention", "encoder", "self_attn_groups", &models::AttentionMaps::encoder_self, true, {}},
+      {"decoder_self_attention", "decoder", "self_attn_groups", &models::AttentionMaps::decoder_self, false, {}},
+      {"encoder_decoder_attention", "decoder", "encoder_attn_groups", &models::AttentionMaps::encoder_decoder, false,
+       {}}};
   for (const auto& ids : data::batch_by_size(lengths, bo)) {
     auto b = dataset.batch(ids);
     auto maps = transformer->attention_maps(b.src, b.prev_output);
@@ -45,7 +44,7 @@ std::vector<AttentionSimilarity> attention_similarity(models::Seq2SeqModel& mode
   }
   std::vector<AttentionSimilarity> out;
   for (auto& k : kinds) {
-    if (k.sim) out.push_back({k.name, k.key, k.sim->matrix(), k.sim->positions()});
+    if (k.sim) out.push_back({k.name, k.side, k.key, k.sim->matrix(), k.sim->positions()});
   }
   return out;
 }

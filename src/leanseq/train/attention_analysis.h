@@ -13,7 +13,7 @@ namespace leanseq::train {
 
 struct AttentionSimilarity {
   std::string kind;        // encoder_self_attention, decoder_self_attention, encoder_decoder_attention
-  std::string config_key;  // the model config key its grouping goes to
+  std::string side, key;   // its grouping goes to model.<side>.<key>
   eval::Matrix matrix;     // layers x layers
   int64_t positions = 0;   // query positions x heads averaged over
 };
