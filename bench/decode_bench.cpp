@@ -14,6 +14,7 @@
 #include "leanseq/core/memory.h"
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/registry.h"
+#include "median.h"
 
 namespace {
 
@@ -53,12 +54,6 @@ nlohmann::json decode(const std::string& arch, const Settings& s) {
           {"seconds", seconds},
           {"sentences_per_second", s.sentences / seconds},
           {"target_tokens_per_second", tokens / seconds}};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -111,7 +106,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < archs.size(); ++i) {
       std::vector<double> sps;
       for (const auto& r : runs[i]) sps.push_back(r["sentences_per_second"].get<double>());
-      const double med = median(sps);
+      const double med = leanseq::bench::median(sps);
       if (i == 0) first = med;
       out["contenders"].push_back({{"name", archs[i]},
                                    {"median_sentences_per_second", med},

@@ -17,6 +17,7 @@
 #include "leanseq/train/inference.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
+#include "median.h"
 
 namespace {
 
@@ -116,9 +117,7 @@ nlohmann::json medians(const nlohmann::json& runs) {
     if (!first.is_number()) continue;
     std::vector<double> v;
     for (const auto& r : runs) v.push_back(r[key].get<double>());
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    out[key] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    out[key] = leanseq::bench::median(v);
   }
   return out;
 }
