@@ -3,6 +3,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/models/fconv.h"
 #include "leanseq/models/lightconv.h"
+#include "leanseq/models/pervasive.h"
 #include "leanseq/models/transformer.h"
 
 namespace leanseq::models {
@@ -42,6 +43,7 @@ const Registry& registry() {
     register_transformer(reg);
     register_lightconv(reg);
     register_fconv(reg);
+    register_pervasive(reg);
     return reg;
   }();
   return r;

@@ -36,8 +36,15 @@ struct AverageCache {
   template <class F> void for_each_tensor(F&& f) { f(sum), f(count); }
 };
 
-using LayerCache =
-    std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache, AverageCache>;
+// The last input rows of a masked 2D convolution over the (target, source) grid (kernel / 2 of
+// them), channels last.
+struct GridRowsCache {
+  torch::Tensor rows;  // [B, kernel / 2, S, C]
+  template <class F> void for_each_tensor(F&& f) { f(rows); }
+};
+
+using LayerCache = std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache,
+                                AverageCache, GridRowsCache>;
 
 class IncrementalState {
  public:
