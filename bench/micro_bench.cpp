@@ -1,8 +1,10 @@
-// Google Benchmark micro-benchmarks of the hot pieces at transformer_small shapes.
+// Google Benchmark micro-benchmarks of the hot pieces at transformer_small (and Pervasive Attention)
+// shapes.
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
 #include "leanseq/core/memory.h"
+#include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/train/criterion.h"
@@ -24,6 +26,19 @@ void BM_LabelSmoothedLoss(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * N);
 }
 BENCHMARK(BM_LabelSmoothedLoss)->Args({2048, 8000})->Unit(benchmark::kMillisecond);
+
+// Dropout (p = 0.2, training) on a Pervasive Attention grid activation [140, 14, 14, 128]: ATen's
+// Bernoulli sampler (range 0) against kernels::dropout (range 1).
+void BM_Dropout(benchmark::State& state) {
+  auto x = torch::randn({140, 14, 14, 128});
+  torch::NoGradGuard g;
+  for (auto _ : state) {
+    auto y = state.range(0) == 0 ? torch::dropout(x, 0.2, true) : leanseq::kernels::dropout(x, 0.2, true);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(BM_Dropout)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // The fused kernel on the same shapes.
 void BM_LabelSmoothedLossFused(benchmark::State& state) {

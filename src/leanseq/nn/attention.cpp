@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
 namespace leanseq::nn {
@@ -49,7 +50,7 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
 }
 
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
-  auto dropped = dropout_ > 0 ? torch::dropout(probs, dropout_, is_training()) : probs;
+  auto dropped = maybe_dropout(probs, dropout_, is_training());
   auto ctx = torch::matmul(dropped, v);  // [B, H, T, d]
   const int64_t B = probs.size(0), T = probs.size(2);
   ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});

@@ -2,6 +2,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/kernels/dropout.h"
+
 namespace leanseq::nn {
 
 // fairseq's padding index (<pad> = 1 in every dictionary).
@@ -19,7 +21,7 @@ inline torch::nn::LayerNorm optional_layer_norm(bool present, int64_t dim) {
 
 // Dropout that costs nothing when p = 0.
 inline torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
-  return p > 0 ? torch::dropout(x, p, training) : x;
+  return p > 0 ? kernels::dropout(x, p, training) : x;
 }
 
 }  // namespace leanseq::nn

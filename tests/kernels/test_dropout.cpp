@@ -1,0 +1,34 @@
+#include <gtest/gtest.h>
+
+#include "leanseq/kernels/dropout.h"
+
+using namespace leanseq;
+
+TEST(Dropout, DropsTheExpectedShareScalesTheRestAndFollowsTheSeed) {
+  auto x = torch::ones({300, 1001});
+  for (double p : {0.1, 0.5}) {
+    torch::manual_seed(5);
+    auto y = kernels::dropout(x, p, true);
+    const double kept = y.ne(0).to(torch::kDouble).mean().item<double>();
+    EXPECT_NEAR(kept, 1 - p, 0.005) << p;
+    EXPECT_NEAR(y.max().item<float>(), 1.0 / (1 - p), 1e-6);
+    EXPECT_NEAR(y.mean().item<double>(), 1.0, 0.01);
+    torch::manual_seed(5);
+    EXPECT_TRUE(kernels::dropout(x, p, true).equal(y));  // the same seed, the same mask
+    EXPECT_FALSE(kernels::dropout(x, p, true).equal(y));  // the generator moved on
+  }
+  EXPECT_TRUE(kernels::dropout(x, 0.3, false).equal(x));
+  EXPECT_TRUE(kernels::dropout(x, 0.0, true).equal(x));
+}
+
+TEST(Dropout, GradientIsTheMask) {
+  auto x = torch::randn({7, 33}, torch::requires_grad());
+  auto y = kernels::dropout(x, 0.4, true);
+  y.sum().backward();
+  auto mask = (y.detach() / x.detach());
+  EXPECT_TRUE(torch::allclose(x.grad(), mask, 1e-5, 1e-6));
+  // Neighbouring elements are not correlated: about a quarter of adjacent pairs both dropped.
+  auto z = kernels::dropout(torch::ones({1 << 16}), 0.5, true).eq(0);
+  const double both = (z.narrow(0, 0, (1 << 16) - 1) & z.narrow(0, 1, (1 << 16) - 1)).to(torch::kDouble).mean().item<double>();
+  EXPECT_NEAR(both, 0.25, 0.01);
+}
