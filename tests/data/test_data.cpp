@@ -80,6 +80,31 @@ TEST(Batching, TokenBudgetAndShapes) {
   EXPECT_EQ(batch.ntokens, 6);
 }
 
+TEST(Batching, GridCellBudgetAndLengthLimits) {
+  std::vector<std::pair<int64_t, int64_t>> lengths;
+  for (int i = 0; i < 200; ++i) lengths.push_back({2 + i % 23, 2 + (i * 5) % 19});
+  BatchingOptions opt;
+  opt.max_tokens = 1 << 20;
+  opt.max_cells = 600;
+  opt.max_source_len = 20;
+  opt.max_target_len = 18;
+  size_t total = 0;
+  for (const auto& b : batch_by_size(lengths, opt)) {
+    int64_t src = 0, tgt = 0;
+    for (auto i : b) {
+      EXPECT_FALSE(opt.too_long(lengths[i]));
+      src = std::max(src, lengths[i].first), tgt = std::max(tgt, lengths[i].second);
+    }
+    EXPECT_LE(static_cast<int64_t>(b.size()) * src * tgt, 600);
+    total += b.size();
+  }
+  size_t within = 0;
+  for (const auto& l : lengths) within += l.first <= 20 && l.second <= 18;
+  EXPECT_EQ(total, within);
+  EXPECT_LT(within, lengths.size());
+  EXPECT_EQ(first_too_long(lengths, opt), 11);  // {13, 19}: the target is over the limit
+}
+
 namespace {
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 std::string synthetic(int n, int seed, bool reverse) {

@@ -40,7 +40,9 @@ void add_eval_lm(CLI::App& app, int& exit_code) {
     std::string prefix = meta.split_prefix(o->split, meta.tgt_lang);
     data::PairDataset ds(prefix, prefix);
     Timer timer;
-    auto t = train::dataset_loss(*loaded.model, ds, o->max_tokens, 0.0);
+    data::BatchingOptions bo;
+    bo.max_tokens = o->max_tokens;
+    auto t = train::dataset_loss(*loaded.model, ds, bo, 0.0);
     const double seconds = timer.seconds();
     if (o->format == "json") {
       std::cout << nlohmann::json{{"split", o->split},

@@ -71,7 +71,7 @@ void add_translate(CLI::App& app, int& exit_code) {
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
                 "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
                 "layer's, averaged over heads, for the other families)");
-  sub->add_option("--threads", a->threads, "intra-op threads (0: all cores)");
+  sub->add_option("--threads", a->threads, "intra-op threads of ATen's own operations, e.g. convolutions (0: ATen's default)");
   sub->callback([a, &exit_code] {
     if (a->threads > 0) torch::set_num_threads(static_cast<int>(a->threads));
     if (a->greedy) a->opt.search.beam = 1;

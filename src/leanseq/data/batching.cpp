@@ -73,21 +73,24 @@ Batch PairDataset::batch(const std::vector<int64_t>& ids) const {
 
 std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int64_t, int64_t>>& lengths,
                                                 const BatchingOptions& opt) {
-  std::vector<int64_t> order(lengths.size());
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < static_cast<int64_t>(lengths.size()); ++i) {
+    if (!opt.too_long(lengths[i])) order.push_back(i);
+  }
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     if (lengths[a].second != lengths[b].second) return lengths[a].second < lengths[b].second;
     return lengths[a].first < lengths[b].first;
   });
   std::vector<std::vector<int64_t>> batches;
   std::vector<int64_t> cur;
-  int64_t cur_max = 0;
+  int64_t max_src = 0, max_tgt = 0;
+  auto over = [&](int64_t n, int64_t src, int64_t tgt) {
+    return std::max(src, tgt) * n > opt.max_tokens || (opt.max_cells > 0 && n * src * tgt > opt.max_cells) ||
+           (opt.max_sentences > 0 && n > opt.max_sentences);
+  };
   for (int64_t i : order) {
-    int64_t len = std::max(lengths[i].first, lengths[i].second);
-    int64_t new_max = std::max(cur_max, len);
-    bool full = !cur.empty() && ((new_max * static_cast<int64_t>(cur.size() + 1) > opt.max_tokens) ||
-                                 (opt.max_sentences > 0 && static_cast<int64_t>(cur.size()) >= opt.max_sentences));
-    if (full) {
+    const int64_t src = std::max(max_src, lengths[i].first), tgt = std::max(max_tgt, lengths[i].second);
+    if (!cur.empty() && over(static_cast<int64_t>(cur.size()) + 1, src, tgt)) {
       // Keep a multiple of required_multiple in the batch; carry the rest over.
       size_t keep = cur.size();
       if (opt.required_multiple > 1 && keep > static_cast<size_t>(opt.required_multiple)) {
@@ -97,15 +100,22 @@ std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int6
       cur.resize(keep);
       batches.push_back(std::move(cur));
       cur = std::move(rest);
-      cur_max = 0;
-      for (int64_t j : cur) cur_max = std::max({cur_max, lengths[j].first, lengths[j].second});
-      new_max = std::max(cur_max, len);
+      max_src = max_tgt = 0;
+      for (int64_t j : cur) max_src = std::max(max_src, lengths[j].first), max_tgt = std::max(max_tgt, lengths[j].second);
     }
     cur.push_back(i);
-    cur_max = new_max;
+    max_src = std::max(max_src, lengths[i].first);
+    max_tgt = std::max(max_tgt, lengths[i].second);
   }
   if (!cur.empty()) batches.push_back(std::move(cur));
   return batches;
+}
+
+int64_t first_too_long(const std::vector<std::pair<int64_t, int64_t>>& lengths, const BatchingOptions& opt) {
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (opt.too_long(lengths[i])) return static_cast<int64_t>(i);
+  }
+  return -1;
 }
 
 void shuffle_batches(std::vector<std::vector<int64_t>>& batches, uint64_t seed) {

@@ -46,14 +46,25 @@ struct BatchingOptions {
   int64_t max_tokens = 4096;     // padded tokens per batch: n * max(src_len, tgt_len)
   int64_t max_sentences = 0;     // 0: no limit
   int64_t required_multiple = 1; // batch sizes rounded down to a multiple of this when > it
+  // Padded (source x target) grid cells per batch, n * max src_len * max tgt_len, for models whose
+  // cost grows with the product of the lengths (0: no limit).
+  int64_t max_cells = 0;
+  // Pairs with more tokens (</s> included) are left out of the batches (0: no limit).
+  int64_t max_source_len = 0, max_target_len = 0;
+  bool too_long(const std::pair<int64_t, int64_t>& len) const {
+    return (max_source_len > 0 && len.first > max_source_len) || (max_target_len > 0 && len.second > max_target_len);
+  }
 };
 
 // Groups sentence indices of similar length into batches: indices are sorted by (target length,
-// source length), then cut greedily so that each batch's padded size stays within max_tokens.
-// `lengths[i]` is {src_len, tgt_len}. The order of batches is the sorted order; shuffle it with
-// shuffle_batches.
+// source length), then cut greedily so that each batch's padded size stays within max_tokens (and
+// max_cells). `lengths[i]` is {src_len, tgt_len}. The order of batches is the sorted order;
+// shuffle it with shuffle_batches. A pair alone over max_tokens or max_cells still gets a batch.
 std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int64_t, int64_t>>& lengths,
                                                 const BatchingOptions& opt);
 void shuffle_batches(std::vector<std::vector<int64_t>>& batches, uint64_t seed);
+
+// The index of the first pair over opt's length limits, or -1.
+int64_t first_too_long(const std::vector<std::pair<int64_t, int64_t>>& lengths, const BatchingOptions& opt);
 
 }  // namespace leanseq::data

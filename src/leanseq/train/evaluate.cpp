@@ -5,17 +5,15 @@
 
 namespace leanseq::train {
 
-LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& dataset, int64_t max_tokens,
-                        double label_smoothing) {
+LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& dataset,
+                        const data::BatchingOptions& batching, double label_smoothing) {
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
   std::vector<std::pair<int64_t, int64_t>> lengths;
   for (size_t i = 0; i < dataset.size(); ++i) lengths.emplace_back(dataset.src_len(i), dataset.tgt_len(i));
-  data::BatchingOptions bo;
-  bo.max_tokens = max_tokens;
   LossTotals t;
-  for (const auto& ids : data::batch_by_size(lengths, bo)) {
+  for (const auto& ids : data::batch_by_size(lengths, batching)) {
     auto b = dataset.batch(ids);
     auto logits = model.forward(b.src, b.src_lengths, b.prev_output).logits.to(torch::kFloat);
     auto l = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),

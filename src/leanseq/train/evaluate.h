@@ -18,8 +18,9 @@ struct LossTotals {
   double perplexity() const { return std::pow(2.0, nll_base2()); }
 };
 
-// Evaluation mode, no gradients, batches of at most max_tokens padded tokens.
-LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& dataset, int64_t max_tokens,
-                        double label_smoothing);
+// Evaluation mode, no gradients, batched as `batching` says (pairs over its length limits are
+// left out).
+LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& dataset,
+                        const data::BatchingOptions& batching, double label_smoothing);
 
 }  // namespace leanseq::train

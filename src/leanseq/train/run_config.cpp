@@ -10,7 +10,7 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("data", data, "directory written by leanseq prepare");
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");
-  v.field("threads", threads, "intra-op threads (0: all cores)");
+  v.field("threads", threads, "intra-op threads of ATen's own operations, e.g. convolutions (0: ATen's default)");
   if (model) {
     PrefixedVisitor pv("model", v);
     model->visit(pv);
@@ -33,6 +33,11 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("criterion.label_smoothing", label_smoothing, "label smoothing epsilon");
   v.field("batch.max_tokens", max_tokens, "padded tokens per batch");
   v.field("batch.max_sentences", max_sentences, "sentences per batch (0: no limit)");
+  v.field("batch.max_cells", max_cells,
+          "padded source x target cells per batch, for models whose cost is their product (0: no limit)");
+  v.field("batch.max_source_len", max_source_len, "longest source in tokens, </s> included (0: no limit)");
+  v.field("batch.max_target_len", max_target_len, "longest target in tokens, </s> included (0: no limit)");
+  v.field("batch.too_long", too_long, "a pair over the length limits: error (stop, naming it) or skip");
   v.field("stop.max_epoch", max_epoch, "stop after N epochs (0: no limit)");
   v.field("stop.max_update", max_update, "stop after N updates (0: no limit)");
   v.field("stop.max_minutes", max_minutes, "stop after N minutes of wall-clock time (0: no limit)");
@@ -61,6 +66,10 @@ void RunConfig::validate() const {
   if (lr.force_anneal < 0) bad("optim.force_anneal must be 0 (off) or an epoch");
   if (update_freq < 1) bad("optim.update_freq must be at least 1");
   if (max_tokens < 1) bad("batch.max_tokens must be positive");
+  if (max_cells < 0 || max_source_len < 0 || max_target_len < 0) {
+    bad("batch.max_cells, batch.max_source_len and batch.max_target_len must be 0 (no limit) or positive");
+  }
+  if (too_long != "error" && too_long != "skip") bad("batch.too_long must be error or skip, got '" + too_long + "'");
   if (lr.lr <= 0) bad("optim.lr must be positive");
   if (label_smoothing < 0 || label_smoothing >= 1) bad("criterion.label_smoothing must be in [0, 1)");
   if (best_metric != "loss" && best_metric != "bleu") bad("checkpoint.best_metric must be loss or bleu");
@@ -68,6 +77,16 @@ void RunConfig::validate() const {
   if (log_format != "auto" && log_format != "text" && log_format != "json") bad("log.format must be auto, text or json");
   if (log_interval < 1) bad("log.interval must be positive");
   model->validate();
+}
+
+data::BatchingOptions RunConfig::batching() const {
+  data::BatchingOptions bo;
+  bo.max_tokens = max_tokens;
+  bo.max_sentences = max_sentences;
+  bo.max_cells = max_cells;
+  bo.max_source_len = max_source_len;
+  bo.max_target_len = max_target_len;
+  return bo;
 }
 
 RunConfig resolve_run_config(const ConfigValues& values) {

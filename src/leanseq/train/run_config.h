@@ -6,6 +6,7 @@
 #include <string>
 
 #include "leanseq/core/config.h"
+#include "leanseq/data/batching.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/train/lr_schedule.h"
 
@@ -16,7 +17,7 @@ struct RunConfig : Configurable {
   std::string data;                   // directory written by `leanseq prepare`
   std::string save_dir = "checkpoints";
   int64_t seed = 1;
-  int64_t threads = 0;                // 0: all cores
+  int64_t threads = 0;                // 0: ATen's default
   std::shared_ptr<models::ModelConfig> model;
 
   // optimisation
@@ -30,6 +31,10 @@ struct RunConfig : Configurable {
 
   // batching
   int64_t max_tokens = 4096, max_sentences = 0;
+  int64_t max_cells = 0;                            // source x target grid cells per batch (0: no limit)
+  int64_t max_source_len = 0, max_target_len = 0;  // longer pairs: too_long decides (0: no limit)
+  std::string too_long = "error";                   // error | skip
+  data::BatchingOptions batching() const;
 
   // stopping (0: no limit)
   int64_t max_epoch = 0, max_update = 0;

@@ -92,6 +92,10 @@ struct Trainer::Impl {
     valid = std::make_unique<data::PairDataset>(meta.split_prefix("valid", meta.src_lang),
                                                 meta.split_prefix("valid", meta.tgt_lang));
     for (size_t i = 0; i < train->size(); ++i) train_lengths.emplace_back(train->src_len(i), train->tgt_len(i));
+    check_lengths("train", train_lengths);
+    std::vector<std::pair<int64_t, int64_t>> valid_lengths;
+    for (size_t i = 0; i < valid->size(); ++i) valid_lengths.emplace_back(valid->src_len(i), valid->tgt_len(i));
+    check_lengths("valid", valid_lengths);
 
     io::make_dirs(cfg.save_dir);
     std::string last = cfg.save_dir + "/checkpoint_last.pt";
@@ -136,6 +140,30 @@ struct Trainer::Impl {
 
   // Parameters of another checkpoint with the same vocabularies (e.g. a baseline for a model that
   // shares attention): those the model has are copied, the rest stay as initialised.
+  // Pairs over batch.max_source_len / max_target_len: an error naming the first, or (too_long:
+  // skip) a count in the log; batch_by_size leaves them out.
+  void check_lengths(const std::string& split, const std::vector<std::pair<int64_t, int64_t>>& lengths) const {
+    const auto bo = cfg.batching();
+    const int64_t first = data::first_too_long(lengths, bo);
+    if (first < 0) return;
+    if (cfg.too_long == "error") {
+      throw DataError(meta.split_prefix(split, meta.src_lang) + ": pair " + std::to_string(first + 1) + " has " +
+                      std::to_string(lengths[first].first) + " source and " + std::to_string(lengths[first].second) +
+                      " target tokens (</s> included), over batch.max_source_len " + std::to_string(cfg.max_source_len) +
+                      " / batch.max_target_len " + std::to_string(cfg.max_target_len) +
+                      "; set batch.too_long: skip to leave such pairs out");
+    }
+    int64_t n = 0;
+    for (const auto& l : lengths) n += bo.too_long(l);
+    if (n == static_cast<int64_t>(lengths.size())) {
+      throw DataError(meta.split_prefix(split, meta.src_lang) + ": every pair is over batch.max_source_len " +
+                      std::to_string(cfg.max_source_len) + " / batch.max_target_len " +
+                      std::to_string(cfg.max_target_len) + " (tokens, </s> included)");
+    }
+    log::warn(split + ": " + std::to_string(n) + " of " + std::to_string(lengths.size()) +
+              " pairs are over the length limits and left out (batch.too_long: skip)");
+  }
+
   void init_from(const std::string& path) {
     auto init = read_checkpoint(path);
     if (init.vocab.src_dict != vocab.src_dict || init.vocab.tgt_dict != vocab.tgt_dict) {
@@ -238,7 +266,7 @@ struct Trainer::Impl {
 
   ValidResult validate() {
     ValidResult r;
-    auto totals = dataset_loss(*model, *valid, cfg.max_tokens, cfg.label_smoothing);
+    auto totals = dataset_loss(*model, *valid, cfg.batching(), cfg.label_smoothing);
     r.loss = totals.loss_base2();
     r.nll_loss = totals.nll_base2();
     if (cfg.eval_bleu) {
@@ -357,10 +385,7 @@ TrainOutcome Trainer::run() {
   auto& cfg = s.cfg;
   TrainOutcome out;
   install_stop_handlers();
-  data::BatchingOptions bo;
-  bo.max_tokens = cfg.max_tokens;
-  bo.max_sentences = cfg.max_sentences;
-  auto sorted_batches = data::batch_by_size(s.train_lengths, bo);
+  auto sorted_batches = data::batch_by_size(s.train_lengths, cfg.batching());
   auto limit_reached = [&] {
     return (cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) ||
            (cfg.max_minutes > 0 && s.elapsed() >= cfg.max_minutes * 60.0);
