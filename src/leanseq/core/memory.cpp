@@ -1,6 +1,12 @@
 #include "leanseq/core/memory.h"
 
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <malloc.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 namespace leanseq {
 
@@ -9,5 +15,56 @@ void retain_freed_memory() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);    // do not hand freed memory back to the kernel
   mallopt(M_TOP_PAD, 64 << 20);          // grow the heap in 64 MiB steps
 }
+
+namespace {
+
+std::atomic<int64_t> g_live{0}, g_peak{0};
+std::mutex g_sizes_mutex;
+std::unordered_map<void*, int64_t> g_sizes;
+
+void release(void* ptr) {
+  if (ptr == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(g_sizes_mutex);
+    auto it = g_sizes.find(ptr);
+    g_live -= it->second;
+    g_sizes.erase(it);
+  }
+  c10::free_cpu(ptr);
+}
+
+// ATen's default CPU allocation (c10::alloc_cpu / free_cpu) with the sizes counted. Data and
+// context are the same pointer, as raw_allocate() (used by oneDNN's integration) requires.
+class CountingAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) const override {
+    void* ptr = c10::alloc_cpu(n);
+    if (ptr != nullptr) {
+      std::lock_guard<std::mutex> lock(g_sizes_mutex);
+      g_sizes[ptr] = static_cast<int64_t>(n);
+    }
+    const int64_t live = g_live += static_cast<int64_t>(n);
+    int64_t peak = g_peak.load();
+    while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {
+    }
+    return {ptr, ptr, &release, c10::Device(c10::kCPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+};
+
+}  // namespace
+
+void count_cpu_tensor_memory() {
+  static CountingAllocator* counting = [] {
+    auto* a = new CountingAllocator();
+    c10::SetCPUAllocator(a, /*priority=*/100);
+    return a;
+  }();
+  (void)counting;
+}
+
+int64_t cpu_tensor_bytes() { return g_live.load(); }
+int64_t cpu_tensor_peak_bytes() { return g_peak.load(); }
+void reset_cpu_tensor_peak() { g_peak = g_live.load(); }
 
 }  // namespace leanseq

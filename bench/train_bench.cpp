@@ -1,0 +1,159 @@
+// Training speed and activation memory at a fixed batch shape: untrained presets, random
+// sentence pairs of --length tokens in batches of --batch-size, Adam updates. Each contender is a
+// preset, optionally with model settings after ':' (e.g. pervasive_small:memory_efficient=true).
+// The contenders run side by side in one process, interleaved over rounds; for each, the median
+// target tokens/s and the peak bytes of CPU tensor storage during its updates (core/memory.h),
+// with the ratios to the first contender, as one JSON object (see bench/README.md).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "leanseq/core/config.h"
+#include "leanseq/core/error.h"
+#include "leanseq/core/memory.h"
+#include "leanseq/kernels/label_smoothed_ce.h"
+#include "leanseq/models/registry.h"
+#include "median.h"
+
+namespace {
+
+struct Settings {
+  int64_t length = 20, batch_size = 64, vocab = 8000, steps = 5;
+};
+
+struct Contender {
+  std::string name, arch;
+  std::vector<std::string> settings;  // key=value for the model config
+  int threads = 0;                    // "threads=N" among them: intra-op threads for this contender
+};
+
+Contender parse_contender(const std::string& spec) {
+  Contender c{spec, spec, {}};
+  auto colon = spec.find(':');
+  if (colon == std::string::npos) return c;
+  c.arch = spec.substr(0, colon);
+  std::string rest = spec.substr(colon + 1), item;
+  for (char ch : rest + ":") {
+    if (ch == ':') {
+      if (item.rfind("threads=", 0) == 0) {
+        c.threads = std::stoi(item.substr(8));
+      } else if (!item.empty()) {
+        c.settings.push_back(item);
+      }
+      item.clear();
+    } else {
+      item += ch;
+    }
+  }
+  return c;
+}
+
+nlohmann::json train(const Contender& c, const Settings& s) {
+  torch::manual_seed(1);
+  const int threads_before = torch::get_num_threads();
+  if (c.threads > 0) torch::set_num_threads(c.threads);
+  auto cfg = leanseq::models::registry().preset_config(c.arch);
+  leanseq::apply_config(*cfg, leanseq::parse_assignments(c.settings, c.name));
+  cfg->validate();
+  auto model = leanseq::models::build_model(*cfg, {s.vocab, s.vocab, true});
+  model->train();
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-4));
+  const int64_t B = s.batch_size, T = s.length;
+  auto src = torch::randint(4, s.vocab, {B, T}, torch::kLong);
+  src.select(1, T - 1).fill_(2);
+  auto target = torch::randint(4, s.vocab, {B, T}, torch::kLong);
+  target.select(1, T - 1).fill_(2);
+  auto prev = torch::cat({torch::full({B, 1}, 2, torch::kLong), target.narrow(1, 0, T - 1)}, 1);
+  auto lengths = torch::full({B}, T, torch::kLong);
+  auto update = [&] {
+    adam.zero_grad();
+    auto logits = model->forward(src, lengths, prev).logits;
+    auto loss = leanseq::kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), target.view(-1),
+                                                               0.1, 1);
+    loss.loss.backward();
+    adam.step();
+  };
+  update();  // the optimizer state and the allocator's first blocks
+  leanseq::reset_cpu_tensor_peak();
+  const int64_t before = leanseq::cpu_tensor_bytes();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < s.steps; ++i) update();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double tokens = static_cast<double>(B * T * s.steps);
+  torch::set_num_threads(threads_before);
+  return {{"seconds", seconds},
+          {"threads", c.threads > 0 ? c.threads : threads_before},
+          {"target_tokens_per_second", tokens / seconds},
+          {"peak_tensor_mib", (leanseq::cpu_tensor_peak_bytes() - before) / 1048576.0},
+          {"parameters", [&] {
+             int64_t n = 0;
+             for (const auto& p : model->parameters()) n += p.numel();
+             return n;
+           }()}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  leanseq::retain_freed_memory();
+  leanseq::count_cpu_tensor_memory();
+  CLI::App app{"leanseq training speed and activation memory at a fixed batch shape"};
+  Settings s;
+  std::vector<std::string> specs;
+  int64_t rounds = 3, threads = 0;
+  app.add_option("--arch", specs, "contenders: preset[:key=value...] (repeat); the first is the baseline")->required();
+  app.add_option("--length", s.length, "source and target tokens per sentence, </s> included")->capture_default_str();
+  app.add_option("--batch-size", s.batch_size, "sentences per batch")->capture_default_str();
+  app.add_option("--vocab", s.vocab, "vocabulary size")->capture_default_str();
+  app.add_option("--steps", s.steps, "measured updates per round")->capture_default_str();
+  app.add_option("--rounds", rounds, "repetitions, interleaved over the contenders")->capture_default_str();
+  app.add_option("--threads", threads, "intra-op threads (0: default)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (rounds < 1 || s.steps < 1 || s.length < 2 || s.batch_size < 1 || s.vocab < 5) {
+      throw leanseq::ConfigError("need --rounds, --steps, --batch-size >= 1, --length >= 2, --vocab >= 5");
+    }
+    if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+    std::vector<Contender> contenders;
+    for (const auto& spec : specs) {
+      contenders.push_back(parse_contender(spec));
+      leanseq::models::registry().preset(contenders.back().arch);  // unknown names fail before any run
+    }
+    std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());
+    for (int64_t r = 0; r < rounds; ++r) {
+      for (size_t i = 0; i < contenders.size(); ++i) {
+        std::cerr << "leanseq-train-bench: round " << r + 1 << ": " << contenders[i].name << "\n";
+        runs[i].push_back(train(contenders[i], s));
+      }
+    }
+    nlohmann::json out{{"threads", torch::get_num_threads()}, {"rounds", rounds},     {"steps", s.steps},
+                       {"length", s.length},                  {"batch_size", s.batch_size}, {"vocab", s.vocab},
+                       {"contenders", nlohmann::json::array()}};
+    double first_tps = 0, first_mem = 0;
+    for (size_t i = 0; i < contenders.size(); ++i) {
+      std::vector<double> tps, mem;
+      for (const auto& r : runs[i]) {
+        tps.push_back(r["target_tokens_per_second"].get<double>());
+        mem.push_back(r["peak_tensor_mib"].get<double>());
+      }
+      const double t = leanseq::bench::median(tps), m = leanseq::bench::median(mem);
+      if (i == 0) first_tps = t, first_mem = m;
+      out["contenders"].push_back({{"name", contenders[i].name},
+                                   {"parameters", runs[i][0]["parameters"]},
+                                   {"median_target_tokens_per_second", t},
+                                   {"median_peak_tensor_mib", m},
+                                   {"speed_ratio_to_first", t / first_tps},
+                                   {"memory_ratio_to_first", m / first_mem},
+                                   {"runs", runs[i]}});
+    }
+    std::cout << out.dump() << std::endl;
+  } catch (const leanseq::Error& e) {
+    std::cerr << "leanseq-train-bench: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "leanseq-train-bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
