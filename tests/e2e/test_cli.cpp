@@ -6,42 +6,16 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "e2e/task.h"
 #include "support/fixtures.h"
 
 using leanseq::test::run_command;
 using leanseq::test::temp_dir;
+using leanseq::test::kCli;
+using leanseq::test::prepare_task;
+using leanseq::test::write_task;
 
 namespace {
-const std::string kCli = LEANSEQ_CLI;
-
-// A learnable synthetic task: word-by-word substitution with a fixed reordering of adjacent pairs.
-void write_task(const std::string& prefix, int n, int seed) {
-  std::ofstream s(prefix + ".src"), t(prefix + ".tgt");
-  uint32_t x = 12345u + static_cast<uint32_t>(seed);
-  for (int i = 0; i < n; ++i) {
-    int len = 3 + static_cast<int>((x >> 8) % 6);
-    std::vector<int> w;
-    for (int k = 0; k < len; ++k) {
-      x = x * 1664525u + 1013904223u;
-      w.push_back(static_cast<int>((x >> 16) % 20));
-    }
-    for (int k = 0; k < len; ++k) s << (k ? " " : "") << "a" << w[k];
-    for (int k = 0; k < len; ++k) t << (k ? " " : "") << "b" << w[k];
-    s << "\n", t << "\n";
-  }
-}
-
-std::string prepare_task(const std::string& dir) {
-  write_task(dir + "/train", 2000, 1);
-  write_task(dir + "/valid", 50, 2);
-  write_task(dir + "/test", 100, 3);
-  std::string out;
-  int rc = run_command(kCli + " prepare --src src --tgt tgt --train " + dir + "/train --valid " + dir + "/valid --test " +
-                           dir + "/test --out " + dir + "/bin --vocab-size 60",
-                       out);
-  EXPECT_EQ(rc, 0) << out;
-  return dir + "/bin";
-}
 
 // Trains `arch` into dir/name with the given extra flags, translates the test split with beam 4
 // and returns its BLEU; `log` receives the training output.
@@ -208,6 +182,54 @@ TEST(EndToEnd, ConvS2STrainsWithNagAndDrawsItsAttention) {
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("encoder.layers"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/bad/checkpoint_last.pt"));
+}
+
+TEST(EndToEnd, PervasiveAttentionLearnsWithRecomputationAndShowsItsAlignment) {
+  auto dir = temp_dir("e2e-pervasive");
+  auto data = prepare_task(dir);
+  std::string log, out;
+  // The grid learns this task at a higher learning rate than the Transformer's.
+  EXPECT_GT(train_translate_score(dir, data, "pervasive_tiny", "ck",
+                                  "--max-update 400 --set optim.lr=0.01 --set optim.warmup_updates=50 "
+                                  "--set model.memory_efficient=true --set batch.max_cells=4000",
+                                  log),
+            60.0);
+  // The max aggregator's implicit alignment: one "s-t" pair per target piece.
+  int rc = run_command("echo 'a1 a2 a3' | " + kCli + " translate --checkpoint " + dir +
+                           "/ck/checkpoint_best.pt --print-alignment 2>/dev/null",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  auto tab = out.find('\t');
+  ASSERT_NE(tab, std::string::npos) << out;
+  EXPECT_NE(out.find("-1", tab), std::string::npos) << out;
+  rc = run_command(kCli + " attention --checkpoint " + dir + "/ck/checkpoint_best.pt --source 'a5 a6 a7' --output " +
+                       dir + "/align.png",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_GT(std::filesystem::file_size(dir + "/align.png"), 500u);
+  // Pairs over the length limit: an error naming the pair and the way out, or left out.
+  rc = run_command(kCli + " train --arch pervasive_tiny --data " + data + " --save-dir " + dir +
+                       "/long --max-update 2 --set batch.max_source_len=12",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("batch.max_source_len 12"), std::string::npos) << out;
+  EXPECT_NE(out.find("batch.too_long: skip"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/long/checkpoint_last.pt"));
+  rc = run_command(kCli + " train --arch pervasive_tiny --data " + data + " --save-dir " + dir +
+                       "/long --max-update 2 --set batch.max_source_len=12 --set batch.too_long=skip",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("over the length limits and left out"), std::string::npos) << out;
+  rc = run_command(kCli + " train --arch pervasive_tiny --data " + data + " --save-dir " + dir +
+                       "/long3 --max-update 2 --set batch.max_source_len=2 --set batch.too_long=skip",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("every pair is over"), std::string::npos) << out;
+  rc = run_command(kCli + " train --arch pervasive_tiny --data " + data + " --save-dir " + dir +
+                       "/long2 --max-update 2 --set batch.too_long=drop",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("batch.too_long"), std::string::npos) << out;
 }
 
 TEST(EndToEnd, LanguageModelTrainsAndReportsPerplexity) {

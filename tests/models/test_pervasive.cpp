@@ -97,14 +97,14 @@ TEST(PervasiveModel, NetworkShapesAndParameterNames) {
   auto rn = names(res), dn = names(dense);
   EXPECT_TRUE(has(rn, "decoder.net.residual_blocks.1.mconv2.weight"));
   EXPECT_TRUE(has(rn, "decoder.net.residual_blocks.0.fc1.weight"));
-  EXPECT_TRUE(has(rn, "decoder.aggregator.linear.weight"));  // gated max
+  EXPECT_TRUE(has(dn, "decoder.aggregator.linear.weight") == false);  // max
   EXPECT_TRUE(has(dn, "decoder.net.dense_layers.2.norm1.weight"));
   EXPECT_TRUE(has(dn, "decoder.net.transition.weight"));
   // Depthwise masked convolution in the ResNet: [C, 1, k, k].
   auto& p = static_cast<PervasiveModel&>(*res);
-  EXPECT_EQ(p.net->output_channels(), 8);
+  EXPECT_EQ(p.net->output_channels(), 16);
   auto w = res->named_parameters()["decoder.net.residual_blocks.0.mconv2.weight"];
-  EXPECT_EQ(w.sizes(), torch::IntArrayRef({8, 1, 3, 3}));
+  EXPECT_EQ(w.sizes(), torch::IntArrayRef({16, 1, 3, 3}));
   // DenseNet: 8 grid channels + 3 layers x growth 4, halved by the transition.
   EXPECT_EQ(static_cast<PervasiveModel&>(*dense).net->output_channels(), 10);
   torch::NoGradGuard g;
@@ -147,7 +147,9 @@ TEST(PervasiveAggregator, EachKindEqualsADirectComputation) {
         want_attn.narrow(1, 0, len[b]).copy_(alpha);
       }
       EXPECT_LT(max_abs_diff(out[b], want), 1e-5) << kind;
-      if (want_attn.defined()) EXPECT_LT(max_abs_diff(attn[b], want_attn), 1e-5) << kind;
+      if (want_attn.defined()) {
+        EXPECT_LT(max_abs_diff(attn[b], want_attn), 1e-5) << kind;
+      }
       EXPECT_LT(max_abs_diff(attn[b].sum(-1), torch::ones({T})), 1e-5) << kind;
     }
   }
@@ -245,6 +247,8 @@ TEST(PervasiveModel, PresetsFollowTheReferenceConfigurations) {
   EXPECT_EQ(p2020->kernel_size, 11);
   EXPECT_EQ(p2020->aggregator, "gated-max");
   for (const auto& p : registry().presets()) {
-    if (p.family == "pervasive") EXPECT_NO_THROW(registry().preset_config(p.name)->validate()) << p.name;
+    if (p.family == "pervasive") {
+      EXPECT_NO_THROW(registry().preset_config(p.name)->validate()) << p.name;
+    }
   }
 }

@@ -106,10 +106,6 @@ torch::Tensor channel_linear(const torch::nn::Linear& l, const torch::Tensor& x)
 
 namespace {
 
-torch::Tensor relu_dropout(const torch::Tensor& x, double p, bool training) {
-  return nn::maybe_dropout(torch::relu(x), p, training);
-}
-
 // Runs layer(x...) as it is or, in memory-efficient training, keeping only its inputs.
 torch::Tensor run_layer(bool memory_efficient, torch::nn::Module& layer, const nn::BlockFn& fn,
                         const std::vector<torch::Tensor>& inputs) {
@@ -447,16 +443,18 @@ void register_pervasive(Registry& reg) {
         c.aggregator = "max";
         c.share_decoder_input_output_embed = true;
       });
-  add("pervasive_small", "small 2020-style Pervasive Attention for CPU work (128-dim grid, 8 layers, kernel 7)",
+  add("pervasive_small", "small 2020-style Pervasive Attention for CPU work (128-dim embeddings, 64-channel grid, 8 layers)",
       [](PervasiveConfig& c) {
         iwslt_2020(c);
         c.encoder_embed_dim = c.decoder_embed_dim = 128;
-        c.num_layers = 8, c.kernel_size = 7, c.ffn_dim = 256;
+        c.divide_channels = 4;
+        c.num_layers = 8, c.kernel_size = 7, c.ffn_dim = 128;
         c.share_all_embeddings = true;
       });
   add("pervasive_tiny", "tiny 2020-style model for tests", [](PervasiveConfig& c) {
-    c.encoder_embed_dim = c.decoder_embed_dim = 8;
-    c.num_layers = 2, c.kernel_size = 3, c.ffn_dim = 16;
+    c.encoder_embed_dim = c.decoder_embed_dim = 16;
+    c.num_layers = 2, c.kernel_size = 3, c.ffn_dim = 32;
+    c.aggregator = "max";
     c.embeddings_dropout = c.convolution_dropout = c.prediction_dropout = 0;
     c.add_positional_embeddings = true;
     c.share_decoder_input_output_embed = true;

@@ -1,0 +1,45 @@
+// The synthetic translation task of the end-to-end tests, written and prepared through the CLI.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/fixtures.h"
+
+namespace leanseq::test {
+
+inline const std::string kCli = LEANSEQ_CLI;
+
+// A learnable synthetic task: word-by-word substitution with a fixed reordering of adjacent pairs.
+inline void write_task(const std::string& prefix, int n, int seed) {
+  std::ofstream s(prefix + ".src"), t(prefix + ".tgt");
+  uint32_t x = 12345u + static_cast<uint32_t>(seed);
+  for (int i = 0; i < n; ++i) {
+    int len = 3 + static_cast<int>((x >> 8) % 6);
+    std::vector<int> w;
+    for (int k = 0; k < len; ++k) {
+      x = x * 1664525u + 1013904223u;
+      w.push_back(static_cast<int>((x >> 16) % 20));
+    }
+    for (int k = 0; k < len; ++k) s << (k ? " " : "") << "a" << w[k];
+    for (int k = 0; k < len; ++k) t << (k ? " " : "") << "b" << w[k];
+    s << "\n", t << "\n";
+  }
+}
+
+inline std::string prepare_task(const std::string& dir) {
+  write_task(dir + "/train", 2000, 1);
+  write_task(dir + "/valid", 50, 2);
+  write_task(dir + "/test", 100, 3);
+  std::string out;
+  int rc = run_command(kCli + " prepare --src src --tgt tgt --train " + dir + "/train --valid " + dir + "/valid --test " +
+                           dir + "/test --out " + dir + "/bin --vocab-size 60",
+                       out);
+  EXPECT_EQ(rc, 0) << out;
+  return dir + "/bin";
+}
+
+}  // namespace leanseq::test
