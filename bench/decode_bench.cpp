@@ -14,6 +14,7 @@
 #include "leanseq/core/memory.h"
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/registry.h"
+#include "contender.h"
 #include "median.h"
 
 namespace {
@@ -23,9 +24,10 @@ struct Settings {
   std::string device = "cpu";
 };
 
-nlohmann::json decode(const std::string& arch, const Settings& s) {
+nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s) {
   torch::manual_seed(1);
-  auto model = leanseq::models::build_model(*leanseq::models::registry().preset_config(arch), {s.vocab, s.vocab, true});
+  leanseq::bench::ContenderThreads threads(c);
+  auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
   const torch::Device device(s.device);
   model->to(device);
   model->eval();
@@ -64,7 +66,9 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<std::string> archs;
   int64_t rounds = 3, warmup = 1;
-  app.add_option("--arch", archs, "presets to compare (comma-separated or repeated); the first is the baseline")
+  app.add_option("--arch", archs,
+                 "contenders, preset[:key=value...][:threads=N] (comma-separated or repeated); the first is the "
+                 "baseline")
       ->delimiter(',')
       ->required();
   app.add_option("--length", s.length, "target tokens per sentence (</s> comes after them)")->capture_default_str();
@@ -87,14 +91,15 @@ int main(int argc, char** argv) {
     if (s.device != "cpu" && s.device != "cuda") throw leanseq::ConfigError("--device must be cpu or cuda");
     if (s.device == "cuda" && !torch::cuda::is_available()) throw leanseq::ConfigError("--device cuda: no GPU");
     if (s.threads > 0) torch::set_num_threads(static_cast<int>(s.threads));
-    for (const auto& a : archs) leanseq::models::registry().preset(a);  // unknown names fail before any run
+    std::vector<leanseq::bench::Contender> contenders;
+    for (const auto& a : archs) contenders.push_back(leanseq::bench::parse_contender(a));
     torch::NoGradGuard no_grad;
     std::vector<nlohmann::json> runs(archs.size(), nlohmann::json::array());
     for (int64_t r = 0; r < warmup + rounds; ++r) {
       for (size_t i = 0; i < archs.size(); ++i) {
         std::cerr << "leanseq-decode-bench: " << (r < warmup ? "warm-up" : "round " + std::to_string(r - warmup + 1))
                   << ": " << archs[i] << "\n";
-        auto run = decode(archs[i], s);
+        auto run = decode(contenders[i], s);
         if (r >= warmup) runs[i].push_back(run);
       }
     }

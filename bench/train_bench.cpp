@@ -14,49 +14,21 @@
 #include "leanseq/core/memory.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
+#include "contender.h"
 #include "median.h"
 
 namespace {
+using leanseq::bench::Contender;
+using leanseq::bench::parse_contender;
 
 struct Settings {
   int64_t length = 20, batch_size = 64, vocab = 8000, steps = 5;
 };
 
-struct Contender {
-  std::string name, arch;
-  std::vector<std::string> settings;  // key=value for the model config
-  int threads = 0;                    // "threads=N" among them: intra-op threads for this contender
-};
-
-Contender parse_contender(const std::string& spec) {
-  Contender c{spec, spec, {}};
-  auto colon = spec.find(':');
-  if (colon == std::string::npos) return c;
-  c.arch = spec.substr(0, colon);
-  std::string rest = spec.substr(colon + 1), item;
-  for (char ch : rest + ":") {
-    if (ch == ':') {
-      if (item.rfind("threads=", 0) == 0) {
-        c.threads = std::stoi(item.substr(8));
-      } else if (!item.empty()) {
-        c.settings.push_back(item);
-      }
-      item.clear();
-    } else {
-      item += ch;
-    }
-  }
-  return c;
-}
-
 nlohmann::json train(const Contender& c, const Settings& s) {
   torch::manual_seed(1);
-  const int threads_before = torch::get_num_threads();
-  if (c.threads > 0) torch::set_num_threads(c.threads);
-  auto cfg = leanseq::models::registry().preset_config(c.arch);
-  leanseq::apply_config(*cfg, leanseq::parse_assignments(c.settings, c.name));
-  cfg->validate();
-  auto model = leanseq::models::build_model(*cfg, {s.vocab, s.vocab, true});
+  leanseq::bench::ContenderThreads threads(c);
+  auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
   model->train();
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-4));
   const int64_t B = s.batch_size, T = s.length;
@@ -81,9 +53,8 @@ nlohmann::json train(const Contender& c, const Settings& s) {
   for (int64_t i = 0; i < s.steps; ++i) update();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double tokens = static_cast<double>(B * T * s.steps);
-  torch::set_num_threads(threads_before);
   return {{"seconds", seconds},
-          {"threads", c.threads > 0 ? c.threads : threads_before},
+          {"threads", torch::get_num_threads()},
           {"target_tokens_per_second", tokens / seconds},
           {"peak_tensor_mib", (leanseq::cpu_tensor_peak_bytes() - before) / 1048576.0},
           {"parameters", [&] {
@@ -116,10 +87,7 @@ int main(int argc, char** argv) {
     }
     if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
     std::vector<Contender> contenders;
-    for (const auto& spec : specs) {
-      contenders.push_back(parse_contender(spec));
-      leanseq::models::registry().preset(contenders.back().arch);  // unknown names fail before any run
-    }
+    for (const auto& spec : specs) contenders.push_back(parse_contender(spec));
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());
     for (int64_t r = 0; r < rounds; ++r) {
       for (size_t i = 0; i < contenders.size(); ++i) {

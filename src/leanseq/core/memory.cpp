@@ -1,5 +1,7 @@
 #include "leanseq/core/memory.h"
 
+#include "leanseq/core/compat.h"
+
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <malloc.h>
@@ -37,7 +39,7 @@ void release(void* ptr) {
 // context are the same pointer, as raw_allocate() (used by oneDNN's integration) requires.
 class CountingAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) LEANSEQ_ALLOCATOR_ALLOCATE_CONST override {
     void* ptr = c10::alloc_cpu(n);
     if (ptr != nullptr) {
       std::lock_guard<std::mutex> lock(g_sizes_mutex);
@@ -50,6 +52,9 @@ class CountingAllocator final : public c10::Allocator {
     return {ptr, ptr, &release, c10::Device(c10::kCPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
+#if LEANSEQ_ALLOCATOR_HAS_COPY_DATA
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+#endif
 };
 
 }  // namespace

@@ -1,0 +1,66 @@
+// A benchmark contender: a preset, optionally followed by model settings and a thread count after
+// ':' (`pervasive_small:memory_efficient=true:threads=2`), shared by the benchmark programs.
+#pragma once
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leanseq/core/config.h"
+#include "leanseq/models/registry.h"
+
+namespace leanseq::bench {
+
+struct Contender {
+  std::string name, arch;
+  std::vector<std::string> settings;  // key=value for the model config
+  int threads = 0;                    // "threads=N" among them: intra-op threads for this contender
+};
+
+// Parses a spec; an unknown preset fails here, before any run.
+inline Contender parse_contender(const std::string& spec) {
+  Contender c{spec, spec, {}};
+  auto colon = spec.find(':');
+  if (colon != std::string::npos) {
+    c.arch = spec.substr(0, colon);
+    std::string item;
+    for (char ch : spec.substr(colon + 1) + ":") {
+      if (ch != ':') {
+        item += ch;
+        continue;
+      }
+      if (item.rfind("threads=", 0) == 0) {
+        c.threads = std::stoi(item.substr(8));
+      } else if (!item.empty()) {
+        c.settings.push_back(item);
+      }
+      item.clear();
+    }
+  }
+  models::registry().preset(c.arch);
+  return c;
+}
+
+// The contender's model config: the preset with its settings applied and validated.
+inline std::shared_ptr<models::ModelConfig> contender_config(const Contender& c) {
+  auto cfg = models::registry().preset_config(c.arch);
+  apply_config(*cfg, parse_assignments(c.settings, c.name));
+  cfg->validate();
+  return cfg;
+}
+
+// Sets the contender's intra-op threads for its lifetime.
+class ContenderThreads {
+ public:
+  explicit ContenderThreads(const Contender& c) : before_(torch::get_num_threads()) {
+    if (c.threads > 0) torch::set_num_threads(c.threads);
+  }
+  ~ContenderThreads() { torch::set_num_threads(before_); }
+  int before() const { return before_; }
+
+ private:
+  int before_;
+};
+
+}  // namespace leanseq::bench
