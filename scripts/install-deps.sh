@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-pthread libgloo-dev
   libsentencepiece-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libicu-dev libcairo2-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -1,19 +1,29 @@
+#include <cstdlib>
 #include <iostream>
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/config.h"
+#include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/train/launcher.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 
 namespace leanseq::cli {
 
 namespace {
+std::vector<std::string> g_program_args;
+}  // namespace
+
+void set_program_args(int argc, char** argv) { g_program_args.assign(argv, argv + argc); }
+const std::vector<std::string>& program_args() { return g_program_args; }
+
+namespace {
 struct TrainArgs {
   std::vector<std::string> configs, sets;
   std::string arch, data, save_dir, log_format;
   double max_minutes = -1;
-  int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1;
+  int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1, nproc = 1;
   bool resume = false;
 };
 }  // namespace
@@ -33,6 +43,10 @@ void add_train(CLI::App& app, int& exit_code) {
   sub->add_option("--threads", a->threads, "intra-op threads of ATen's own operations, e.g. convolutions (0: ATen's default)");
   sub->add_option("--log-format", a->log_format, "auto, text or json");
   sub->add_flag("--resume", a->resume, "continue from <save-dir>/checkpoint_last.pt");
+  sub->add_option("--nproc", a->nproc,
+                  "data-parallel training in N worker processes on this machine (under torchrun or another "
+                  "launcher that sets RANK and WORLD_SIZE, leave it out)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   sub->callback([a, &exit_code] {
     ConfigValues values;
     for (const auto& f : a->configs) values.merge(load_yaml_file(f));
@@ -48,6 +62,24 @@ void add_train(CLI::App& app, int& exit_code) {
     if (a->seed >= 0) flag("seed", std::to_string(a->seed));
     if (a->threads >= 0) flag("threads", std::to_string(a->threads));
     auto cfg = train::resolve_run_config(values);
+    if (a->nproc > 1) {
+      if (std::getenv("WORLD_SIZE")) {
+        throw ConfigError("--nproc: WORLD_SIZE is set, so a launcher already started this process as a worker; "
+                          "leave --nproc out");
+      }
+      // The workers run this command line without --nproc.
+      std::vector<std::string> argv;
+      const auto& all = program_args();
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (all[i] == "--nproc") {
+          ++i;
+        } else if (all[i].rfind("--nproc=", 0) != 0) {
+          argv.push_back(all[i]);
+        }
+      }
+      exit_code = train::launch_local_workers(static_cast<int>(a->nproc), argv, std::chrono::seconds(30));
+      return;
+    }
     train::Trainer trainer(cfg, a->resume);
     auto out = trainer.run();
     log::info("done: " + std::to_string(out.num_updates) + " updates, " +

@@ -2,8 +2,15 @@
 // stores the process exit code in `exit_code`.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace leanseq::cli {
+
+// The command line the executable was started with (set by main), for commands that start
+// copies of themselves (`train --nproc`).
+void set_program_args(int argc, char** argv);
+const std::vector<std::string>& program_args();
 
 void add_prepare(CLI::App& app, int& exit_code);
 void add_train(CLI::App& app, int& exit_code);

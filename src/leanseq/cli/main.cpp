@@ -15,6 +15,7 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 int main(int argc, char** argv) {
   leanseq::retain_freed_memory();
+  leanseq::cli::set_program_args(argc, argv);
   CLI::App app{"leanseq: sequence-to-sequence models that pay less attention"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "leanseq 0.1.0");

@@ -6,15 +6,17 @@
 namespace leanseq::train {
 
 LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& dataset,
-                        const data::BatchingOptions& batching, double label_smoothing) {
+                        const data::BatchingOptions& batching, double label_smoothing, int shard,
+                        int num_shards) {
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
   std::vector<std::pair<int64_t, int64_t>> lengths;
   for (size_t i = 0; i < dataset.size(); ++i) lengths.emplace_back(dataset.src_len(i), dataset.tgt_len(i));
   LossTotals t;
-  for (const auto& ids : data::batch_by_size(lengths, batching)) {
-    auto b = dataset.batch(ids);
+  const auto batches = data::batch_by_size(lengths, batching);
+  for (size_t i = static_cast<size_t>(shard); i < batches.size(); i += static_cast<size_t>(num_shards)) {
+    auto b = dataset.batch(batches[i]);
     auto logits = model.forward(b.src, b.src_lengths, b.prev_output).logits.to(torch::kFloat);
     auto l = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
                                                    label_smoothing, data::Dictionary::kPad);

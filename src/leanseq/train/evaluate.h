@@ -19,8 +19,10 @@ struct LossTotals {
 };
 
 // Evaluation mode, no gradients, batched as `batching` says (pairs over its length limits are
-// left out).
+// left out). With num_shards > 1, only the batches i with i % num_shards == shard (one rank's part
+// of a distributed validation; the parts' totals add up to the whole).
 LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& dataset,
-                        const data::BatchingOptions& batching, double label_smoothing);
+                        const data::BatchingOptions& batching, double label_smoothing, int shard = 0,
+                        int num_shards = 1);
 
 }  // namespace leanseq::train

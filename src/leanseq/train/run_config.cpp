@@ -54,6 +54,9 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("valid.bleu_beam", eval_bleu_beam, "beam size for validation BLEU");
   v.field("valid.bleu_max_sentences", eval_bleu_max_sentences, "decode at most N valid sentences (0: all)");
   v.field("valid.bleu_lenpen", eval_bleu_lenpen, "length penalty for validation BLEU");
+  v.field("dist.timeout", dist_timeout,
+          "distributed runs: seconds to wait for every rank at the rendezvous and in each collective");
+  v.field("dist.bucket_mb", dist_bucket_mb, "distributed runs: MiB of gradients per all-reduce bucket");
 }
 
 void RunConfig::validate() const {
@@ -76,6 +79,8 @@ void RunConfig::validate() const {
   if (best_metric == "bleu" && !eval_bleu) bad("checkpoint.best_metric=bleu needs valid.bleu=true");
   if (log_format != "auto" && log_format != "text" && log_format != "json") bad("log.format must be auto, text or json");
   if (log_interval < 1) bad("log.interval must be positive");
+  if (dist_timeout <= 0) bad("dist.timeout must be positive (seconds)");
+  if (dist_bucket_mb <= 0) bad("dist.bucket_mb must be positive");
   model->validate();
 }
 

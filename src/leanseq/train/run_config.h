@@ -58,6 +58,10 @@ struct RunConfig : Configurable {
   int64_t eval_bleu_max_sentences = 0;    // 0: the whole valid set
   double eval_bleu_lenpen = 1.0;
 
+  // data parallel over the ranks of WORLD_SIZE (train/distributed.h)
+  double dist_timeout = 300;    // seconds for the rendezvous and for every collective
+  double dist_bucket_mb = 25;   // gradient all-reduce bucket size
+
   void visit(ConfigVisitor& v) override;
   void validate() const;
 };

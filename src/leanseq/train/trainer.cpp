@@ -22,6 +22,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/checkpoint.h"
+#include "leanseq/train/distributed.h"
 #include "leanseq/train/evaluate.h"
 #include "leanseq/train/nag.h"
 #include "leanseq/train/signals.h"
@@ -62,8 +63,58 @@ struct Trainer::Impl {
   double log_loss = 0, log_nll = 0, log_tokens = 0, log_seconds = 0;
   int64_t log_updates = 0;
   std::unique_ptr<decode::Translator> translator;  // for validation BLEU
+  std::unique_ptr<Distributed> dist;                // null: a single process
 
   double elapsed() const { return progress.elapsed_seconds + timer.seconds(); }
+  // Only rank 0 writes checkpoints and logs.
+  bool main_process() const { return !dist || dist->rank() == 0; }
+  int rank() const { return dist ? dist->rank() : 0; }
+  int world_size() const { return dist ? dist->world_size() : 1; }
+
+  // Joins the process group when the environment names one (WORLD_SIZE > 1). Ranks above 0 log
+  // only warnings and errors, prefixed with their rank.
+  void join_process_group() {
+    auto env = DistributedEnv::from_environment();
+    if (!env || env->world_size < 2) return;
+    if (env->rank > 0) {
+      log::set_level(log::Level::warn);
+      log::set_prefix("rank " + std::to_string(env->rank) + ": ");
+    }
+    dist = std::make_unique<Distributed>(
+        *env, std::chrono::milliseconds(static_cast<int64_t>(cfg.dist_timeout * 1000.0)));
+    log::info("distributed: " + std::to_string(env->world_size) + " ranks (Gloo), rendezvous " + env->master_addr + ":" +
+              std::to_string(env->master_port) + "; each update takes " + std::to_string(cfg.update_freq) +
+              " batch(es) per rank");
+  }
+
+  // Every rank starts from rank 0's parameters and buffers; the random streams (dropout) differ
+  // per rank.
+  void synchronise_start() {
+    if (!dist) return;
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> state;
+    for (auto& p : model->parameters()) state.push_back(p.detach());
+    for (auto& b : model->buffers()) state.push_back(b);
+    dist->broadcast(state, 0, "the broadcast of rank 0's parameters");
+    if (rank() > 0) {
+      torch::manual_seed(static_cast<uint64_t>(cfg.seed) * 1000003ULL + static_cast<uint64_t>(rank()) * 7919ULL +
+                         static_cast<uint64_t>(progress.num_updates));
+    }
+  }
+
+  // The signal any rank received (0: none) and whether the time budget is spent by rank 0's
+  // clock: the same answer on every rank, so that all stop after the same update.
+  struct StopState {
+    int signal = 0;
+    bool time_up = false;
+  };
+  StopState stop_state() {
+    StopState st{stop_signal(), cfg.max_minutes > 0 && elapsed() >= cfg.max_minutes * 60.0};
+    if (!dist) return st;
+    auto t = torch::tensor({static_cast<double>(st.signal), main_process() && st.time_up ? 1.0 : 0.0}, torch::kDouble);
+    dist->all_reduce_max(t, "the stop check");
+    return {static_cast<int>(t[0].item<double>()), t[1].item<double>() > 0};
+  }
 
   void setup(bool resume) {
     if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
@@ -96,6 +147,7 @@ struct Trainer::Impl {
     std::vector<std::pair<int64_t, int64_t>> valid_lengths;
     for (size_t i = 0; i < valid->size(); ++i) valid_lengths.emplace_back(valid->src_len(i), valid->tgt_len(i));
     check_lengths("valid", valid_lengths);
+    join_process_group();
 
     io::make_dirs(cfg.save_dir);
     std::string last = cfg.save_dir + "/checkpoint_last.pt";
@@ -131,8 +183,9 @@ struct Trainer::Impl {
     } else if (!cfg.init_from.empty()) {
       init_from(cfg.init_from);
     }
-    log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
-    tty = cfg.log_format == "auto" && isatty(2);
+    synchronise_start();
+    if (main_process()) log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
+    tty = main_process() && cfg.log_format == "auto" && isatty(2);
     log::info("model " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(models::count_parameters(*model)) +
               " parameters; " + std::to_string(train->size()) + " training pairs, " + std::to_string(valid->size()) +
               " valid");
@@ -188,7 +241,8 @@ struct Trainer::Impl {
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
   }
 
-  // One update over `batches` (update_freq of them). Returns false when the batches hold no tokens.
+  // One update over `batches` (this rank's share of the update; possibly none at the end of an
+  // epoch). Gradients and loss sums are added over ranks. Returns false when no rank had a token.
   bool train_step(const std::vector<std::vector<int64_t>>& batches) {
     Timer t;
     model->train();
@@ -206,8 +260,16 @@ struct Trainer::Impl {
       nll_sum += r.nll.item<double>();
       ntokens += b.ntokens;
     }
+    if (dist) {
+      auto sums = torch::tensor({loss_sum, nll_sum, static_cast<double>(ntokens)}, torch::kDouble);
+      dist->all_reduce_sum(sums, "the all-reduce of loss sums");
+      loss_sum = sums[0].item<double>(), nll_sum = sums[1].item<double>();
+      ntokens = static_cast<int64_t>(sums[2].item<double>());
+      dist->all_reduce_gradients(params, static_cast<int64_t>(cfg.dist_bucket_mb * 1024 * 1024));
+    }
     if (ntokens == 0) return false;
-    // Gradients of the summed loss, normalised by the number of target tokens (fairseq's sample_size).
+    // Gradients of the summed loss (over all ranks), normalised by the number of target tokens
+    // (fairseq's sample_size).
     for (auto& p : params) {
       if (p.grad().defined()) p.grad().div_(static_cast<double>(ntokens));
     }
@@ -225,6 +287,7 @@ struct Trainer::Impl {
   }
 
   void write_record(nlohmann::json rec) {
+    if (!main_process()) return;
     rec["minutes"] = elapsed() / 60.0;
     rec["epoch"] = progress.epoch;
     rec["update"] = progress.num_updates;
@@ -234,6 +297,7 @@ struct Trainer::Impl {
   }
 
   void maybe_log(int64_t batch_index, int64_t n_batches) {
+    if (!main_process()) return;
     if (tty) {
       double frac = static_cast<double>(batch_index) / static_cast<double>(std::max<int64_t>(n_batches, 1));
       int width = 20, filled = static_cast<int>(frac * width);
@@ -266,13 +330,28 @@ struct Trainer::Impl {
 
   ValidResult validate() {
     ValidResult r;
-    auto totals = dataset_loss(*model, *valid, cfg.batching(), cfg.label_smoothing);
+    auto totals = dataset_loss(*model, *valid, cfg.batching(), cfg.label_smoothing, rank(), world_size());
+    if (dist) {
+      auto sums = torch::tensor({totals.loss, totals.nll, static_cast<double>(totals.tokens)}, torch::kDouble);
+      dist->all_reduce_sum(sums, "the all-reduce of validation sums");
+      totals.loss = sums[0].item<double>(), totals.nll = sums[1].item<double>();
+      totals.tokens = static_cast<int64_t>(sums[2].item<double>());
+    }
     r.loss = totals.loss_base2();
     r.nll_loss = totals.nll_base2();
     if (cfg.eval_bleu) {
-      model->eval();
-      torch::NoGradGuard no_grad;
-      r.bleu = valid_bleu();
+      // Rank 0 decodes; the others wait for its score.
+      auto bleu = torch::zeros({1}, torch::kDouble);
+      if (main_process()) {
+        model->eval();
+        torch::NoGradGuard no_grad;
+        bleu.fill_(valid_bleu());
+      }
+      if (dist) {
+        std::vector<torch::Tensor> v{bleu};
+        dist->broadcast(v, 0, "the broadcast of validation BLEU");
+      }
+      r.bleu = bleu.item<double>();
     }
     return r;
   }
@@ -306,6 +385,7 @@ struct Trainer::Impl {
   }
 
   void save(const std::string& name) {
+    if (!main_process()) return;
     std::string yaml = dump_run_config(cfg);
     TrainerProgress p = progress;
     p.elapsed_seconds = elapsed();
@@ -313,6 +393,7 @@ struct Trainer::Impl {
   }
 
   void copy_checkpoint(const std::string& from, const std::string& to) {
+    if (!main_process()) return;
     io::atomic_write(cfg.save_dir + "/" + to, [&](const std::string& tmp) {
       fs::copy_file(cfg.save_dir + "/" + from, tmp, fs::copy_options::overwrite_existing);
     });
@@ -330,6 +411,7 @@ struct Trainer::Impl {
               " | loss " + fmt(v.loss, 3) + " | nll " + fmt(v.nll_loss, 3) + " | ppl " + fmt(std::pow(2.0, v.nll_loss), 2) +
               (v.bleu >= 0 ? " | bleu " + fmt(v.bleu, 2) : ""));
     last_valid = v;
+    last_validated_update = progress.num_updates;
     if (epoch_end) {
       if (!std::isnan(progress.best_valid_loss) && v.loss >= progress.best_valid_loss && cfg.lr.kind == "fixed" &&
           cfg.lr.shrink_on_plateau) {
@@ -348,7 +430,7 @@ struct Trainer::Impl {
   }
 
   void prune_interval_checkpoints() {
-    if (cfg.keep_interval_updates < 0) return;
+    if (cfg.keep_interval_updates < 0 || !main_process()) return;
     std::vector<std::pair<int64_t, fs::path>> found;
     for (const auto& e : fs::directory_iterator(cfg.save_dir)) {
       std::string n = e.path().filename().string();
@@ -369,6 +451,7 @@ struct Trainer::Impl {
   }
 
   ValidResult last_valid;
+  int64_t last_validated_update = -1;
 };
 
 Trainer::Trainer(RunConfig cfg, bool resume) : impl_(std::make_unique<Impl>()) {
@@ -386,20 +469,23 @@ TrainOutcome Trainer::run() {
   TrainOutcome out;
   install_stop_handlers();
   auto sorted_batches = data::batch_by_size(s.train_lengths, cfg.batching());
-  auto limit_reached = [&] {
-    return (cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) ||
-           (cfg.max_minutes > 0 && s.elapsed() >= cfg.max_minutes * 60.0);
-  };
-  bool stop = limit_reached() || (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch);
+  // Limits already reached when a resumed run starts (rank 0's checkpoint: the same on every rank).
+  bool stop = (cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) ||
+              (cfg.max_minutes > 0 && s.elapsed() >= cfg.max_minutes * 60.0) ||
+              (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch);
   while (!stop) {
     auto batches = sorted_batches;
     data::shuffle_batches(batches, static_cast<uint64_t>(cfg.seed) * 1000003ULL + static_cast<uint64_t>(s.progress.epoch));
     const int64_t n = static_cast<int64_t>(batches.size());
+    // An update consumes update_freq batches per rank: rank r takes every world_size-th of them
+    // from the r-th on, so W ranks with update_freq U see the batches of one process with W * U.
+    const int64_t per_update = cfg.update_freq * s.world_size();
     while (s.progress.batch_in_epoch < n) {
       std::vector<std::vector<int64_t>> group;
-      for (int64_t k = 0; k < cfg.update_freq && s.progress.batch_in_epoch < n; ++k) {
-        group.push_back(batches[s.progress.batch_in_epoch++]);
+      for (int64_t k = s.rank(); k < per_update && s.progress.batch_in_epoch + k < n; k += s.world_size()) {
+        group.push_back(batches[s.progress.batch_in_epoch + k]);
       }
+      s.progress.batch_in_epoch = std::min(n, s.progress.batch_in_epoch + per_update);
       s.train_step(group);
       s.maybe_log(s.progress.batch_in_epoch, n);
       if (cfg.save_interval_updates > 0 && s.progress.num_updates % cfg.save_interval_updates == 0) {
@@ -409,15 +495,16 @@ TrainOutcome Trainer::run() {
       } else if (cfg.validate_interval_updates > 0 && s.progress.num_updates % cfg.validate_interval_updates == 0) {
         s.validate_and_save("");
       }
-      if (int sig = stop_signal()) {
+      const auto st = s.stop_state();
+      if (int sig = st.signal) {
         if (s.tty) std::fprintf(stderr, "\n");
-        log::warn("signal " + std::to_string(sig) + " received: saving checkpoint_last.pt and stopping");
+        if (s.main_process()) log::warn("signal " + std::to_string(sig) + " received: saving checkpoint_last.pt and stopping");
         s.save("checkpoint_last.pt");
         out.signal = sig;
         stop = true;
         break;
       }
-      if (limit_reached()) {
+      if ((cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) || st.time_up) {
         stop = true;
         break;
       }
@@ -431,7 +518,7 @@ TrainOutcome Trainer::run() {
       ++out.epochs_done;
       s.validate_and_save(cfg.no_epoch_checkpoints ? "" : "checkpoint" + std::to_string(finished) + ".pt", true);
       if (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch) stop = true;
-    } else if (stop) {
+    } else if (stop && s.last_validated_update != s.progress.num_updates) {
       s.validate_and_save("");
     }
   }

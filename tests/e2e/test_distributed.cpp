@@ -1,0 +1,129 @@
+// Data-parallel training through the leanseq executable: `--nproc 2` against one process with twice
+// the gradient accumulation, resume, a worker killed mid-run, a rank that never arrives, and the
+// launch errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "e2e/task.h"
+#include "support/fixtures.h"
+
+using leanseq::test::kCli;
+using leanseq::test::prepare_task;
+using leanseq::test::read_text;
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+
+namespace {
+
+// transformer_tiny without dropout, so that runs with the same batches follow the same path.
+std::string train_flags(const std::string& data) {
+  return " train --arch transformer_tiny --data " + data +
+         " --seed 3 --set batch.max_tokens=500 --set log.interval=10 --set model.dropout=0 "
+         "--set model.attention_dropout=0 --set model.activation_dropout=0 --set optim.lr=0.003 "
+         "--set optim.warmup_updates=10";
+}
+
+// The records of a train_log.jsonl of the given type ("train" or "valid").
+std::vector<nlohmann::json> records(const std::string& log_path, const std::string& type) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_text(log_path));
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == type) out.push_back(j);
+  }
+  return out;
+}
+
+void expect_same_losses(const std::string& a, const std::string& b) {
+  for (const char* type : {"train", "valid"}) {
+    auto ra = records(a, type), rb = records(b, type);
+    ASSERT_EQ(ra.size(), rb.size()) << type;
+    ASSERT_FALSE(ra.empty()) << type;
+    for (size_t i = 0; i < ra.size(); ++i) {
+      EXPECT_EQ(ra[i]["update"], rb[i]["update"]);
+      EXPECT_NEAR(ra[i]["loss"].get<double>(), rb[i]["loss"].get<double>(), 1e-5) << type << " record " << i;
+      EXPECT_NEAR(ra[i]["nll_loss"].get<double>(), rb[i]["nll_loss"].get<double>(), 1e-5) << type << " record " << i;
+    }
+  }
+}
+}  // namespace
+
+TEST(Distributed, TwoRanksTrainAsOneProcessWithTwiceTheAccumulationAndResume) {
+  auto dir = temp_dir("e2e-dist");
+  auto data = prepare_task(dir);
+  std::string out;
+  const std::string flags = train_flags(data) + " --set valid.interval_updates=30";
+  // Two ranks with update_freq 1 see, per update, the two batches one process sees with update_freq 2.
+  int rc = run_command(kCli + flags + " --save-dir " + dir + "/two --max-update 30 --nproc 2", out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("distributed: 2 ranks"), std::string::npos) << out;
+  rc = run_command(kCli + flags + " --save-dir " + dir + "/one --max-update 30 --set optim.update_freq=2", out);
+  ASSERT_EQ(rc, 0) << out;
+  expect_same_losses(dir + "/one/train_log.jsonl", dir + "/two/train_log.jsonl");
+  // Only rank 0 writes: one log record per interval, no stray files.
+  EXPECT_EQ(records(dir + "/two/train_log.jsonl", "train").size(), 3u);
+  // Resumed, both continue from update 30 on the same path.
+  rc = run_command(kCli + flags + " --save-dir " + dir + "/two --max-update 40 --resume --nproc 2", out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
+  rc = run_command(kCli + flags + " --save-dir " + dir + "/one --max-update 40 --resume --set optim.update_freq=2", out);
+  ASSERT_EQ(rc, 0) << out;
+  expect_same_losses(dir + "/one/train_log.jsonl", dir + "/two/train_log.jsonl");
+  EXPECT_EQ(records(dir + "/two/train_log.jsonl", "valid").back()["update"], 40);
+}
+
+TEST(Distributed, AKilledWorkerStopsTheOthersAndLeavesTheCheckpoint) {
+  auto dir = temp_dir("e2e-dist-kill");
+  auto data = prepare_task(dir);
+  // Train without end; once the first checkpoint is written, kill rank 1 (the second pid the
+  // launcher logs) and time how long the launcher takes to return.
+  const std::string script =
+      "cd " + dir + " && (" + kCli + train_flags(data) +
+      " --save-dir ck --nproc 2 --set checkpoint.save_interval_updates=20 > train.log 2>&1; echo $? > rc) & "
+      "for i in $(seq 600); do [ -f " + dir + "/ck/checkpoint_last.pt ] && break; sleep 0.1; done; "
+      "pid=$(grep -o 'pids [0-9]* [0-9]*' " + dir + "/train.log | cut -d' ' -f3); kill -9 $pid; "
+      "start=$(date +%s); wait; echo seconds $(( $(date +%s) - start ))";
+  std::string out;
+  ASSERT_EQ(run_command(script, out), 0) << out;
+  const auto log = read_text(dir + "/train.log");
+  EXPECT_EQ(std::stoi(read_text(dir + "/rc")), 137) << log;  // the exit code of the killed rank
+  EXPECT_NE(log.find("rank 1 was killed by signal 9"), std::string::npos) << log;
+  EXPECT_NE(log.find("lost its peers"), std::string::npos) << log;
+  const auto at = out.find("seconds ");
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_LT(std::stoi(out.substr(at + 8)), 20) << out;
+  // The checkpoint written before the failure loads and translates.
+  ASSERT_EQ(run_command("echo 'a1 a2' | " + kCli + " translate --checkpoint " + dir + "/ck/checkpoint_last.pt", out), 0)
+      << out;
+}
+
+TEST(Distributed, ARankThatNeverArrivesAndBadLaunchesAreClearErrors) {
+  auto dir = temp_dir("e2e-dist-bad");
+  auto data = prepare_task(dir);
+  const std::string cmd = kCli + train_flags(data) + " --save-dir " + dir + "/ck --max-update 2";
+  const std::string port = std::to_string(20000 + getpid() % 20000);
+  std::string out;
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = run_command("WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " " + cmd +
+                           " --set dist.timeout=2",
+                       out);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("did not all meet within 2 s"), std::string::npos) << out;
+  EXPECT_LT(seconds, 30) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ck/checkpoint_last.pt"));
+  rc = run_command("WORLD_SIZE=2 " + cmd, out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("RANK"), std::string::npos) << out;
+  rc = run_command("WORLD_SIZE=2 RANK=0 " + cmd + " --nproc 2", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("leave --nproc out"), std::string::npos) << out;
+  rc = run_command(cmd + " --nproc 2 --set dist.timeout=0", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("dist.timeout"), std::string::npos) << out;
+}
