@@ -88,6 +88,7 @@ nlohmann::json train(const Contender& c, const Settings& s, std::string& checkpo
           {"train_target_tokens", t.train_target_tokens},
           {"train_seconds", t.train_seconds},
           {"train_target_tokens_per_second", t.train_tokens_per_second},
+          {"train_allreduce_seconds", t.comm_seconds},
           {"train_peak_rss_mib", peak_rss_mib()}};
 }
 
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<std::string> archs, configs, checkpoints;
   int64_t rounds = 1;
+  bool no_translate = false;
   app.add_option("--data", s.data, "directory written by leanseq prepare (with a test split)")->required();
   app.add_option("--arch", archs, "model preset(s) to train and translate with (comma-separated or repeated)")
       ->delimiter(',');
@@ -149,6 +151,7 @@ int main(int argc, char** argv) {
   app.add_option("--save-dir", s.save_dir, "scratch checkpoint directory")->capture_default_str();
   app.add_option("--threads", s.threads, "intra-op threads (0: default)");
   app.add_option("--set", s.sets, "training config override key=value, for every trained contender");
+  app.add_flag("--no-translate", no_translate, "train only (the contenders are presets or configs)");
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<Contender> contenders;
@@ -168,7 +171,7 @@ int main(int argc, char** argv) {
         nlohmann::json run = nlohmann::json::object();
         std::string checkpoint = c.checkpoint;
         if (checkpoint.empty()) run.update(train(c, s, checkpoint));
-        run.update(translate(checkpoint, sources, s));
+        if (!no_translate) run.update(translate(checkpoint, sources, s));
         runs[i].push_back(run);
       }
     }

@@ -15,3 +15,13 @@
 #define LEANSEQ_ALLOCATOR_ALLOCATE_CONST const
 #define LEANSEQ_ALLOCATOR_HAS_COPY_DATA 0
 #endif
+
+// c10d: from 2.0 on, process groups such as ProcessGroupGloo and ProcessGroupNCCL derive from
+// c10d::Backend; in 1.13 they derive from c10d::ProcessGroup.
+#if LEANSEQ_TORCH_AT_LEAST(2, 0)
+#define LEANSEQ_C10D_BACKEND_HEADER <torch/csrc/distributed/c10d/Backend.hpp>
+#define LEANSEQ_C10D_BACKEND c10d::Backend
+#else
+#define LEANSEQ_C10D_BACKEND_HEADER <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#define LEANSEQ_C10D_BACKEND c10d::ProcessGroup
+#endif

@@ -89,6 +89,15 @@ class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
 
 CrossEntropyResult label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, double eps,
                                                 int64_t ignore_index) {
+  if (logits.is_cuda()) {
+    // On the GPU, ATen's log-softmax and a gather, with ATen's autograd.
+    auto lp = torch::log_softmax(logits, -1);
+    auto keep = target.ne(ignore_index).to(lp.scalar_type());
+    auto nll = -lp.gather(-1, target.clamp_min(0).unsqueeze(-1)).squeeze(-1) * keep;
+    auto smooth = -lp.sum(-1) * keep;
+    const double eps_i = eps / static_cast<double>(logits.size(-1) - 1);
+    return {(nll * (1.0 - eps - eps_i) + smooth * eps_i).sum(), nll.sum().detach()};
+  }
   auto out = LabelSmoothedCE::apply(logits, target, eps, ignore_index);
   return {out[0], out[1]};
 }

@@ -12,7 +12,7 @@ struct CrossEntropyResult {
   torch::Tensor nll;   // scalar sum of the plain NLL (not differentiable)
 };
 
-// logits: [N, V] float32 (CPU); target: [N] int64. eps_i = eps / (V - 1);
+// logits: [N, V] float32 (CPU; CUDA logits take ATen's log-softmax instead); target: [N] int64. eps_i = eps / (V - 1);
 // loss = sum_i (1 - eps - eps_i) * nll_i + eps_i * sum_v(-log p_iv), rows with target ==
 // ignore_index contribute nothing.
 CrossEntropyResult label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, double eps,

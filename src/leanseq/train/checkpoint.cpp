@@ -22,7 +22,7 @@ torch::Tensor bytes_tensor(const std::string& s) {
   return t;
 }
 std::string tensor_bytes(const torch::Tensor& t) {
-  auto c = t.contiguous();
+  auto c = t.cpu().contiguous();
   return std::string(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel()));
 }
 
@@ -84,12 +84,12 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   io::atomic_write(path, [&](const std::string& tmp) { ar.save_to(tmp); });
 }
 
-Checkpoint read_checkpoint(const std::string& path) {
+Checkpoint read_checkpoint(const std::string& path, const torch::Device& device) {
   if (!io::file_exists(path)) throw CheckpointError(path + ": checkpoint not found");
   Checkpoint ck;
   torch::serialize::InputArchive ar;
   try {
-    ar.load_from(path);
+    ar.load_from(path, device);
     torch::Tensor version;
     ar.read("format_version", version);
     if (version.item<int64_t>() != kFormatVersion) {
@@ -125,6 +125,7 @@ Checkpoint read_checkpoint(const std::string& path) {
     torch::serialize::InputArchive opt;
     if (ar.try_read("optimizer", opt)) ck.optimizer.emplace(std::move(opt));
     ar.read("rng", ck.rng_state);
+    ck.rng_state = ck.rng_state.cpu();
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

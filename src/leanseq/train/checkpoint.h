@@ -43,8 +43,9 @@ struct Checkpoint {
 void save_checkpoint(const std::string& path, const std::string& config_yaml, const VocabFiles& vocab,
                      const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
 
-// Throws CheckpointError naming the file when it is missing, truncated or not a checkpoint.
-Checkpoint read_checkpoint(const std::string& path);
+// Throws CheckpointError naming the file when it is missing, truncated or not a checkpoint. The
+// model and optimizer tensors land on `device`, wherever they were saved from.
+Checkpoint read_checkpoint(const std::string& path, const torch::Device& device = torch::kCPU);
 
 // A model rebuilt from a checkpoint alone, with its config and vocabularies.
 struct LoadedModel {

@@ -1,12 +1,27 @@
 #include "leanseq/train/distributed.h"
 
-// The Gloo process group's declarations are behind this switch; libtorch_cpu is built with it.
+#include "leanseq/core/compat.h"
+
+// The process groups' declarations are behind c10d's switches: LibTorch's CPU library has Gloo,
+// its CUDA library NCCL. The build defines LEANSEQ_WITH_GLOO when Gloo's headers are there and
+// LEANSEQ_WITH_NCCL for a CUDA build with NCCL's.
+#include LEANSEQ_C10D_BACKEND_HEADER
+#ifdef LEANSEQ_WITH_GLOO
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef LEANSEQ_WITH_NCCL
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
+#endif
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace leanseq::train {
@@ -52,11 +67,58 @@ std::optional<DistributedEnv> DistributedEnv::from_environment() {
 
 struct Distributed::Impl {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  c10::intrusive_ptr<LEANSEQ_C10D_BACKEND> pg;
+  torch::Device device{torch::kCPU};  // where the backend wants its tensors
 };
 
-Distributed::Distributed(const DistributedEnv& env_in, std::chrono::milliseconds timeout)
-    : env_(env_in), impl_(std::make_unique<Impl>()) {
+bool Distributed::supports(const torch::Device& device) {
+#ifdef LEANSEQ_WITH_GLOO
+  if (device.is_cpu()) return true;
+#endif
+#ifdef LEANSEQ_WITH_NCCL
+  if (device.is_cuda()) return true;
+#endif
+  return false;
+}
+
+namespace {
+#ifdef LEANSEQ_WITH_GLOO
+c10::intrusive_ptr<LEANSEQ_C10D_BACKEND> gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                    const DistributedEnv& e, std::chrono::milliseconds timeout) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  if (auto ifname = env("GLOO_SOCKET_IFNAME")) {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
+  } else if (e.master_addr == "127.0.0.1" || e.master_addr == "localhost") {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  opts->threads = 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, e.rank, e.world_size, opts);
+}
+#endif
+#ifdef LEANSEQ_WITH_NCCL
+c10::intrusive_ptr<LEANSEQ_C10D_BACKEND> nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                    const DistributedEnv& e, std::chrono::milliseconds timeout,
+                                                    const torch::Device& device) {
+  c10::cuda::set_device(device.index());
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, e.rank, e.world_size, opts);
+}
+#endif
+}  // namespace
+
+Distributed::Distributed(const DistributedEnv& env_in, std::chrono::milliseconds timeout, const torch::Device& device)
+    : env_(env_in), backend_(device.is_cuda() ? "NCCL" : "Gloo"), impl_(std::make_unique<Impl>()) {
+  if (!supports(device)) {
+    throw ConfigError("distributed training on " + device.str() + " needs c10d's " + backend_ +
+                      " process group, which this build of leanseq does not have (" +
+                      (device.is_cuda() ? "configure with -DLEANSEQ_CUDA=ON against a CUDA LibTorch with NCCL"
+                                        : "install Gloo's headers, libgloo-dev, and rebuild") +
+                      ")");
+  }
+  impl_->device = device;
   const std::string where = env_.master_addr + ":" + std::to_string(env_.master_port);
   const std::string who = "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world_size);
   try {
@@ -67,16 +129,12 @@ Distributed::Distributed(const DistributedEnv& env_in, std::chrono::milliseconds
     o.waitWorkers = true;
     o.timeout = timeout;
     impl_->store = c10::make_intrusive<c10d::TCPStore>(env_.master_addr, o);
-    auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-    if (auto ifname = env("GLOO_SOCKET_IFNAME")) {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*ifname));
-    } else if (env_.master_addr == "127.0.0.1" || env_.master_addr == "localhost") {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    } else {
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    opts->threads = 2;
-    impl_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, env_.rank, env_.world_size, opts);
+#ifdef LEANSEQ_WITH_GLOO
+    if (device.is_cpu()) impl_->pg = gloo_group(impl_->store, env_, timeout);
+#endif
+#ifdef LEANSEQ_WITH_NCCL
+    if (device.is_cuda()) impl_->pg = nccl_group(impl_->store, env_, timeout, device);
+#endif
   } catch (const std::exception& e) {
     throw DistributedError("distributed rendezvous at " + where + " (" + who + "): the ranks did not all meet within " +
                            std::to_string(timeout.count() / 1000) + " s (" + first_line(e.what()) +
@@ -86,7 +144,17 @@ Distributed::Distributed(const DistributedEnv& env_in, std::chrono::milliseconds
   }
 }
 
-Distributed::~Distributed() = default;
+Distributed::~Distributed() {
+#ifdef LEANSEQ_WITH_NCCL
+  // NCCL's communicators are released explicitly (what Python's destroy_process_group does).
+  if (impl_->pg && impl_->device.is_cuda()) {
+    try {
+      static_cast<c10d::ProcessGroupNCCL*>(impl_->pg.get())->shutdown();
+    } catch (const std::exception&) {
+    }
+  }
+#endif
+}
 
 namespace {
 template <class F>
@@ -101,19 +169,38 @@ void guarded(const Distributed& d, const std::string& what, F&& f) {
 }
 }  // namespace
 
+namespace {
+// Runs `op` on `t` where the backend wants its tensors (NCCL: on the GPU), copying back when `t`
+// lives elsewhere.
+template <class Op>
+void on_device(torch::Tensor& t, const torch::Device& device, Op&& op) {
+  if (t.device() == device) {
+    op(t);
+    return;
+  }
+  auto moved = t.to(device);
+  op(moved);
+  t.copy_(moved);
+}
+}  // namespace
+
 void Distributed::all_reduce_sum(torch::Tensor& t, const std::string& what) {
   guarded(*this, what, [&] {
-    std::vector<at::Tensor> v{t};
-    impl_->pg->allreduce(v)->wait();
+    on_device(t, impl_->device, [&](torch::Tensor& x) {
+      std::vector<at::Tensor> v{x};
+      impl_->pg->allreduce(v)->wait();
+    });
   });
 }
 
 void Distributed::all_reduce_max(torch::Tensor& t, const std::string& what) {
   guarded(*this, what, [&] {
-    std::vector<at::Tensor> v{t};
-    c10d::AllreduceOptions o;
-    o.reduceOp = c10d::ReduceOp::MAX;
-    impl_->pg->allreduce(v, o)->wait();
+    on_device(t, impl_->device, [&](torch::Tensor& x) {
+      std::vector<at::Tensor> v{x};
+      c10d::AllreduceOptions o;
+      o.reduceOp = c10d::ReduceOp::MAX;
+      impl_->pg->allreduce(v, o)->wait();
+    });
   });
 }
 
@@ -121,16 +208,35 @@ void Distributed::broadcast(std::vector<torch::Tensor>& tensors, int root, const
   guarded(*this, what, [&] {
     c10d::BroadcastOptions o;
     o.rootRank = root;
-    // Gloo broadcasts one tensor per call; they are all in flight before the first wait.
+    // One tensor per call (as Gloo wants); they are all in flight before the first wait.
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     std::vector<std::vector<at::Tensor>> holders;
     holders.reserve(tensors.size());
     for (auto& t : tensors) {
-      holders.push_back({t});
+      holders.push_back({t.device() == impl_->device ? t : t.to(impl_->device)});
       works.push_back(impl_->pg->broadcast(holders.back(), o));
     }
-    for (auto& w : works) w->wait();
+    for (size_t i = 0; i < works.size(); ++i) {
+      works[i]->wait();
+      if (tensors[i].device() != impl_->device) tensors[i].copy_(holders[i][0]);
+    }
   });
+}
+
+double Distributed::max_difference_from_rank0(const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> theirs;
+  theirs.reserve(tensors.size());
+  for (const auto& t : tensors) theirs.push_back(t.detach().clone());
+  broadcast(theirs, 0, "the broadcast of rank 0's weights for the consistency check");
+  double diff = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].numel() == 0) continue;
+    diff = std::max(diff, (tensors[i].detach() - theirs[i]).abs().max().item<double>());
+  }
+  auto d = torch::tensor({diff}, torch::kDouble);
+  all_reduce_max(d, "the consistency check");
+  return d.item<double>();
 }
 
 void Distributed::all_reduce_gradients(const std::vector<torch::Tensor>& params, int64_t bucket_bytes) {
@@ -140,6 +246,10 @@ void Distributed::all_reduce_gradients(const std::vector<torch::Tensor>& params,
   int64_t bytes = 0;
   for (const auto& p : params) {
     if (!p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad() = torch::zeros_like(p);
+    if (p.grad().device() != impl_->device) {
+      throw ConfigError("distributed: a gradient on " + p.grad().device().str() + " in a " + backend_ +
+                        " group on " + impl_->device.str());
+    }
     const int64_t b = p.numel() * static_cast<int64_t>(p.element_size());
     if (buckets.empty() || bytes + b > bucket_bytes || buckets.back().front().scalar_type() != p.scalar_type()) {
       buckets.emplace_back();

@@ -14,9 +14,10 @@ LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& da
   std::vector<std::pair<int64_t, int64_t>> lengths;
   for (size_t i = 0; i < dataset.size(); ++i) lengths.emplace_back(dataset.src_len(i), dataset.tgt_len(i));
   LossTotals t;
+  const auto device = model.parameters().front().device();
   const auto batches = data::batch_by_size(lengths, batching);
   for (size_t i = static_cast<size_t>(shard); i < batches.size(); i += static_cast<size_t>(num_shards)) {
-    auto b = dataset.batch(batches[i]);
+    auto b = dataset.batch(batches[i]).to(device);
     auto logits = model.forward(b.src, b.src_lengths, b.prev_output).logits.to(torch::kFloat);
     auto l = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
                                                    label_smoothing, data::Dictionary::kPad);

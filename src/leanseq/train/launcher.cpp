@@ -17,14 +17,10 @@
 
 namespace leanseq::train {
 
-namespace {
-std::atomic<int> g_launcher_signal{0};
-void on_launcher_signal(int sig) { g_launcher_signal.store(sig); }
-
 // A TCP port that is free on the loopback interface now (the OS picks it).
-int free_port() {
+int free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error("--nproc: cannot open a socket to find a free port");
+  if (fd < 0) throw Error("cannot open a socket to find a free port");
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -36,9 +32,13 @@ int free_port() {
     port = ntohs(a.sin_port);
   }
   ::close(fd);
-  if (port < 0) throw Error("--nproc: cannot find a free port on 127.0.0.1 (set MASTER_PORT)");
+  if (port < 0) throw Error("cannot find a free port on 127.0.0.1 (set MASTER_PORT)");
   return port;
 }
+
+namespace {
+std::atomic<int> g_launcher_signal{0};
+void on_launcher_signal(int sig) { g_launcher_signal.store(sig); }
 
 std::string describe(int status) {
   if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
@@ -50,7 +50,7 @@ int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(statu
 
 int launch_local_workers(int nproc, const std::vector<std::string>& argv, std::chrono::seconds grace) {
   const char* port_env = std::getenv("MASTER_PORT");
-  const std::string port = port_env && *port_env ? port_env : std::to_string(free_port());
+  const std::string port = port_env && *port_env ? port_env : std::to_string(free_loopback_port());
   const char* addr_env = std::getenv("MASTER_ADDR");
   const std::string addr = addr_env && *addr_env ? addr_env : "127.0.0.1";
   // Each worker gets its share of the cores for OpenMP/OpenBLAS unless the user chose.

@@ -9,6 +9,9 @@
 
 namespace leanseq::train {
 
+// A TCP port that is free on the loopback interface now (the OS picks it).
+int free_loopback_port();
+
 // `argv` is the worker's command line (argv[0] included, --nproc removed). Returns the launcher's
 // exit code: 0 when every worker succeeded; otherwise that of the first worker to fail (128 +
 // signal number when it was killed), after a log line naming its rank; 128 + signal number when

@@ -1,6 +1,24 @@
 #include "leanseq/train/nag.h"
 
+#include <sstream>
+#include <type_traits>
+
 namespace leanseq::train {
+
+namespace {
+// The key of a parameter in torch::optim's state map: its TensorImpl's address, printed in
+// LibTorch 1.x (as the base class's save and load expect) and the pointer itself in 2.x.
+template <class Key>
+Key state_key(void* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream s;
+    s << impl;
+    return s.str();
+  } else {
+    return impl;
+  }
+}
+}  // namespace
 
 NAG::NAG(std::vector<torch::Tensor> params, double lr, double momentum, double weight_decay)
     : torch::optim::SGD(std::move(params), torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay)) {}
@@ -19,7 +37,7 @@ torch::Tensor NAG::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const auto& g = p.grad();
-      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto key = state_key<std::decay_t<decltype(state_)>::key_type>(p.unsafeGetTensorImpl());
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto st = std::make_unique<torch::optim::SGDParamState>();

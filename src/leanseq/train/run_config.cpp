@@ -11,6 +11,7 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");
   v.field("threads", threads, "intra-op threads of ATen's own operations, e.g. convolutions (0: ATen's default)");
+  v.field("device", device, "where to train: cpu, cuda or cuda:N (CUDA builds; distributed runs: cuda is cuda:LOCAL_RANK)");
   if (model) {
     PrefixedVisitor pv("model", v);
     model->visit(pv);
@@ -57,6 +58,8 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("dist.timeout", dist_timeout,
           "distributed runs: seconds to wait for every rank at the rendezvous and in each collective");
   v.field("dist.bucket_mb", dist_bucket_mb, "distributed runs: MiB of gradients per all-reduce bucket");
+  v.field("dist.check_weights", dist_check_weights,
+          "distributed runs: every N updates, check that every rank holds rank 0's weights (0: never)");
 }
 
 void RunConfig::validate() const {
@@ -81,6 +84,14 @@ void RunConfig::validate() const {
   if (log_interval < 1) bad("log.interval must be positive");
   if (dist_timeout <= 0) bad("dist.timeout must be positive (seconds)");
   if (dist_bucket_mb <= 0) bad("dist.bucket_mb must be positive");
+  if (dist_check_weights < 0) bad("dist.check_weights must be 0 (never) or a number of updates");
+  bool known_device = false;
+  try {
+    torch::Device d(device);
+    known_device = d.is_cpu() || d.is_cuda();
+  } catch (const std::exception&) {
+  }
+  if (!known_device) bad("device: '" + device + "' is not cpu, cuda or cuda:N");
   model->validate();
 }
 

@@ -18,6 +18,7 @@ struct RunConfig : Configurable {
   std::string save_dir = "checkpoints";
   int64_t seed = 1;
   int64_t threads = 0;                // 0: ATen's default
+  std::string device = "cpu";         // cpu, cuda or cuda:N (distributed: cuda means cuda:LOCAL_RANK)
   std::shared_ptr<models::ModelConfig> model;
 
   // optimisation
@@ -61,6 +62,7 @@ struct RunConfig : Configurable {
   // data parallel over the ranks of WORLD_SIZE (train/distributed.h)
   double dist_timeout = 300;    // seconds for the rendezvous and for every collective
   double dist_bucket_mb = 25;   // gradient all-reduce bucket size
+  int64_t dist_check_weights = 0;  // every N updates, check that all ranks hold rank 0's weights (0: never)
 
   void visit(ConfigVisitor& v) override;
   void validate() const;

@@ -64,6 +64,9 @@ struct Trainer::Impl {
   int64_t log_updates = 0;
   std::unique_ptr<decode::Translator> translator;  // for validation BLEU
   std::unique_ptr<Distributed> dist;                // null: a single process
+  torch::Device device{torch::kCPU};                // where the model trains
+  double log_comm_seconds = 0;                      // in collectives since the last log line
+  double comm_seconds_this_run = 0;
 
   double elapsed() const { return progress.elapsed_seconds + timer.seconds(); }
   // Only rank 0 writes checkpoints and logs.
@@ -71,18 +74,34 @@ struct Trainer::Impl {
   int rank() const { return dist ? dist->rank() : 0; }
   int world_size() const { return dist ? dist->world_size() : 1; }
 
-  // Joins the process group when the environment names one (WORLD_SIZE > 1). Ranks above 0 log
-  // only warnings and errors, prefixed with their rank.
-  void join_process_group() {
-    auto env = DistributedEnv::from_environment();
-    if (!env || env->world_size < 2) return;
+  // The training device: `device` of the config, where a plain "cuda" means the GPU of this
+  // rank's LOCAL_RANK.
+  void choose_device(const std::optional<DistributedEnv>& env) {
+    torch::Device d(cfg.device);
+    if (d.is_cuda()) {
+      if (!torch::cuda::is_available()) {
+        throw ConfigError("device: " + cfg.device + ": no CUDA GPU is visible (or this LibTorch has no CUDA)");
+      }
+      if (!d.has_index()) d = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env ? env->local_rank : 0));
+      if (d.index() >= static_cast<int>(torch::cuda::device_count())) {
+        throw ConfigError("device: " + d.str() + ": this machine has " + std::to_string(torch::cuda::device_count()) +
+                          " GPU(s)");
+      }
+    }
+    device = d;
+  }
+
+  // Joins the process group when the environment names one (WORLD_SIZE set, even to 1). Ranks
+  // above 0 log only warnings and errors, prefixed with their rank.
+  void join_process_group(const std::optional<DistributedEnv>& env) {
+    if (!env) return;
     if (env->rank > 0) {
       log::set_level(log::Level::warn);
       log::set_prefix("rank " + std::to_string(env->rank) + ": ");
     }
     dist = std::make_unique<Distributed>(
-        *env, std::chrono::milliseconds(static_cast<int64_t>(cfg.dist_timeout * 1000.0)));
-    log::info("distributed: " + std::to_string(env->world_size) + " ranks (Gloo), rendezvous " + env->master_addr + ":" +
+        *env, std::chrono::milliseconds(static_cast<int64_t>(cfg.dist_timeout * 1000.0)), device);
+    log::info("distributed: " + std::to_string(env->world_size) + " ranks (" + dist->backend() + "), rendezvous " + env->master_addr + ":" +
               std::to_string(env->master_port) + "; each update takes " + std::to_string(cfg.update_freq) +
               " batch(es) per rank");
   }
@@ -94,12 +113,21 @@ struct Trainer::Impl {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> state;
     for (auto& p : model->parameters()) state.push_back(p.detach());
-    for (auto& b : model->buffers()) state.push_back(b);
     dist->broadcast(state, 0, "the broadcast of rank 0's parameters");
+    synchronise_buffers();
     if (rank() > 0) {
       torch::manual_seed(static_cast<uint64_t>(cfg.seed) * 1000003ULL + static_cast<uint64_t>(rank()) * 7919ULL +
                          static_cast<uint64_t>(progress.num_updates));
     }
+  }
+
+  // Buffers that training updates on each rank from its own batches (BatchNorm's running
+  // statistics) take rank 0's values, which are the ones it saves.
+  void synchronise_buffers() {
+    if (!dist) return;
+    std::vector<torch::Tensor> buffers;
+    for (auto& b : model->buffers()) buffers.push_back(b);
+    if (!buffers.empty()) dist->broadcast(buffers, 0, "the broadcast of rank 0's buffers");
   }
 
   // The signal any rank received (0: none) and whether the time budget is spent by rank 0's
@@ -147,13 +175,15 @@ struct Trainer::Impl {
     std::vector<std::pair<int64_t, int64_t>> valid_lengths;
     for (size_t i = 0; i < valid->size(); ++i) valid_lengths.emplace_back(valid->src_len(i), valid->tgt_len(i));
     check_lengths("valid", valid_lengths);
-    join_process_group();
+    const auto env = DistributedEnv::from_environment();
+    choose_device(env);
+    join_process_group(env);
 
     io::make_dirs(cfg.save_dir);
     std::string last = cfg.save_dir + "/checkpoint_last.pt";
     std::optional<Checkpoint> ck;
     if (resume && io::file_exists(last)) {
-      ck = read_checkpoint(last);
+      ck = read_checkpoint(last, device);
       auto saved = resolve_run_config(parse_yaml_text(ck->config_yaml, last + " (config)"));
       if (saved.arch != cfg.arch || dump_config_yaml(*saved.model) != dump_config_yaml(*cfg.model)) {
         log::warn("resuming with the model config stored in " + last + " (arch " + saved.arch + ")");
@@ -163,6 +193,7 @@ struct Trainer::Impl {
     }
     torch::manual_seed(static_cast<uint64_t>(cfg.seed));
     model = models::build_model(*cfg.model, {src_dict.size(), tgt_dict.size(), meta.joint});
+    model->to(device);
     params = models::unique_parameters(*model);
     if (cfg.optimizer == "nag") {
       optimizer = std::make_unique<NAG>(params, cfg.lr.lr, cfg.momentum, cfg.weight_decay);
@@ -187,7 +218,7 @@ struct Trainer::Impl {
     if (main_process()) log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
     tty = main_process() && cfg.log_format == "auto" && isatty(2);
     log::info("model " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(models::count_parameters(*model)) +
-              " parameters; " + std::to_string(train->size()) + " training pairs, " + std::to_string(valid->size()) +
+              " parameters, on " + device.str() + "; " + std::to_string(train->size()) + " training pairs, " + std::to_string(valid->size()) +
               " valid");
   }
 
@@ -250,7 +281,7 @@ struct Trainer::Impl {
     double loss_sum = 0, nll_sum = 0;
     int64_t ntokens = 0;
     for (const auto& ids : batches) {
-      auto b = train->batch(ids);
+      auto b = train->batch(ids).to(device);
       auto out = model->forward(b.src, b.src_lengths, b.prev_output);
       auto logits = out.logits.to(torch::kFloat);
       auto r = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
@@ -261,11 +292,15 @@ struct Trainer::Impl {
       ntokens += b.ntokens;
     }
     if (dist) {
+      Timer comm;
       auto sums = torch::tensor({loss_sum, nll_sum, static_cast<double>(ntokens)}, torch::kDouble);
       dist->all_reduce_sum(sums, "the all-reduce of loss sums");
       loss_sum = sums[0].item<double>(), nll_sum = sums[1].item<double>();
       ntokens = static_cast<int64_t>(sums[2].item<double>());
       dist->all_reduce_gradients(params, static_cast<int64_t>(cfg.dist_bucket_mb * 1024 * 1024));
+      if (device.is_cuda()) torch::cuda::synchronize(device.index());
+      const double c = comm.seconds();
+      log_comm_seconds += c, comm_seconds_this_run += c;
     }
     if (ntokens == 0) return false;
     // Gradients of the summed loss (over all ranks), normalised by the number of target tokens
@@ -278,6 +313,14 @@ struct Trainer::Impl {
     set_lr(lr);
     optimizer->step();
     ++progress.num_updates;
+    if (dist && cfg.dist_check_weights > 0 && progress.num_updates % cfg.dist_check_weights == 0) {
+      const double d = dist->max_difference_from_rank0(params);
+      if (d > 0) {
+        throw DistributedError("distributed: after update " + std::to_string(progress.num_updates) +
+                               " the ranks' weights differ from rank 0's by up to " + fmt(d, 9, true) +
+                               " (dist.check_weights); the ranks no longer train one model");
+      }
+    }
     double secs = t.seconds();
     tokens_this_run += ntokens;
     train_seconds_this_run += secs;
@@ -317,6 +360,7 @@ struct Trainer::Impl {
                        {"ppl", std::pow(2.0, log_nll / log_tokens / kLn2)},
                        {"lr", current_lr()},
                        {"tokens_per_second", log_tokens / log_seconds}};
+    if (dist) rec["allreduce_ms_per_update"] = 1000.0 * log_comm_seconds / static_cast<double>(log_updates);
     write_record(rec);
     if (!tty && cfg.log_format != "json") {
       log::info("epoch " + std::to_string(progress.epoch) + " | update " + std::to_string(progress.num_updates) +
@@ -324,12 +368,13 @@ struct Trainer::Impl {
                 fmt(rec["ppl"], 2) + " | lr " + fmt(rec["lr"].get<double>(), 3, true) + " | " +
                 fmt(rec["tokens_per_second"], 0) + " tok/s | " + fmt(elapsed() / 60.0, 1) + " min");
     }
-    log_loss = log_nll = log_tokens = log_seconds = 0;
+    log_loss = log_nll = log_tokens = log_seconds = log_comm_seconds = 0;
     log_updates = 0;
   }
 
   ValidResult validate() {
     ValidResult r;
+    synchronise_buffers();
     auto totals = dataset_loss(*model, *valid, cfg.batching(), cfg.label_smoothing, rank(), world_size());
     if (dist) {
       auto sums = torch::tensor({totals.loss, totals.nll, static_cast<double>(totals.tokens)}, torch::kDouble);
@@ -529,6 +574,7 @@ TrainOutcome Trainer::run() {
   out.last_valid_bleu = s.last_valid.bleu;
   out.train_target_tokens = s.tokens_this_run;
   out.train_seconds = s.train_seconds_this_run;
+  out.comm_seconds = s.comm_seconds_this_run;
   out.train_tokens_per_second = s.train_seconds_this_run > 0 ? s.tokens_this_run / s.train_seconds_this_run : 0;
   return out;
 }

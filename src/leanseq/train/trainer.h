@@ -15,6 +15,9 @@ struct TrainOutcome {
   double train_tokens_per_second = 0;
   int64_t train_target_tokens = 0;
   double train_seconds = 0;
+  // Distributed runs: seconds of train_seconds spent in the per-update collectives (loss sums and
+  // gradients, waiting for the slowest rank included); 0 for one process.
+  double comm_seconds = 0;
 };
 
 struct ValidResult {
