@@ -30,10 +30,15 @@ inline void write_task(const std::string& prefix, int n, int seed) {
   }
 }
 
-inline std::string prepare_task(const std::string& dir) {
+// dir/{train,valid,test}.{src,tgt}: 2000, 50 and 100 pairs of the task.
+inline void write_task_splits(const std::string& dir) {
   write_task(dir + "/train", 2000, 1);
   write_task(dir + "/valid", 50, 2);
   write_task(dir + "/test", 100, 3);
+}
+
+inline std::string prepare_task(const std::string& dir) {
+  write_task_splits(dir);
   std::string out;
   int rc = run_command(kCli + " prepare --src src --tgt tgt --train " + dir + "/train --valid " + dir + "/valid --test " +
                            dir + "/test --out " + dir + "/bin --vocab-size 60",

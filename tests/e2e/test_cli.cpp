@@ -13,7 +13,6 @@ using leanseq::test::run_command;
 using leanseq::test::temp_dir;
 using leanseq::test::kCli;
 using leanseq::test::prepare_task;
-using leanseq::test::write_task;
 
 namespace {
 
@@ -234,9 +233,7 @@ TEST(EndToEnd, PervasiveAttentionLearnsWithRecomputationAndShowsItsAlignment) {
 
 TEST(EndToEnd, LanguageModelTrainsAndReportsPerplexity) {
   auto dir = temp_dir("e2e-lm");
-  write_task(dir + "/train", 2000, 1);
-  write_task(dir + "/valid", 50, 2);
-  write_task(dir + "/test", 100, 3);
+  leanseq::test::write_task_splits(dir);
   std::string out;
   int rc = run_command(kCli + " prepare --lm --lang tgt --train " + dir + "/train --valid " + dir + "/valid --test " +
                            dir + "/test --out " + dir + "/lm --vocab-size 40",
