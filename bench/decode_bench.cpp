@@ -15,6 +15,7 @@
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/registry.h"
 #include "contender.h"
+#include "errors.h"
 #include "median.h"
 
 namespace {
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "measured repetitions, interleaved over the contenders")->capture_default_str();
   app.add_option("--warmup", warmup, "unmeasured rounds first")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  try {
+  return leanseq::bench::run_reporting_errors("leanseq-decode-bench", [&] {
     if (rounds < 1 || warmup < 0) throw leanseq::ConfigError("--rounds must be at least 1 and --warmup at least 0");
     if (s.length < 1 || s.source_length < 2 || s.sentences < 1 || s.batch_size < 1 || s.beam < 1 || s.vocab < 5) {
       throw leanseq::ConfigError("need --length >= 1, --source-length >= 2, --vocab >= 5, positive sizes");
@@ -120,12 +121,5 @@ int main(int argc, char** argv) {
                                    {"runs", runs[i]}});
     }
     std::cout << out.dump() << std::endl;
-  } catch (const leanseq::Error& e) {
-    std::cerr << "leanseq-decode-bench: error: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "leanseq-decode-bench: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+  });
 }

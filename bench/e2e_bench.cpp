@@ -17,6 +17,7 @@
 #include "leanseq/train/inference.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
+#include "errors.h"
 #include "median.h"
 
 namespace {
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
   app.add_option("--set", s.sets, "training config override key=value, for every trained contender");
   app.add_flag("--no-translate", no_translate, "train only (the contenders are presets or configs)");
   CLI11_PARSE(app, argc, argv);
-  try {
+  return leanseq::bench::run_reporting_errors("leanseq-bench", [&] {
     std::vector<Contender> contenders;
     for (const auto& a : archs) contenders.push_back({a, a, "", ""});
     for (const auto& c : configs) contenders.push_back({std::filesystem::path(c).stem().string(), "", c, ""});
@@ -193,12 +194,5 @@ int main(int argc, char** argv) {
                                    {"runs", runs[i]}});
     }
     std::cout << out.dump() << std::endl;
-  } catch (const leanseq::Error& e) {
-    std::cerr << "leanseq-bench: error: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "leanseq-bench: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+  });
 }

@@ -15,6 +15,7 @@
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "contender.h"
+#include "errors.h"
 #include "median.h"
 
 namespace {
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "repetitions, interleaved over the contenders")->capture_default_str();
   app.add_option("--threads", threads, "intra-op threads (0: default)");
   CLI11_PARSE(app, argc, argv);
-  try {
+  return leanseq::bench::run_reporting_errors("leanseq-train-bench", [&] {
     if (rounds < 1 || s.steps < 1 || s.length < 2 || s.batch_size < 1 || s.vocab < 5) {
       throw leanseq::ConfigError("need --rounds, --steps, --batch-size >= 1, --length >= 2, --vocab >= 5");
     }
@@ -116,12 +117,5 @@ int main(int argc, char** argv) {
                                    {"runs", runs[i]}});
     }
     std::cout << out.dump() << std::endl;
-  } catch (const leanseq::Error& e) {
-    std::cerr << "leanseq-train-bench: error: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << "leanseq-train-bench: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+  });
 }

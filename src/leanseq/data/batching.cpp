@@ -1,7 +1,6 @@
 #include "leanseq/data/batching.h"
 
 #include <algorithm>
-#include <numeric>
 #include <random>
 
 #include "leanseq/core/error.h"
@@ -60,6 +59,14 @@ PairDataset::PairDataset(const std::string& src_prefix, const std::optional<std:
                       src_prefix + ".idx has " + std::to_string(src_.size()));
     }
   }
+}
+
+std::vector<std::pair<int64_t, int64_t>> PairDataset::lengths(size_t n) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  n = std::min(n, size());
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.emplace_back(src_len(i), tgt_len(i));
+  return out;
 }
 
 Batch PairDataset::batch(const std::vector<int64_t>& ids) const {

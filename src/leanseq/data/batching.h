@@ -34,6 +34,8 @@ class PairDataset {
   size_t size() const { return src_.size(); }
   int64_t src_len(size_t i) const { return src_.length(i); }
   int64_t tgt_len(size_t i) const { return tgt_ ? tgt_->length(i) : 0; }
+  // {src_len, tgt_len} of the first n pairs (all of them by default), as batch_by_size takes them.
+  std::vector<std::pair<int64_t, int64_t>> lengths(size_t n = SIZE_MAX) const;
   bool has_target() const { return tgt_.has_value(); }
   Batch batch(const std::vector<int64_t>& ids) const;
 

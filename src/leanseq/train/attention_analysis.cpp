@@ -15,9 +15,7 @@ std::vector<AttentionSimilarity> attention_similarity(models::Seq2SeqModel& mode
   if (!dataset.has_target()) throw ConfigError("attention analysis needs a split with targets");
   torch::NoGradGuard no_grad;
   model.eval();
-  const int64_t n = max_sentences > 0 ? std::min<int64_t>(max_sentences, dataset.size()) : dataset.size();
-  std::vector<std::pair<int64_t, int64_t>> lengths;
-  for (int64_t i = 0; i < n; ++i) lengths.emplace_back(dataset.src_len(i), dataset.tgt_len(i));
+  const auto lengths = dataset.lengths(max_sentences > 0 ? static_cast<size_t>(max_sentences) : SIZE_MAX);
   data::BatchingOptions bo;
   bo.max_tokens = max_tokens;
 

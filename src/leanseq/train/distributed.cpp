@@ -167,9 +167,7 @@ void guarded(const Distributed& d, const std::string& what, F&& f) {
                            "); a worker died or stopped answering");
   }
 }
-}  // namespace
 
-namespace {
 // Runs `op` on `t` where the backend wants its tensors (NCCL: on the GPU), copying back when `t`
 // lives elsewhere.
 template <class Op>
@@ -184,21 +182,12 @@ void on_device(torch::Tensor& t, const torch::Device& device, Op&& op) {
 }
 }  // namespace
 
-void Distributed::all_reduce_sum(torch::Tensor& t, const std::string& what) {
-  guarded(*this, what, [&] {
-    on_device(t, impl_->device, [&](torch::Tensor& x) {
-      std::vector<at::Tensor> v{x};
-      impl_->pg->allreduce(v)->wait();
-    });
-  });
-}
-
-void Distributed::all_reduce_max(torch::Tensor& t, const std::string& what) {
+void Distributed::all_reduce(torch::Tensor& t, bool max, const std::string& what) {
   guarded(*this, what, [&] {
     on_device(t, impl_->device, [&](torch::Tensor& x) {
       std::vector<at::Tensor> v{x};
       c10d::AllreduceOptions o;
-      o.reduceOp = c10d::ReduceOp::MAX;
+      o.reduceOp = max ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
       impl_->pg->allreduce(v, o)->wait();
     });
   });

@@ -47,8 +47,8 @@ class Distributed {
 
   // In place, across ranks. `what` names the operation in errors. Tensors may live on the CPU or
   // on the group's device; they are moved for the collective when the backend needs it.
-  void all_reduce_sum(torch::Tensor& t, const std::string& what);
-  void all_reduce_max(torch::Tensor& t, const std::string& what);
+  void all_reduce_sum(torch::Tensor& t, const std::string& what) { all_reduce(t, false, what); }
+  void all_reduce_max(torch::Tensor& t, const std::string& what) { all_reduce(t, true, what); }
   void broadcast(std::vector<torch::Tensor>& tensors, int root, const std::string& what);
   // Sums the gradients of `params` over ranks (an undefined gradient counts as zeros and becomes
   // a defined one), packed into flat buckets of at most `bucket_bytes` whose all-reduces are all
@@ -60,6 +60,7 @@ class Distributed {
   double max_difference_from_rank0(const std::vector<torch::Tensor>& tensors);
 
  private:
+  void all_reduce(torch::Tensor& t, bool max, const std::string& what);
   struct Impl;
   DistributedEnv env_;
   std::string backend_;

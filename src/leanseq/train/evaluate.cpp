@@ -11,11 +11,9 @@ LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& da
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
-  std::vector<std::pair<int64_t, int64_t>> lengths;
-  for (size_t i = 0; i < dataset.size(); ++i) lengths.emplace_back(dataset.src_len(i), dataset.tgt_len(i));
   LossTotals t;
   const auto device = model.parameters().front().device();
-  const auto batches = data::batch_by_size(lengths, batching);
+  const auto batches = data::batch_by_size(dataset.lengths(), batching);
   for (size_t i = static_cast<size_t>(shard); i < batches.size(); i += static_cast<size_t>(num_shards)) {
     auto b = dataset.batch(batches[i]).to(device);
     auto logits = model.forward(b.src, b.src_lengths, b.prev_output).logits.to(torch::kFloat);

@@ -69,6 +69,8 @@ struct Trainer::Impl {
   double comm_seconds_this_run = 0;
 
   double elapsed() const { return progress.elapsed_seconds + timer.seconds(); }
+  bool max_update_reached() const { return cfg.max_update > 0 && progress.num_updates >= cfg.max_update; }
+  bool max_minutes_reached() const { return cfg.max_minutes > 0 && elapsed() >= cfg.max_minutes * 60.0; }
   // Only rank 0 writes checkpoints and logs.
   bool main_process() const { return !dist || dist->rank() == 0; }
   int rank() const { return dist ? dist->rank() : 0; }
@@ -130,6 +132,15 @@ struct Trainer::Impl {
     if (!buffers.empty()) dist->broadcast(buffers, 0, "the broadcast of rank 0's buffers");
   }
 
+  // Adds loss, nll and token sums over the ranks (in place; nothing for one process).
+  void sum_over_ranks(double& loss, double& nll, int64_t& tokens, const std::string& what) {
+    if (!dist) return;
+    auto sums = torch::tensor({loss, nll, static_cast<double>(tokens)}, torch::kDouble);
+    dist->all_reduce_sum(sums, what);
+    loss = sums[0].item<double>(), nll = sums[1].item<double>();
+    tokens = static_cast<int64_t>(sums[2].item<double>());
+  }
+
   // The signal any rank received (0: none) and whether the time budget is spent by rank 0's
   // clock: the same answer on every rank, so that all stop after the same update.
   struct StopState {
@@ -137,7 +148,7 @@ struct Trainer::Impl {
     bool time_up = false;
   };
   StopState stop_state() {
-    StopState st{stop_signal(), cfg.max_minutes > 0 && elapsed() >= cfg.max_minutes * 60.0};
+    StopState st{stop_signal(), max_minutes_reached()};
     if (!dist) return st;
     auto t = torch::tensor({static_cast<double>(st.signal), main_process() && st.time_up ? 1.0 : 0.0}, torch::kDouble);
     dist->all_reduce_max(t, "the stop check");
@@ -170,11 +181,9 @@ struct Trainer::Impl {
                                                 meta.split_prefix("train", meta.tgt_lang));
     valid = std::make_unique<data::PairDataset>(meta.split_prefix("valid", meta.src_lang),
                                                 meta.split_prefix("valid", meta.tgt_lang));
-    for (size_t i = 0; i < train->size(); ++i) train_lengths.emplace_back(train->src_len(i), train->tgt_len(i));
+    train_lengths = train->lengths();
     check_lengths("train", train_lengths);
-    std::vector<std::pair<int64_t, int64_t>> valid_lengths;
-    for (size_t i = 0; i < valid->size(); ++i) valid_lengths.emplace_back(valid->src_len(i), valid->tgt_len(i));
-    check_lengths("valid", valid_lengths);
+    check_lengths("valid", valid->lengths());
     const auto env = DistributedEnv::from_environment();
     choose_device(env);
     join_process_group(env);
@@ -222,8 +231,6 @@ struct Trainer::Impl {
               " valid");
   }
 
-  // Parameters of another checkpoint with the same vocabularies (e.g. a baseline for a model that
-  // shares attention): those the model has are copied, the rest stay as initialised.
   // Pairs over batch.max_source_len / max_target_len: an error naming the first, or (too_long:
   // skip) a count in the log; batch_by_size leaves them out.
   void check_lengths(const std::string& split, const std::vector<std::pair<int64_t, int64_t>>& lengths) const {
@@ -248,6 +255,8 @@ struct Trainer::Impl {
               " pairs are over the length limits and left out (batch.too_long: skip)");
   }
 
+  // Parameters of another checkpoint with the same vocabularies (e.g. a baseline for a model that
+  // shares attention): those the model has are copied, the rest stay as initialised.
   void init_from(const std::string& path) {
     auto init = read_checkpoint(path);
     if (init.vocab.src_dict != vocab.src_dict || init.vocab.tgt_dict != vocab.tgt_dict) {
@@ -293,10 +302,7 @@ struct Trainer::Impl {
     }
     if (dist) {
       Timer comm;
-      auto sums = torch::tensor({loss_sum, nll_sum, static_cast<double>(ntokens)}, torch::kDouble);
-      dist->all_reduce_sum(sums, "the all-reduce of loss sums");
-      loss_sum = sums[0].item<double>(), nll_sum = sums[1].item<double>();
-      ntokens = static_cast<int64_t>(sums[2].item<double>());
+      sum_over_ranks(loss_sum, nll_sum, ntokens, "the all-reduce of loss sums");
       dist->all_reduce_gradients(params, static_cast<int64_t>(cfg.dist_bucket_mb * 1024 * 1024));
       if (device.is_cuda()) torch::cuda::synchronize(device.index());
       const double c = comm.seconds();
@@ -376,12 +382,7 @@ struct Trainer::Impl {
     ValidResult r;
     synchronise_buffers();
     auto totals = dataset_loss(*model, *valid, cfg.batching(), cfg.label_smoothing, rank(), world_size());
-    if (dist) {
-      auto sums = torch::tensor({totals.loss, totals.nll, static_cast<double>(totals.tokens)}, torch::kDouble);
-      dist->all_reduce_sum(sums, "the all-reduce of validation sums");
-      totals.loss = sums[0].item<double>(), totals.nll = sums[1].item<double>();
-      totals.tokens = static_cast<int64_t>(sums[2].item<double>());
-    }
+    sum_over_ranks(totals.loss, totals.nll, totals.tokens, "the all-reduce of validation sums");
     r.loss = totals.loss_base2();
     r.nll_loss = totals.nll_base2();
     if (cfg.eval_bleu) {
@@ -515,9 +516,7 @@ TrainOutcome Trainer::run() {
   install_stop_handlers();
   auto sorted_batches = data::batch_by_size(s.train_lengths, cfg.batching());
   // Limits already reached when a resumed run starts (rank 0's checkpoint: the same on every rank).
-  bool stop = (cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) ||
-              (cfg.max_minutes > 0 && s.elapsed() >= cfg.max_minutes * 60.0) ||
-              (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch);
+  bool stop = s.max_update_reached() || s.max_minutes_reached() || (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch);
   while (!stop) {
     auto batches = sorted_batches;
     data::shuffle_batches(batches, static_cast<uint64_t>(cfg.seed) * 1000003ULL + static_cast<uint64_t>(s.progress.epoch));
@@ -549,7 +548,7 @@ TrainOutcome Trainer::run() {
         stop = true;
         break;
       }
-      if ((cfg.max_update > 0 && s.progress.num_updates >= cfg.max_update) || st.time_up) {
+      if (s.max_update_reached() || st.time_up) {
         stop = true;
         break;
       }
