@@ -121,6 +121,13 @@ TEST(EndToEnd, SanFromTheAnalysisOfABaselineAndAnAanDecoderLearn) {
   EXPECT_NE(out.find("model.decoder.encoder_attn_groups"), std::string::npos) << out;
 }
 
+TEST(EndToEnd, TransformerWithADisanEncoderLearnsTheSyntheticTask) {
+  auto dir = temp_dir("disanenc");
+  auto data = prepare_task(dir);
+  std::string out;
+  EXPECT_GT(train_translate_score(dir, data, "transformer_tiny", "ck", kAdam + " --set model.encoder.type=disan", out), 60.0);
+}
+
 TEST(EndToEnd, LightweightAndDynamicConvLearnTheSyntheticTask) {
   auto dir = temp_dir("e2e-conv");
   auto data = prepare_task(dir);

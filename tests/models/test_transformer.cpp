@@ -42,6 +42,27 @@ TEST(Transformer, IncrementalEqualsFullForwardAfterReorderAndInChunks) {
   }
 }
 
+TEST(Transformer, DisanEncoderDecodesIncrementallyAndIgnoresPads) {
+  auto cfg = registry().preset_config("transformer_tiny");
+  auto& tc = static_cast<TransformerConfig&>(*cfg);
+  tc.encoder_type = "disan";
+  auto model = build_model(*cfg, {30, 30, true});
+  EXPECT_EQ(model->named_parameters().find("encoder.layers.0.self_attn.q_proj.weight"), nullptr);
+  EXPECT_NE(model->named_parameters().find("encoder.disa.fw.map.weight"), nullptr);
+  test::check_incremental(*model, 30, 1);
+  // A padded source gives its tokens the encoding they get alone.
+  model->eval();
+  torch::NoGradGuard ng;
+  auto alone = model->encode(torch::tensor({{5, 6, 7, 2}}, torch::kLong), torch::tensor({4}));
+  auto padded = model->encode(torch::tensor({{5, 6, 7, 2, 1, 1}, {8, 9, 2, 1, 1, 1}}, torch::kLong), torch::tensor({4, 3}));
+  ASSERT_EQ(alone.out.size(2), tc.encoder.embed_dim);
+  EXPECT_LT(test::max_abs_diff(alone.out[0], padded.out[0].narrow(0, 0, 4)), 1e-6);
+  tc.encoder.embed_dim = tc.decoder.embed_dim = 34;
+  tc.encoder.attention_heads = tc.decoder.attention_heads = 2;
+  tc.encoder_type = "lstm";
+  EXPECT_THROW(cfg->validate(), ConfigError);
+}
+
 TEST(Transformer, ParameterNamesFollowFairseq) {
   auto model = build_model(*registry().preset_config("transformer_tiny"), {30, 30, true});
   auto names = model->named_parameters().keys();

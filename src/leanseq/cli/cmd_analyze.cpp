@@ -1,3 +1,5 @@
+// `leanseq analyze prune`: quality against sparsity of one or more checkpoints (a model trained
+// with targeted dropout beside one trained without), as JSON, CSV and a chart.
 // `leanseq analyze attention`: SAN's learned sharing policy. A trained Transformer runs over
 // held-out pairs; for encoder self-attention, decoder self-attention and encoder-decoder attention
 // it writes the layer-to-layer similarity matrix (1 - JSD) as JSON, CSV and a heatmap, and a
@@ -16,6 +18,7 @@
 #include "leanseq/models/layer_groups.h"
 #include "leanseq/train/attention_analysis.h"
 #include "leanseq/train/checkpoint.h"
+#include "leanseq/train/pruning.h"
 #include "leanseq/viz/plot.h"
 
 namespace leanseq::cli {
@@ -91,6 +94,64 @@ void run_attention(const AnalyzeArgs& a) {
   io::atomic_write_text(a.output_dir + "/groups.yaml", yaml.str());
   log::info("wrote " + a.output_dir + "/{similarity.json, groups.yaml, <kind>.csv, <kind>.png}");
 }
+struct PruneCurveArgs {
+  std::vector<std::string> checkpoints;
+  std::string src, ref, method = "weight", sparsities = "0,30,50,70,90", output_dir;
+  int64_t beam = 5, max_sentences = 64;
+  double lenpen = 1.0;
+};
+
+std::vector<double> parse_percentages(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      double v = std::stod(item, &used);
+      if (used != item.size() || v < 0 || v > 100) throw std::invalid_argument(item);
+      out.push_back(v / 100.0);
+    } catch (const std::exception&) {
+      throw ConfigError("--sparsities: '" + item + "' is not a percentage in [0, 100]");
+    }
+  }
+  if (out.empty()) throw ConfigError("--sparsities: no values");
+  return out;
+}
+
+void run_prune_curve(const PruneCurveArgs& a) {
+  if (a.method != "weight" && a.method != "unit") throw ConfigError("--method: '" + a.method + "' is not weight or unit");
+  const auto sparsities = parse_percentages(a.sparsities);
+  const auto sources = io::read_lines(a.src), refs = io::read_lines(a.ref);
+  decode::TranslateOptions opt;
+  opt.search.beam = a.beam;
+  opt.search.lenpen = a.lenpen;
+  opt.max_sentences = a.max_sentences;
+  nlohmann::json report{{"method", a.method}, {"src", a.src}, {"ref", a.ref}, {"beam", a.beam}, {"models", nlohmann::json::array()}};
+  std::ostringstream table;
+  table << "checkpoint,sparsity,zeros,bleu,chrf\n";
+  viz::Panel panel{"BLEU after " + a.method + " pruning", "sparsity (%)", "BLEU", {}};
+  for (const auto& ck : a.checkpoints) {
+    auto curve = train::prune_curve(ck, sources, refs, sparsities, a.method, opt);
+    viz::Series series{ck, {}, {}};
+    auto points = nlohmann::json::array();
+    for (const auto& p : curve) {
+      points.push_back({{"sparsity", p.sparsity}, {"zeros", p.zeros}, {"bleu", p.bleu}, {"chrf", p.chrf}});
+      table << ck << "," << p.sparsity << "," << p.zeros << "," << p.bleu << "," << p.chrf << "\n";
+      series.x.push_back(100 * p.sparsity);
+      series.y.push_back(p.bleu);
+      std::cout << ck << "\t" << 100 * p.sparsity << "%\tBLEU " << std::fixed << std::setprecision(2) << p.bleu
+                << "\tchrF " << p.chrf << std::defaultfloat << "\n";
+    }
+    report["models"].push_back({{"checkpoint", ck}, {"points", points}});
+    panel.series.push_back(series);
+  }
+  io::make_dirs(a.output_dir);
+  io::atomic_write_text(a.output_dir + "/prune.json", report.dump(2) + "\n");
+  io::atomic_write_text(a.output_dir + "/prune.csv", table.str());
+  viz::plot_panels({panel}, a.output_dir + "/prune.png");
+  log::info("wrote " + a.output_dir + "/{prune.json, prune.csv, prune.png}");
+}
 }  // namespace
 
 void add_analyze(CLI::App& app, int& exit_code) {
@@ -110,6 +171,23 @@ void add_analyze(CLI::App& app, int& exit_code) {
       ->required();
   sub->callback([a, &exit_code] {
     run_attention(*a);
+    exit_code = 0;
+  });
+
+  auto p = std::make_shared<PruneCurveArgs>();
+  auto* prune = analyze->add_subcommand(
+      "prune", "translation quality against sparsity: each checkpoint's dense weights pruned to each sparsity");
+  prune->add_option("--checkpoint", p->checkpoints, "checkpoint(s) to compare (repeatable)")->required();
+  prune->add_option("--src", p->src, "source sentences (raw text)")->required();
+  prune->add_option("--ref", p->ref, "reference translations (raw text)")->required();
+  prune->add_option("--method", p->method, "weight or unit")->capture_default_str();
+  prune->add_option("--sparsities", p->sparsities, "comma-separated percentages")->capture_default_str();
+  prune->add_option("--beam", p->beam, "beam size")->capture_default_str();
+  prune->add_option("--lenpen", p->lenpen, "length penalty")->capture_default_str();
+  prune->add_option("--max-sentences", p->max_sentences, "sentences per batch")->capture_default_str();
+  prune->add_option("--output-dir,-o", p->output_dir, "where prune.json, prune.csv and prune.png go")->required();
+  prune->callback([p, &exit_code] {
+    run_prune_curve(*p);
     exit_code = 0;
   });
 }

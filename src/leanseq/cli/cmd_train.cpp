@@ -5,6 +5,7 @@
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/train/classify.h"
 #include "leanseq/train/launcher.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
@@ -21,7 +22,7 @@ const std::vector<std::string>& program_args() { return g_program_args; }
 namespace {
 struct TrainArgs {
   std::vector<std::string> configs, sets;
-  std::string arch, data, save_dir, log_format;
+  std::string task, arch, data, save_dir, log_format;
   double max_minutes = -1;
   int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1, nproc = 1;
   bool resume = false;
@@ -33,6 +34,7 @@ void add_train(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("train", "train a model (YAML config files, --set key=value, flags)");
   sub->add_option("--config,-c", a->configs, "YAML config file(s), applied in order");
   sub->add_option("--set", a->sets, "override one key: --set optim.lr=7e-4 (repeatable)");
+  sub->add_option("--task", a->task, "seq2seq (default: translation, language models) or classify (text classification on TSV files)");
   sub->add_option("--arch,-a", a->arch, "model preset (leanseq list-archs)");
   sub->add_option("--data", a->data, "directory written by leanseq prepare");
   sub->add_option("--save-dir", a->save_dir, "checkpoint directory");
@@ -52,6 +54,7 @@ void add_train(CLI::App& app, int& exit_code) {
     for (const auto& f : a->configs) values.merge(load_yaml_file(f));
     values.merge(parse_assignments(a->sets, "--set"));
     auto flag = [&](const char* key, const std::string& v) { values.set(key, v, std::string("--") + key); };
+    if (!a->task.empty()) flag("task", a->task);
     if (!a->arch.empty()) flag("arch", a->arch);
     if (!a->data.empty()) flag("data", a->data);
     if (!a->save_dir.empty()) flag("save_dir", a->save_dir);
@@ -61,6 +64,24 @@ void add_train(CLI::App& app, int& exit_code) {
     if (a->max_epoch >= 0) flag("stop.max_epoch", std::to_string(a->max_epoch));
     if (a->seed >= 0) flag("seed", std::to_string(a->seed));
     if (a->threads >= 0) flag("threads", std::to_string(a->threads));
+    auto task = values.values.find("task");
+    if (task != values.values.end() && task->second == "classify") {
+      if (a->nproc > 1) throw ConfigError("--nproc: classify runs train in one process");
+      if (!a->data.empty()) throw ConfigError("--data: classify reads data.train/data.valid/data.test (TSV files); use --set data.train=FILE");
+      auto cfg = train::resolve_classify_config(values);
+      auto out = train::train_classifier(cfg, a->resume);
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "done: %lld updates, %.0f examples/s, best valid accuracy %.2f%%",
+                    static_cast<long long>(out.num_updates), out.examples_per_second, 100 * out.best_valid_accuracy);
+      std::string line = buf;
+      if (out.test) {
+        std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * out.test->accuracy);
+        line += buf;
+      }
+      log::info(line);
+      exit_code = out.signal ? 128 + out.signal : 0;
+      return;
+    }
     auto cfg = train::resolve_run_config(values);
     if (a->nproc > 1) {
       if (std::getenv("WORLD_SIZE")) {

@@ -23,5 +23,7 @@ void add_quickstart(CLI::App& app, int& exit_code);
 void add_eval_lm(CLI::App& app, int& exit_code);
 void add_attention(CLI::App& app, int& exit_code);
 void add_analyze(CLI::App& app, int& exit_code);
+void add_classify(CLI::App& app, int& exit_code);
+void add_prune(CLI::App& app, int& exit_code);
 
 }  // namespace leanseq::cli

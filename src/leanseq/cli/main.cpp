@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
   leanseq::cli::add_eval_lm(app, exit_code);
   leanseq::cli::add_attention(app, exit_code);
   leanseq::cli::add_analyze(app, exit_code);
+  leanseq::cli::add_classify(app, exit_code);
+  leanseq::cli::add_prune(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

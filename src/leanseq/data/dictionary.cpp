@@ -59,11 +59,13 @@ void Dictionary::finalize(int64_t threshold, int64_t max_symbols, int64_t pad_to
   *this = std::move(out);
 }
 
-void Dictionary::save(const std::string& path) const {
+std::string Dictionary::to_text() const {
   std::ostringstream os;
   for (int64_t i = kNumSpecial; i < size(); ++i) os << symbols_[i] << ' ' << counts_[i] << '\n';
-  io::atomic_write_text(path, os.str());
+  return os.str();
 }
+
+void Dictionary::save(const std::string& path) const { io::atomic_write_text(path, to_text()); }
 
 Dictionary Dictionary::load(const std::string& path) { return from_lines(io::read_lines(path), path); }
 

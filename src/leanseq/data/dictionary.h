@@ -25,6 +25,7 @@ class Dictionary {
   void finalize(int64_t threshold = 1, int64_t max_symbols = -1, int64_t pad_to = 8);
 
   void save(const std::string& path) const;  // atomic
+  std::string to_text() const;                // what save writes
   static Dictionary load(const std::string& path);
   // Parses dict.txt contents held in memory; `origin` names them in errors.
   static Dictionary parse(const std::string& text, const std::string& origin);

@@ -1,6 +1,7 @@
 #include "leanseq/models/registry.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/models/classifier.h"
 #include "leanseq/models/fconv.h"
 #include "leanseq/models/lightconv.h"
 #include "leanseq/models/pervasive.h"
@@ -44,6 +45,7 @@ const Registry& registry() {
     register_lightconv(reg);
     register_fconv(reg);
     register_pervasive(reg);
+    register_classifiers(reg);
     return reg;
   }();
   return r;

@@ -26,6 +26,8 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
 
 void TransformerConfig::visit(ConfigVisitor& v) {
   visit_side(v, "encoder", encoder);
+  v.field("encoder.type", encoder_type,
+          "transformer, or disan (DiSAN's directional self-attention blocks replace the encoder layers)");
   visit_side(v, "decoder", decoder);
   v.field("decoder.encoder_attn_groups", decoder.encoder_attn_groups,
           "SAN: blocks of decoder layers sharing the first layer's encoder-attention output, e.g. \"0-1,2-5\"");
@@ -60,6 +62,12 @@ void TransformerConfig::validate() const {
       throw ConfigError("model: embed_dim " + std::to_string(s->embed_dim) + " is not divisible by attention_heads " +
                         std::to_string(s->attention_heads));
     }
+  }
+  if (encoder_type != "transformer" && encoder_type != "disan") {
+    throw ConfigError("model.encoder.type: '" + encoder_type + "' is not transformer or disan");
+  }
+  if (encoder_type == "disan" && (encoder.embed_dim % 2 != 0 || !encoder.self_attn_groups.empty())) {
+    throw ConfigError("model.encoder.type disan needs an even encoder.embed_dim and no encoder.self_attn_groups");
   }
   for (const char* side : {"encoder", "decoder"}) layer_options(side);  // malformed blocks throw, naming their key
   if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
@@ -109,9 +117,13 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   const auto& s = cfg.encoder;
   embed_scale_ = cfg.no_scale_embedding ? 1.0 : std::sqrt(static_cast<double>(s.embed_dim));
   embed_tokens = register_module("embed_tokens", embed);
+  layers = register_module("layers", torch::nn::ModuleList());
+  if (cfg.encoder_type == "disan") {
+    disa = register_module("disa", nn::DiSAEncoder(s.embed_dim, s.embed_dim / 2, "elu", cfg.dropout));
+    return;
+  }
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
-  layers = register_module("layers", torch::nn::ModuleList());
   for (const auto& o : cfg.layer_options("encoder")) layers->push_back(nn::TransformerEncoderLayer(o));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
@@ -119,6 +131,10 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
 
 EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMaps* maps) {
   auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
+  if (disa) {
+    auto e = nn::maybe_dropout(embed_tokens(src) * embed_scale_, dropout_, is_training());
+    return {disa(e, padding_mask), padding_mask, {}};
+  }
   auto x = embed_tokens(src) * embed_scale_ + embed_positions(src);
   x = nn::maybe_dropout(x, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));

@@ -7,6 +7,7 @@
 
 #include "leanseq/models/encoder_decoder.h"
 #include "leanseq/models/seq2seq.h"
+#include "leanseq/nn/disan.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/transformer_layer.h"
 
@@ -25,6 +26,9 @@ struct TransformerSideConfig {
 
 struct TransformerConfig : ModelConfig {
   TransformerSideConfig encoder, decoder;
+  // transformer, or disan: DiSAN's forward and backward directional self-attention blocks
+  // (encoder.embed_dim / 2 each, concatenated) replace the encoder layers; no positions.
+  std::string encoder_type = "transformer";
   double dropout = 0.1, attention_dropout = 0.0, activation_dropout = 0.0;
   std::string activation_fn = "relu";
   bool share_decoder_input_output_embed = false, share_all_embeddings = false, no_scale_embedding = false;
@@ -56,6 +60,7 @@ class TransformerEncoderImpl : public torch::nn::Module {
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
+  nn::DiSAEncoder disa{nullptr};             // encoder.type disan
 
  private:
   double embed_scale_, dropout_;

@@ -58,7 +58,8 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   write_string(ar, "vocab.src_spm", vocab.src_spm);
   write_string(ar, "vocab.tgt_spm", vocab.tgt_spm);
   ar.write("vocab.joint", torch::tensor({static_cast<int64_t>(vocab.joint)}));
-  ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates, progress.lr_shrinks}));
+  ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates, progress.lr_shrinks,
+                                          progress.validations_since_best}));
   ar.write("progress.floats",
            torch::tensor({progress.best_metric, progress.elapsed_seconds, progress.best_valid_loss}, torch::TensorOptions().dtype(torch::kDouble)));
   std::string names;
@@ -114,6 +115,7 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
     ck.progress.best_metric = floats[0].item<double>();
     ck.progress.elapsed_seconds = floats[1].item<double>();
     if (ints.numel() > 3) ck.progress.lr_shrinks = ints[3].item<int64_t>();  // older checkpoints: none
+    if (ints.numel() > 4) ck.progress.validations_since_best = ints[4].item<int64_t>();
     if (floats.numel() > 2) ck.progress.best_valid_loss = floats[2].item<double>();
     std::istringstream names(read_string(ar, "model.names"));
     std::string name;
@@ -136,10 +138,15 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
   return ck;
 }
 
-LoadedModel load_model(const std::string& path) {
+LoadedModel load_model(const std::string& path, bool dense) {
   auto ck = read_checkpoint(path);
+  auto values = parse_yaml_text(ck.config_yaml, path + " (config)");
+  auto task = values.values.find("task");
+  if (task != values.values.end() && task->second == "classify") {
+    throw CheckpointError(path + ": a text classifier checkpoint, not a sequence model (use leanseq classify)");
+  }
   LoadedModel out;
-  out.config = resolve_run_config(parse_yaml_text(ck.config_yaml, path + " (config)"));
+  out.config = resolve_run_config(values);
   out.vocab = ck.vocab;
   // Dictionary sizes come from the stored dict.txt contents.
   auto count_lines = [](const std::string& s) {
@@ -149,6 +156,8 @@ LoadedModel load_model(const std::string& path) {
   out.tgt_vocab_size = count_lines(ck.vocab.tgt_dict);
   out.model = models::build_model(*out.config.model, {out.src_vocab_size, out.tgt_vocab_size, ck.vocab.joint});
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
+  const auto& td = out.config.td;
+  if (!dense && td.targeted() && td.eval_prune) nn::prune_in_place(*out.model, td.type, td.gamma);
   out.model->eval();
   return out;
 }

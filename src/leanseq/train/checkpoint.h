@@ -21,6 +21,7 @@ struct TrainerProgress {
   double elapsed_seconds = 0;  // training wall time before this run segment
   int64_t lr_shrinks = 0;      // plateau shrinks of a fixed schedule so far
   double best_valid_loss = std::numeric_limits<double>::quiet_NaN();  // over end-of-epoch validations
+  int64_t validations_since_best = 0;  // classify: for the patience and LR shrink rules
 };
 
 // Text and bytes that make a checkpoint self-contained.
@@ -54,7 +55,9 @@ struct LoadedModel {
   VocabFiles vocab;
   int64_t src_vocab_size = 0, tgt_vocab_size = 0;
 };
-LoadedModel load_model(const std::string& path);
+// A model trained with targeted dropout (td.eval_prune) comes pruned as it was evaluated, unless
+// `dense` asks for the weights as trained.
+LoadedModel load_model(const std::string& path, bool dense = false);
 
 // Writes `bytes` to a file (atomically).
 void write_bytes(const std::string& path, const std::string& bytes);

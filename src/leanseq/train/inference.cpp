@@ -21,9 +21,9 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
 }
 }  // namespace
 
-LoadedTranslator load_translator(const std::string& checkpoint_path) {
+LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
-  out.loaded = load_model(checkpoint_path);
+  out.loaded = load_model(checkpoint_path, dense);
   if (out.loaded.config.model->language_model()) {
     throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.config.arch +
                       ") does not translate; evaluate it with 'leanseq eval-lm'");

@@ -13,6 +13,7 @@ struct LoadedTranslator {
   std::unique_ptr<decode::Translator> translator;
 };
 
-LoadedTranslator load_translator(const std::string& checkpoint_path);
+// `dense`: as load_model.
+LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense = false);
 
 }  // namespace leanseq::train

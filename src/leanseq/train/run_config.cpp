@@ -6,6 +6,7 @@
 namespace leanseq::train {
 
 void RunConfig::visit(ConfigVisitor& v) {
+  v.field("task", task, "seq2seq (translation and language models) or classify (text classification)");
   v.field("arch", arch, "model preset (leanseq list-archs)");
   v.field("data", data, "directory written by leanseq prepare");
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
@@ -32,6 +33,9 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("optim.warmup_updates", lr.warmup_updates, "linear warmup updates");
   v.field("optim.warmup_init_lr", lr.warmup_init_lr, "learning rate at update 0 (-1: fairseq's default)");
   v.field("criterion.label_smoothing", label_smoothing, "label smoothing epsilon");
+  td.visit(v, "td.");
+  v.field("pruned.method", pruned_method, "set by leanseq prune: weight or unit magnitude pruning");
+  v.field("pruned.sparsity", pruned_sparsity, "set by leanseq prune: the fraction of prunable weights set to zero");
   v.field("batch.max_tokens", max_tokens, "padded tokens per batch");
   v.field("batch.max_sentences", max_sentences, "sentences per batch (0: no limit)");
   v.field("batch.max_cells", max_cells,
@@ -64,6 +68,7 @@ void RunConfig::visit(ConfigVisitor& v) {
 
 void RunConfig::validate() const {
   auto bad = [](const std::string& msg) { throw ConfigError(msg); };
+  if (task != "seq2seq") bad("task: expected seq2seq here, got '" + task + "'");
   if (optimizer != "adam" && optimizer != "nag") {
     bad("optim.optimizer: unknown optimizer '" + optimizer + "' (expected adam or nag)");
   }
@@ -92,6 +97,7 @@ void RunConfig::validate() const {
   } catch (const std::exception&) {
   }
   if (!known_device) bad("device: '" + device + "' is not cpu, cuda or cuda:N");
+  td.validate();
   model->validate();
 }
 
@@ -110,6 +116,9 @@ RunConfig resolve_run_config(const ConfigValues& values) {
   auto it = values.values.find("arch");
   if (it != values.values.end()) cfg.arch = it->second;
   cfg.model = models::registry().preset_config(cfg.arch);
+  if (cfg.model->family() == "classifier") {
+    throw ConfigError("arch " + cfg.arch + " is a text classifier: train it with --task classify");
+  }
   apply_config(cfg, values);
   cfg.validate();
   return cfg;

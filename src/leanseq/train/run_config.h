@@ -8,11 +8,13 @@
 #include "leanseq/core/config.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/models/seq2seq.h"
+#include "leanseq/nn/targeted_dropout.h"
 #include "leanseq/train/lr_schedule.h"
 
 namespace leanseq::train {
 
 struct RunConfig : Configurable {
+  std::string task = "seq2seq";       // classify runs take a ClassifyConfig instead (train/classify.h)
   std::string arch = "transformer_small";
   std::string data;                   // directory written by `leanseq prepare`
   std::string save_dir = "checkpoints";
@@ -29,6 +31,10 @@ struct RunConfig : Configurable {
   int64_t update_freq = 1;            // gradient accumulation
   LrScheduleOptions lr;
   double label_smoothing = 0.1;
+  nn::TargetedDropoutOptions td;      // targeted dropout over the model's weights
+  // Set by `leanseq prune` on the checkpoints it writes (informational).
+  std::string pruned_method;
+  double pruned_sparsity = 0;
 
   // batching
   int64_t max_tokens = 4096, max_sentences = 0;

@@ -65,6 +65,7 @@ struct Trainer::Impl {
   std::unique_ptr<decode::Translator> translator;  // for validation BLEU
   std::unique_ptr<Distributed> dist;                // null: a single process
   torch::Device device{torch::kCPU};                // where the model trains
+  std::unique_ptr<nn::TargetedDropout> td;          // td.type != none
   double log_comm_seconds = 0;                      // in collectives since the last log line
   double comm_seconds_this_run = 0;
 
@@ -224,6 +225,12 @@ struct Trainer::Impl {
       init_from(cfg.init_from);
     }
     synchronise_start();
+    if (cfg.td.enabled()) {
+      td = std::make_unique<nn::TargetedDropout>(cfg.td, *model);
+      log::info("targeted dropout: " + cfg.td.type + ", gamma " + fmt(cfg.td.gamma, 2) + ", alpha " + fmt(cfg.td.alpha, 2) +
+                (cfg.td.ramp_updates > 0 ? ", ramped over " + std::to_string(2 * cfg.td.ramp_updates) + " updates" : "") +
+                (cfg.td.targeted() && cfg.td.eval_prune ? "; validation prunes the targeted weights" : ""));
+    }
     if (main_process()) log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
     tty = main_process() && cfg.log_format == "auto" && isatty(2);
     log::info("model " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(models::count_parameters(*model)) +
@@ -289,6 +296,7 @@ struct Trainer::Impl {
     optimizer->zero_grad();
     double loss_sum = 0, nll_sum = 0;
     int64_t ntokens = 0;
+    if (td) td->begin_update(progress.num_updates);
     for (const auto& ids : batches) {
       auto b = train->batch(ids).to(device);
       auto out = model->forward(b.src, b.src_lengths, b.prev_output);
@@ -300,6 +308,7 @@ struct Trainer::Impl {
       nll_sum += r.nll.item<double>();
       ntokens += b.ntokens;
     }
+    if (td) td->end_update();  // before the all-reduce: each rank's gradient through its own masks
     if (dist) {
       Timer comm;
       sum_over_ranks(loss_sum, nll_sum, ntokens, "the all-reduce of loss sums");
@@ -380,6 +389,7 @@ struct Trainer::Impl {
 
   ValidResult validate() {
     ValidResult r;
+    nn::ScopedEvalPrune pruned(td.get());
     synchronise_buffers();
     auto totals = dataset_loss(*model, *valid, cfg.batching(), cfg.label_smoothing, rank(), world_size());
     sum_over_ranks(totals.loss, totals.nll, totals.tokens, "the all-reduce of validation sums");

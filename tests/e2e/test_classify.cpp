@@ -1,0 +1,153 @@
+// Text classification through the CLI: training on a synthetic sentiment task, prediction,
+// scoring, resume and the errors of bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "e2e/task.h"
+
+using namespace leanseq::test;
+
+namespace {
+// Sentences of filler words with one sentiment word; with `pairs`, the label says whether two
+// sentences agree.
+void write_sentiment(const std::string& path, int n, uint32_t seed, bool pairs = false) {
+  const char* pos[] = {"good", "great", "fine", "lovely"};
+  const char* neg[] = {"bad", "awful", "poor", "dull"};
+  std::ofstream f(path);
+  f << (pairs ? "s1\ts2\tlabel\n" : "sentence\tlabel\n");
+  uint32_t x = seed * 2654435761u + 1;
+  auto next = [&x] { return (x = x * 1664525u + 1013904223u) >> 8; };
+  auto sentence = [&](bool positive) {
+    std::string s;
+    const auto len = 2 + next() % 5, at = next() % len;
+    for (uint32_t k = 0; k < len; ++k) {
+      s += k ? " " : "";
+      s += k == at ? (positive ? pos[next() % 4] : neg[next() % 4]) : "w" + std::to_string(next() % 30);
+    }
+    return s;
+  };
+  for (int i = 0; i < n; ++i) {
+    const bool a = next() % 2, b = next() % 2;
+    if (pairs) {
+      f << sentence(a) << "\t" << sentence(b) << "\t" << (a == b ? "same" : "different") << "\n";
+    } else {
+      f << sentence(a) << " \t" << (a ? 1 : 0) << "\n";
+    }
+  }
+}
+
+std::string train_cmd(const std::string& dir, const std::string& arch, const std::string& prefix) {
+  return kCli + " train --task classify -a " + arch + " --set data.train=" + dir + "/" + prefix + "train.tsv" +
+         " --set data.valid=" + dir + "/" + prefix + "valid.tsv --set model.embed_dim=16 --set model.hidden_dim=16" +
+         " --set model.classifier_hidden=16 --set model.dropout=0.1 --set model.ffn_dim=32 --set optim.lr=0.005" +
+         " --set batch.max_sentences=32 --threads 1";
+}
+}  // namespace
+
+TEST(EndToEndClassify, DisanLearnsSentimentAndClassifyScoresIt) {
+  auto dir = temp_dir("cls");
+  write_sentiment(dir + "/train.tsv", 600, 1);
+  write_sentiment(dir + "/valid.tsv", 100, 2);
+  write_sentiment(dir + "/test.tsv", 200, 3);
+  std::string out;
+  int rc = run_command(train_cmd(dir, "disan", "") + " --set data.test=" + dir + "/test.tsv --max-epoch 6 --save-dir " +
+                           dir + "/ck",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  auto report = nlohmann::json::parse(read_text(dir + "/ck/test_report.json"));
+  EXPECT_GT(report["accuracy"].get<double>(), 0.9) << out;
+  EXPECT_EQ(report["classes"].size(), 2u);
+  EXPECT_NE(out.find("test accuracy"), std::string::npos) << out;
+
+  // classify: labels for unlabelled text, and scores for labelled input.
+  std::ofstream(dir + "/new.txt") << "w1 great w2\nw3 awful\n";
+  rc = run_command(kCli + " classify -m " + dir + "/ck/checkpoint_best.pt -i " + dir + "/new.txt --scores", out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.substr(0, 2), "1\t") << out;
+  EXPECT_NE(out.find("\n0\t"), std::string::npos) << out;
+  rc = run_command(kCli + " classify -m " + dir + "/ck/checkpoint_best.pt -i " + dir + "/test.tsv -o " + dir +
+                       "/pred.txt --report " + dir + "/report.json",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("accuracy"), std::string::npos) << out;
+  auto again = nlohmann::json::parse(read_text(dir + "/report.json"));
+  EXPECT_DOUBLE_EQ(again["accuracy"].get<double>(), report["accuracy"].get<double>());
+  const auto predictions = read_text(dir + "/pred.txt");
+  EXPECT_EQ(std::count(predictions.begin(), predictions.end(), '\n'), 200);
+
+  // Resume goes on from the last checkpoint.
+  rc = run_command(train_cmd(dir, "disan", "") + " --max-epoch 7 --save-dir " + dir + "/ck --resume", out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
+  EXPECT_NE(out.find("valid: epoch 7"), std::string::npos) << out;
+
+  // A classifier checkpoint is not a translation model, and the other way round.
+  rc = run_command("echo hi | " + kCli + " translate --checkpoint " + dir + "/ck/checkpoint_best.pt", out);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("text classifier checkpoint"), std::string::npos) << out;
+}
+
+TEST(EndToEndClassify, PairsTrainWithTheTransformerAndLightConvEncoders) {
+  auto dir = temp_dir("clspair");
+  write_sentiment(dir + "/ptrain.tsv", 300, 4, true);
+  write_sentiment(dir + "/pvalid.tsv", 60, 5, true);
+  for (const std::string arch : {"transformer_classifier", "lightconv_classifier"}) {
+    std::string out;
+    int rc = run_command(train_cmd(dir, arch, "p") + " --max-update 20 --save-dir " + dir + "/" + arch, out);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("valid: epoch"), std::string::npos) << out;
+    std::ofstream(dir + "/pairs.txt") << "w1 good\tw2 fine\n";
+    rc = run_command(kCli + " classify -m " + dir + "/" + arch + "/checkpoint_last.pt -i " + dir + "/pairs.txt", out);
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_TRUE(out == "same\n" || out == "different\n") << out;
+  }
+}
+
+TEST(EndToEndClassify, BadInputGivesOneLineAndTheRightExitCode) {
+  auto dir = temp_dir("clsbad");
+  write_sentiment(dir + "/train.tsv", 50, 1);
+  write_sentiment(dir + "/valid.tsv", 10, 2);
+  std::string out;
+  // Unknown key: exit 2 with a hint.
+  int rc = run_command(train_cmd(dir, "disan", "") + " --max-update 1 --set model.hiden_dim=3 --save-dir " + dir + "/a", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("unknown key 'model.hiden_dim'; did you mean 'model.hidden_dim'?"), std::string::npos) << out;
+  // A sequence arch for the classify task, and no stopping rule: exit 2.
+  rc = run_command(train_cmd(dir, "transformer_small", "") + " --max-update 1 --save-dir " + dir + "/a", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("not a text classifier"), std::string::npos) << out;
+  rc = run_command(train_cmd(dir, "disan", "") + " --save-dir " + dir + "/a", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("stop.max_epoch"), std::string::npos) << out;
+  // A classifier arch for seq2seq training: exit 2.
+  rc = run_command(kCli + " train -a disan --data " + dir, out);
+  EXPECT_EQ(rc, 2) << out;
+  // A valid file with another column count: exit 1 naming file:line; nothing written.
+  std::ofstream(dir + "/bad.tsv") << "fine\t1\nbad\t0\tx\n";
+  rc = run_command(kCli + " train --task classify -a disan --set data.train=" + dir + "/train.tsv --set data.valid=" + dir +
+                       "/bad.tsv --max-update 1 --save-dir " + dir + "/b",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(dir + "/bad.tsv:2: expected 2"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/b/checkpoint_last.pt"));
+  // An unseen label in the valid file: exit 1 naming it.
+  std::ofstream(dir + "/lab.tsv") << "fine\t1\nbad\tneutral\n";
+  rc = run_command(kCli + " train --task classify -a disan --set data.train=" + dir + "/train.tsv --set data.valid=" + dir +
+                       "/lab.tsv --max-update 1 --save-dir " + dir + "/c",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(dir + "/lab.tsv:2: label 'neutral'"), std::string::npos) << out;
+  // classify on a truncated checkpoint and --report without labels.
+  std::ofstream(dir + "/bad.pt") << "PK\x03\x04garbage";
+  rc = run_command("echo hi | " + kCli + " classify -m " + dir + "/bad.pt", out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(dir + "/bad.pt: cannot read checkpoint"), std::string::npos) << out;
+  ASSERT_EQ(run_command(train_cmd(dir, "disan", "") + " --max-update 2 --save-dir " + dir + "/d", out), 0) << out;
+  rc = run_command("echo w1 good | " + kCli + " classify -m " + dir + "/d/checkpoint_last.pt --report " + dir + "/r.json", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--report: <stdin> has no label column"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/r.json"));
+}
