@@ -6,6 +6,7 @@
 
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/disan.h"
+#include "leanseq/nn/double_attention.h"
 #include "leanseq/nn/embeddings.h"
 
 namespace leanseq::models {
@@ -22,6 +23,10 @@ struct ClassifierConfig : ModelConfig {
   double dropout = 0.3;
   int64_t classifier_hidden = 300;
   int64_t max_positions = 512;    // longer inputs are cut
+  // A2 double-attention blocks after these encoder layers ("0,1"; DiSAN has one layer, its
+  // forward/backward pair), with m features and n descriptors (0: a quarter of the width)
+  std::string a2_layers;
+  int64_t a2_features = 0, a2_descriptors = 0;
   // Set from the training data (and stored in checkpoints):
   bool pair = false;
   int64_t num_classes = 2;
@@ -52,6 +57,7 @@ class SentenceClassifierImpl : public torch::nn::Module {
   torch::nn::Linear input_proj{nullptr};              // when embed_dim != hidden_dim (transformer / lightconv)
   nn::DiSAEncoder disa{nullptr};
   torch::nn::ModuleList layers;
+  std::vector<nn::DoubleAttention> a2;                // per layer; null where none follows it
   nn::Source2Token source2token{nullptr};
   torch::nn::Linear pre_logits{nullptr}, out{nullptr};
 

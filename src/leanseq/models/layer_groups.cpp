@@ -23,6 +23,34 @@ int64_t parse_index(const std::string& s, const std::string& key, const std::str
 }
 }  // namespace
 
+std::vector<bool> parse_layer_list(const std::string& spec, int64_t layers, const std::string& key) {
+  std::vector<bool> chosen(static_cast<size_t>(layers), false);
+  std::stringstream ss(spec);
+  std::string item;
+  while (!spec.empty() && std::getline(ss, item, ',')) {
+    const int64_t i = parse_index(item, key, spec);
+    if (i >= layers) {
+      throw ConfigError(key + ": layer " + std::to_string(i) + " does not exist (" + std::to_string(layers) + " layers)");
+    }
+    chosen[static_cast<size_t>(i)] = true;
+  }
+  return chosen;
+}
+
+std::vector<nn::DoubleAttention> make_double_attention_blocks(torch::nn::Module& owner, const std::string& spec,
+                                                              int64_t layers, int64_t dim, int64_t m, int64_t n,
+                                                              bool causal, double dropout, const std::string& key) {
+  std::vector<nn::DoubleAttention> blocks;
+  const auto chosen = parse_layer_list(spec, layers, key);
+  for (int64_t i = 0; i < layers; ++i) {
+    blocks.emplace_back(nullptr);
+    if (!chosen[static_cast<size_t>(i)]) continue;
+    blocks.back() = owner.register_module(
+        "a2_" + std::to_string(i), nn::DoubleAttention(dim, m > 0 ? m : dim / 4, n > 0 ? n : dim / 4, causal, dropout));
+  }
+  return blocks;
+}
+
 std::vector<int64_t> parse_layer_groups(const std::string& spec, int64_t layers, const std::string& key) {
   std::vector<int64_t> first(layers);
   if (spec.empty()) {

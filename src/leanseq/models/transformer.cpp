@@ -18,8 +18,17 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
   v.field(p + ".attention_heads", s.attention_heads, "number of attention heads");
   v.field(p + ".normalize_before", s.normalize_before, "pre-norm (LayerNorm before each sublayer)");
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
+  v.field(p + ".a2_layers", s.a2_layers, "A2 double-attention blocks after these layers, e.g. \"1,3\" (decoder: causal)");
+  v.field(p + ".a2_features", s.a2_features, "A2: gathered feature size m (0: embed_dim / 4)");
+  v.field(p + ".a2_descriptors", s.a2_descriptors, "A2: number of global descriptors n (0: embed_dim / 4)");
   v.field(p + ".self_attn_groups", s.self_attn_groups,
           "SAN: blocks of layers sharing the first layer's self-attention distribution, e.g. \"0-1,2-5\"");
+}
+
+std::vector<nn::DoubleAttention> make_a2_blocks(torch::nn::Module& owner, const TransformerSideConfig& s, bool causal,
+                                                double dropout, const std::string& key) {
+  return make_double_attention_blocks(owner, s.a2_layers, s.layers, s.embed_dim, s.a2_features, s.a2_descriptors, causal,
+                                      dropout, key);
 }
 
 }  // namespace
@@ -66,8 +75,16 @@ void TransformerConfig::validate() const {
   if (encoder_type != "transformer" && encoder_type != "disan") {
     throw ConfigError("model.encoder.type: '" + encoder_type + "' is not transformer or disan");
   }
-  if (encoder_type == "disan" && (encoder.embed_dim % 2 != 0 || !encoder.self_attn_groups.empty())) {
-    throw ConfigError("model.encoder.type disan needs an even encoder.embed_dim and no encoder.self_attn_groups");
+  if (encoder_type == "disan" && (encoder.embed_dim % 2 != 0 || !encoder.self_attn_groups.empty() ||
+                                  !encoder.a2_layers.empty())) {
+    throw ConfigError("model.encoder.type disan needs an even encoder.embed_dim and no encoder.self_attn_groups or a2_layers");
+  }
+  parse_layer_list(encoder.a2_layers, encoder.layers, "model.encoder.a2_layers");
+  parse_layer_list(decoder.a2_layers, decoder.layers, "model.decoder.a2_layers");
+  for (const auto* s : {&encoder, &decoder}) {
+    if (s->a2_features < 0 || s->a2_descriptors < 0) {
+      throw ConfigError("model: a2_features and a2_descriptors must be 0 (embed_dim / 4) or positive");
+    }
   }
   for (const char* side : {"encoder", "decoder"}) layer_options(side);  // malformed blocks throw, naming their key
   if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
@@ -125,6 +142,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   for (const auto& o : cfg.layer_options("encoder")) layers->push_back(nn::TransformerEncoderLayer(o));
+  a2 = make_a2_blocks(*this, s, false, cfg.dropout, "model.encoder.a2_layers");
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
@@ -140,9 +158,10 @@ EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMa
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
   nn::SharedAttention shared;
-  for (const auto& layer : *layers) {
-    x = layer->as<nn::TransformerEncoderLayer>()->forward(x, mask, shared);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    x = layers[i]->as<nn::TransformerEncoderLayer>()->forward(x, mask, shared);
     if (maps) maps->encoder_self.push_back(shared.self_probs);
+    if (a2[i]) x = a2[i](x, mask);
   }
   if (layer_norm) x = layer_norm(x);
   return {x, padding_mask, {}};
@@ -162,6 +181,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
     layers->push_back(nn::TransformerDecoderLayer(o));
     if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
   }
+  a2 = make_a2_blocks(*this, s, true, cfg.dropout, "model.decoder.a2_layers");
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(
@@ -181,6 +201,7 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
       [&](size_t i, const torch::Tensor& h, bool) {
         auto r = layers[i]->as<nn::TransformerDecoderLayer>()->forward(h, self_mask, enc.out, enc_mask,
                                                                        need_attn && returns_attn(i), shared);
+        if (a2[i]) r.out = a2[i](r.out, self_mask);
         if (maps) {
           if (shared.self_probs.defined()) maps->decoder_self.push_back(shared.self_probs);
           maps->encoder_decoder.push_back(shared.encoder.probs);
@@ -201,9 +222,11 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
   auto out = run_decoder_stack(
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool) {
-        return layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state,
-                                                                  2 * i, 2 * i + 1, need_attn && returns_attn(i),
-                                                                  shared);
+        auto r = layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state,
+                                                                    2 * i, 2 * i + 1, need_attn && returns_attn(i),
+                                                                    shared);
+        if (a2[i]) r.out = a2[i]->step(r.out, state.get<nn::DoubleAttentionCache>(2 * layers->size() + i), token_padding);
+        return r;
       },
       need_attn, layer_norm, output_weight);
   state.steps += n;

@@ -43,8 +43,16 @@ struct GridRowsCache {
   template <class F> void for_each_tensor(F&& f) { f(rows); }
 };
 
+// The running sums of a causal A2 gather (nn/double_attention.h).
+struct DoubleAttentionCache {
+  torch::Tensor max;  // [B, 1, n] running max of the gather logits
+  torch::Tensor num;  // [B, m, n] sum over positions of exp(logit - max) * features
+  torch::Tensor den;  // [B, 1, n] sum over positions of exp(logit - max)
+  template <class F> void for_each_tensor(F&& f) { f(max), f(num), f(den); }
+};
+
 using LayerCache = std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache,
-                                AverageCache, GridRowsCache>;
+                                AverageCache, GridRowsCache, DoubleAttentionCache>;
 
 class IncrementalState {
  public:

@@ -1,0 +1,45 @@
+// The A2 double-attention block (Chen et al., "A2-Nets: Double Attention Networks", NeurIPS 2018)
+// over sequences. With A = phi(X) ([B, T, m] features), Bg = theta(X) and V = rho(X) ([B, T, n]):
+//   gather:     G = A^T softmax_over_positions(Bg)      [B, m, n]   (n global descriptors)
+//   distribute: Z_t = G softmax_over_descriptors(V_t)   [B, T, m]   (each position picks a mix)
+//   out = X + proj(Z)
+// The distribute softmax is over the n descriptors at each position (normalising it over
+// positions is a common re-implementation bug). Cost: linear in the length.
+//
+// The causal form gathers, for position t, only positions s <= t, through running sums: its
+// step-by-step decoding carries (running max, numerator [B, m, n], denominator [B, n]) in a
+// DoubleAttentionCache.
+#pragma once
+#include <torch/torch.h>
+
+#include "leanseq/nn/incremental_state.h"
+
+namespace leanseq::nn {
+
+class DoubleAttentionImpl : public torch::nn::Module {
+ public:
+  // dim: channels of X; m: gathered feature size; n: number of descriptors.
+  DoubleAttentionImpl(int64_t dim, int64_t m, int64_t n, bool causal, double dropout);
+  // x: [B, T, C]; padding_mask [B, T] bool (true at pads) or undefined. Pads neither give to the
+  // gather nor change (their output is x).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask = {});
+  // Causal only: n new positions x [B, n, C] after those summed in `cache` (updated); positions
+  // where token_padding [B, n] is true add nothing.
+  torch::Tensor step(const torch::Tensor& x, DoubleAttentionCache& cache, const torch::Tensor& token_padding = {});
+  // The distribution over descriptors at each position [B, T, n] (for tests and analysis).
+  torch::Tensor distribute_weights(const torch::Tensor& x);
+
+  // The 2D form over a grid x [B, C, H, W] (e.g. Pervasive Attention's target x source grid):
+  // every cell gathers from the whole grid, or with causal_rows from rows <= its own (the target
+  // axis of a decoder grid). Returns [B, C, H, W].
+  torch::Tensor forward_grid(const torch::Tensor& x, bool causal_rows);
+
+  torch::nn::Linear phi{nullptr}, theta{nullptr}, rho{nullptr}, proj{nullptr};
+
+ private:
+  bool causal_;
+  double dropout_;
+};
+TORCH_MODULE(DoubleAttention);
+
+}  // namespace leanseq::nn

@@ -1,0 +1,133 @@
+// A2 double attention: the two softmax axes against a reference written out, pads, the causal
+// form against its step-by-step decoding (also after a reorder), the 2D form, and its insertion
+// into the Transformer encoder and the classifiers.
+#include <gtest/gtest.h>
+
+#include "leanseq/core/error.h"
+#include "leanseq/models/classifier.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/models/transformer.h"
+#include "leanseq/nn/double_attention.h"
+#include "support/fixtures.h"
+#include "support/model_checks.h"
+
+using namespace leanseq;
+using test::max_abs_diff;
+
+namespace {
+// out_t = x_t + proj(sum_k softmax_k(V_t)_k * sum_s softmax_s(Bg_:k)_s A_s), one element at a time.
+torch::Tensor reference(nn::DoubleAttentionImpl& blk, const torch::Tensor& x, bool causal) {
+  auto a = blk.phi(x)[0], bg = blk.theta(x)[0], v = blk.rho(x)[0];
+  const int64_t T = x.size(1), m = a.size(1), n = bg.size(1);
+  auto z = torch::zeros({T, m}, x.options());
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t last = causal ? t : T - 1;
+    auto dist = torch::softmax(v[t], 0);  // over the n descriptors
+    for (int64_t k = 0; k < n; ++k) {
+      auto w = torch::softmax(bg.narrow(0, 0, last + 1).select(1, k), 0);  // over positions
+      auto g = (w.unsqueeze(1) * a.narrow(0, 0, last + 1)).sum(0);         // [m]
+      z[t] += dist[k] * g;
+    }
+  }
+  return x + blk.proj(z).unsqueeze(0);
+}
+}  // namespace
+
+TEST(DoubleAttention, GatherOverPositionsAndDistributeOverDescriptorsMatchTheFormula) {
+  torch::manual_seed(1);
+  for (bool causal : {false, true}) {
+    nn::DoubleAttention blk(6, 4, 3, causal, 0.0);
+    blk->to(torch::kDouble);
+    auto x = torch::randn({1, 5, 6}, torch::kDouble);
+    torch::NoGradGuard ng;
+    EXPECT_LT(max_abs_diff(blk(x), reference(*blk, x, causal)), 1e-12) << "causal " << causal;
+    auto d = blk->distribute_weights(x);
+    EXPECT_LT((d.sum(-1) - 1).abs().max().item<double>(), 1e-12);
+  }
+}
+
+TEST(DoubleAttention, PadsDoNotGatherAndKeepTheirInput) {
+  torch::manual_seed(2);
+  nn::DoubleAttention blk(6, 4, 3, false, 0.0);
+  blk->eval();
+  torch::NoGradGuard ng;
+  auto x = torch::randn({2, 5, 6});
+  auto pads = torch::zeros({2, 5}, torch::kBool);
+  pads.index_put_({1, torch::indexing::Slice(3)}, true);
+  auto out = blk(x, pads);
+  auto alone = blk(x[1].narrow(0, 0, 3).unsqueeze(0));
+  EXPECT_LT(max_abs_diff(out[1].narrow(0, 0, 3), alone[0]), 1e-6);
+  EXPECT_LT(max_abs_diff(out[1].narrow(0, 3, 2), x[1].narrow(0, 3, 2)), 1e-7);
+}
+
+TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
+  torch::manual_seed(3);
+  nn::DoubleAttention blk(8, 4, 5, true, 0.0);
+  blk->eval();
+  torch::NoGradGuard ng;
+  auto x = torch::randn({3, 7, 8});
+  auto full = blk(x);
+  for (int64_t chunk : {1, 3}) {
+    nn::DoubleAttentionCache st;
+    std::vector<torch::Tensor> outs;
+    for (int64_t t = 0; t < 7; t += chunk) outs.push_back(blk->step(x.narrow(1, t, std::min(chunk, 7 - t)), st));
+    EXPECT_LT(max_abs_diff(torch::cat(outs, 1), full), 1e-5) << "chunk " << chunk;
+  }
+  // Later inputs change nothing before them.
+  auto y = x.clone();
+  y.narrow(1, 4, 3).normal_();
+  EXPECT_LT(max_abs_diff(blk(y).narrow(1, 0, 4), full.narrow(1, 0, 4)), 1e-6);
+  // A beam reorder after 4 steps.
+  auto order = torch::tensor({2, 0, 0}, torch::kLong);
+  nn::IncrementalState state(1);
+  blk->step(x.narrow(1, 0, 4), state.get<nn::DoubleAttentionCache>(0));
+  state.reorder(order);
+  auto rest = blk->step(x.index_select(0, order).narrow(1, 4, 3), state.get<nn::DoubleAttentionCache>(0));
+  EXPECT_LT(max_abs_diff(rest, blk(x.index_select(0, order)).narrow(1, 4, 3)), 1e-5);
+}
+
+TEST(DoubleAttention, GridFormGathersFromTheGridOrItsEarlierRows) {
+  torch::manual_seed(4);
+  nn::DoubleAttention blk(6, 4, 3, false, 0.0);
+  blk->eval();
+  torch::NoGradGuard ng;
+  auto grid = torch::randn({2, 6, 3, 4});  // [B, C, H, W]
+  auto flat = grid.permute({0, 2, 3, 1}).reshape({2, 12, 6});
+  auto out = blk->forward_grid(grid, false);
+  EXPECT_LT(max_abs_diff(out.permute({0, 2, 3, 1}).reshape({2, 12, 6}), blk(flat)), 1e-5);
+  auto causal = blk->forward_grid(grid, true);
+  auto changed = grid.clone();
+  changed.narrow(2, 2, 1).normal_();  // the last row
+  EXPECT_LT(max_abs_diff(blk->forward_grid(changed, true).narrow(2, 0, 2), causal.narrow(2, 0, 2)), 1e-6);
+  EXPECT_GT(max_abs_diff(blk->forward_grid(changed, false).narrow(2, 0, 2), out.narrow(2, 0, 2)), 1e-4);
+}
+
+TEST(DoubleAttention, InsertedIntoTheTransformerAndTheClassifiers) {
+  auto cfg = models::registry().preset_config("transformer_tiny");
+  auto& tc = static_cast<models::TransformerConfig&>(*cfg);
+  tc.encoder.a2_layers = "1";
+  auto model = models::build_model(*cfg, {30, 30, true});
+  EXPECT_NE(model->named_parameters().find("encoder.a2_1.theta.weight"), nullptr);
+  EXPECT_EQ(model->named_parameters().find("encoder.a2_0.theta.weight"), nullptr);
+  test::check_incremental(*model, 30, 1);
+  tc.decoder.a2_layers = "0,1";  // causal, decoded step by step
+  model = models::build_model(*cfg, {30, 30, true});
+  EXPECT_NE(model->named_parameters().find("decoder.a2_0.theta.weight"), nullptr);
+  for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  tc.encoder.a2_layers = "2";
+  EXPECT_THROW(cfg->validate(), ConfigError);
+
+  for (const std::string enc : {"disan", "transformer", "lightconv"}) {
+    models::ClassifierConfig cc;
+    cc.encoder = enc, cc.embed_dim = 12, cc.hidden_dim = 16, cc.heads = 4, cc.ffn_dim = 20, cc.classifier_hidden = 8;
+    cc.a2_layers = "0";
+    torch::manual_seed(5);
+    auto clf = models::build_classifier(cc, 30);
+    clf->eval();
+    EXPECT_NE(clf->named_parameters().find("a2_0.rho.weight"), nullptr);
+    torch::NoGradGuard ng;
+    auto alone = clf->forward(torch::tensor({{5, 6, 7}}, torch::kLong));
+    auto padded = clf->forward(torch::tensor({{5, 6, 7, 1}, {8, 9, 10, 11}}, torch::kLong));
+    EXPECT_LT(max_abs_diff(alone[0], padded[0]), 1e-5) << enc;
+  }
+}
