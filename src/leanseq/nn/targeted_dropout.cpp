@@ -60,6 +60,13 @@ torch::Tensor targeted_unit_mask(const torch::Tensor& w, double gamma) {
   return unit.unsqueeze(1).expand(rows.sizes()).reshape(w.sizes());
 }
 
+namespace {
+// The targeted weights of `w` by method ("weight" or "unit").
+torch::Tensor targeted_mask(const std::string& method, const torch::Tensor& w, double fraction) {
+  return method == "weight" ? targeted_weight_mask(w, fraction) : targeted_unit_mask(w, fraction);
+}
+}  // namespace
+
 std::vector<std::pair<std::string, torch::Tensor>> prunable_parameters(torch::nn::Module& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& p : model.named_parameters(true)) {
@@ -79,8 +86,7 @@ double prune_in_place(torch::nn::Module& model, const std::string& method, doubl
   if (fraction < 0 || fraction > 1) throw ConfigError("--sparsity must be in [0, 1]");
   torch::NoGradGuard no_grad;
   for (auto& [name, w] : prunable_parameters(model)) {
-    auto mask = method == "weight" ? targeted_weight_mask(w, fraction) : targeted_unit_mask(w, fraction);
-    w.masked_fill_(mask, 0.0);
+    w.masked_fill_(targeted_mask(method, w, fraction), 0.0);
   }
   return prunable_sparsity(model);
 }
@@ -140,7 +146,7 @@ void TargetedDropout::prune_for_eval() {
   torch::NoGradGuard no_grad;
   for (auto& [name, w] : params_) {
     saved_.push_back(w.clone());
-    w.masked_fill_(o_.type == "weight" ? targeted_weight_mask(w, o_.gamma) : targeted_unit_mask(w, o_.gamma), 0.0);
+    w.masked_fill_(targeted_mask(o_.type, w, o_.gamma), 0.0);
   }
 }
 

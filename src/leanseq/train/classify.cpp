@@ -15,6 +15,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/checkpoint.h"
+#include "leanseq/train/run_config.h"
 #include "leanseq/train/signals.h"
 
 namespace leanseq::train {
@@ -65,13 +66,7 @@ void ClassifyConfig::validate() const {
   if (max_epoch == 0 && max_update == 0 && max_minutes == 0 && patience == 0) {
     bad("stop: set stop.max_epoch, stop.max_update, stop.max_minutes or stop.patience");
   }
-  bool known_device = false;
-  try {
-    torch::Device d(device);
-    known_device = d.is_cpu() || d.is_cuda();
-  } catch (const std::exception&) {
-  }
-  if (!known_device) bad("device: '" + device + "' is not cpu, cuda or cuda:N");
+  check_device_name(device);
   model->validate();
 }
 
@@ -196,6 +191,13 @@ std::string labels_text(const std::vector<std::string>& labels) {
   return s;
 }
 
+// The word dictionary and labels a classifier checkpoint `path` stores (labels_text's inverse).
+void read_stored_vocab(const VocabFiles& v, const std::string& path, data::Dictionary& dict,
+                       std::vector<std::string>& labels) {
+  dict = data::Dictionary::parse(v.src_dict, path + " (dictionary)");
+  labels = io::split_lines(v.tgt_dict, path + " (labels)");
+}
+
 struct ClassifyRun {
   ClassifyConfig cfg;
   torch::Device device{torch::kCPU};
@@ -241,11 +243,10 @@ struct ClassifyRun {
     std::optional<Checkpoint> ck;
     if (resume && io::file_exists(last)) {
       ck = read_checkpoint(last, device);
-      auto saved = load_classifier_config(ck->config_yaml, last);
+      auto saved = resolve_classify_config(parse_yaml_text(ck->config_yaml, last + " (config)"));
       cfg.arch = saved.arch;
       cfg.model = saved.model;
-      dict = data::Dictionary::parse(ck->vocab.src_dict, last + " (dictionary)");
-      labels = io::split_lines(ck->vocab.tgt_dict, last + " (labels)");
+      read_stored_vocab(ck->vocab, last, dict, labels);
       progress = ck->progress;
     } else {
       dict = data::build_word_dictionary(train_ds, cfg.min_count);
@@ -284,10 +285,6 @@ struct ClassifyRun {
     log::info("classify: arch " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(params) +
               " parameters; " + std::to_string(dict.size()) + " words, " + std::to_string(labels.size()) + " labels; " +
               std::to_string(train.first.size()) + " train / " + std::to_string(valid.first.size()) + " valid examples");
-  }
-
-  static ClassifyConfig load_classifier_config(const std::string& yaml, const std::string& origin) {
-    return resolve_classify_config(parse_yaml_text(yaml, origin + " (config)"));
   }
 
   void set_lr(double lr) {
@@ -433,8 +430,7 @@ LoadedClassifier load_classifier(const std::string& path) {
   }
   LoadedClassifier out;
   out.config = resolve_classify_config(values);
-  out.dict = data::Dictionary::parse(ck.vocab.src_dict, path + " (dictionary)");
-  out.labels = io::split_lines(ck.vocab.tgt_dict, path + " (labels)");
+  read_stored_vocab(ck.vocab, path, out.dict, out.labels);
   out.model = models::build_classifier(*out.config.model, out.dict.size());
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
   out.model->eval();

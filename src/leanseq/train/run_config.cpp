@@ -90,15 +90,19 @@ void RunConfig::validate() const {
   if (dist_timeout <= 0) bad("dist.timeout must be positive (seconds)");
   if (dist_bucket_mb <= 0) bad("dist.bucket_mb must be positive");
   if (dist_check_weights < 0) bad("dist.check_weights must be 0 (never) or a number of updates");
+  check_device_name(device);
+  td.validate();
+  model->validate();
+}
+
+void check_device_name(const std::string& device, const std::string& key) {
   bool known_device = false;
   try {
     torch::Device d(device);
     known_device = d.is_cpu() || d.is_cuda();
   } catch (const std::exception&) {
   }
-  if (!known_device) bad("device: '" + device + "' is not cpu, cuda or cuda:N");
-  td.validate();
-  model->validate();
+  if (!known_device) throw ConfigError(key + ": '" + device + "' is not cpu, cuda or cuda:N");
 }
 
 data::BatchingOptions RunConfig::batching() const {

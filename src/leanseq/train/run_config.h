@@ -74,6 +74,9 @@ struct RunConfig : Configurable {
   void validate() const;
 };
 
+// Throws ConfigError naming `key` unless `device` is cpu, cuda or cuda:N.
+void check_device_name(const std::string& device, const std::string& key = "device");
+
 // Builds a RunConfig from layered values ("arch" selects the preset first).
 RunConfig resolve_run_config(const ConfigValues& values);
 // The resolved config as YAML (what checkpoints carry).
