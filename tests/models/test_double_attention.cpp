@@ -1,10 +1,12 @@
 // A2 double attention: the two softmax axes against a reference written out, pads, the causal
-// form against its step-by-step decoding (also after a reorder), the 2D form, and its insertion
-// into the Transformer encoder and the classifiers.
+// form against its step-by-step decoding (also after a reorder), the 2D form and its row-by-row
+// steps, and its insertion into the Transformer, LightConv and Pervasive models and the classifiers.
 #include <gtest/gtest.h>
 
 #include "leanseq/core/error.h"
 #include "leanseq/models/classifier.h"
+#include "leanseq/models/lightconv.h"
+#include "leanseq/models/pervasive.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/transformer.h"
 #include "leanseq/nn/double_attention.h"
@@ -88,39 +90,70 @@ TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
 
 TEST(DoubleAttention, GridFormGathersFromTheGridOrItsEarlierRows) {
   torch::manual_seed(4);
-  nn::DoubleAttention blk(6, 4, 3, false, 0.0);
+  nn::DoubleAttention blk(6, 4, 3, true, 0.0);
   blk->eval();
   torch::NoGradGuard ng;
-  auto grid = torch::randn({2, 6, 3, 4});  // [B, C, H, W]
-  auto flat = grid.permute({0, 2, 3, 1}).reshape({2, 12, 6});
-  auto out = blk->forward_grid(grid, false);
-  EXPECT_LT(max_abs_diff(out.permute({0, 2, 3, 1}).reshape({2, 12, 6}), blk(flat)), 1e-5);
-  auto causal = blk->forward_grid(grid, true);
+  auto grid = torch::randn({2, 3, 4, 6});  // [B, H, W, C], channels last
+  auto flat = grid.reshape({2, 12, 6});
+  nn::DoubleAttention whole(6, 4, 3, false, 0.0);
+  whole->eval();
+  for (const auto& p : whole->named_parameters()) p.value().copy_(blk->named_parameters()[p.key()]);
+  auto out = blk->forward_grid(grid, {}, false);
+  EXPECT_LT(max_abs_diff(out.reshape({2, 12, 6}), whole(flat)), 1e-5);
+  // Causal rows: row r gathers from all cells of rows <= r, so later rows change nothing before them
+  // (and the whole grid does change them).
+  auto causal = blk->forward_grid(grid, {}, true);
   auto changed = grid.clone();
-  changed.narrow(2, 2, 1).normal_();  // the last row
-  EXPECT_LT(max_abs_diff(blk->forward_grid(changed, true).narrow(2, 0, 2), causal.narrow(2, 0, 2)), 1e-6);
-  EXPECT_GT(max_abs_diff(blk->forward_grid(changed, false).narrow(2, 0, 2), out.narrow(2, 0, 2)), 1e-4);
+  changed.narrow(1, 2, 1).normal_();  // the last row
+  EXPECT_LT(max_abs_diff(blk->forward_grid(changed, {}, true).narrow(1, 0, 2), causal.narrow(1, 0, 2)), 1e-6);
+  EXPECT_GT(max_abs_diff(blk->forward_grid(changed, {}, false).narrow(1, 0, 2), out.narrow(1, 0, 2)), 1e-4);
+  // The first row of the causal grid is the whole-grid form of that row alone.
+  EXPECT_LT(max_abs_diff(causal.narrow(1, 0, 1), blk->forward_grid(grid.narrow(1, 0, 1), {}, false)), 1e-5);
+}
+
+TEST(DoubleAttention, GridStepsEqualTheCausalGridWithMaskedCells) {
+  torch::manual_seed(6);
+  nn::DoubleAttention blk(6, 4, 3, true, 0.0);
+  blk->eval();
+  torch::NoGradGuard ng;
+  auto grid = torch::randn({2, 5, 4, 6});
+  auto source_pad = torch::zeros({2, 1, 4}, torch::kBool);
+  source_pad.index_put_({1, 0, torch::indexing::Slice(2)}, true);  // the second source has 2 tokens
+  auto full = blk->forward_grid(grid, source_pad, true);
+  // Masked cells keep their input, and what they hold does not matter to the others.
+  EXPECT_LT(max_abs_diff(full[1].narrow(1, 2, 2), grid[1].narrow(1, 2, 2)), 1e-7);
+  auto noisy = grid.clone();
+  noisy[1].narrow(1, 2, 2).normal_();
+  EXPECT_LT(max_abs_diff(blk->forward_grid(noisy, source_pad, true)[1].narrow(1, 0, 2), full[1].narrow(1, 0, 2)), 1e-6);
+  for (int64_t chunk : {1, 2}) {
+    nn::DoubleAttentionCache st;
+    std::vector<torch::Tensor> rows;
+    for (int64_t t = 0; t < 5; t += chunk) {
+      rows.push_back(blk->step_grid(grid.narrow(1, t, std::min(chunk, 5 - t)), source_pad, st));
+    }
+    EXPECT_LT(max_abs_diff(torch::cat(rows, 1), full), 1e-5) << "chunk " << chunk;
+  }
 }
 
 TEST(DoubleAttention, InsertedIntoTheTransformerAndTheClassifiers) {
   auto cfg = models::registry().preset_config("transformer_tiny");
   auto& tc = static_cast<models::TransformerConfig&>(*cfg);
-  tc.encoder.a2_layers = "1";
+  tc.encoder.a2.layers = "1";
   auto model = models::build_model(*cfg, {30, 30, true});
   EXPECT_NE(model->named_parameters().find("encoder.a2_1.theta.weight"), nullptr);
   EXPECT_EQ(model->named_parameters().find("encoder.a2_0.theta.weight"), nullptr);
   test::check_incremental(*model, 30, 1);
-  tc.decoder.a2_layers = "0,1";  // causal, decoded step by step
+  tc.decoder.a2.layers = "0,1";  // causal, decoded step by step
   model = models::build_model(*cfg, {30, 30, true});
   EXPECT_NE(model->named_parameters().find("decoder.a2_0.theta.weight"), nullptr);
   for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
-  tc.encoder.a2_layers = "2";
+  tc.encoder.a2.layers = "2";
   EXPECT_THROW(cfg->validate(), ConfigError);
 
   for (const std::string enc : {"disan", "transformer", "lightconv"}) {
     models::ClassifierConfig cc;
     cc.encoder = enc, cc.embed_dim = 12, cc.hidden_dim = 16, cc.heads = 4, cc.ffn_dim = 20, cc.classifier_hidden = 8;
-    cc.a2_layers = "0";
+    cc.a2.layers = "0";
     torch::manual_seed(5);
     auto clf = models::build_classifier(cc, 30);
     clf->eval();
@@ -129,5 +162,51 @@ TEST(DoubleAttention, InsertedIntoTheTransformerAndTheClassifiers) {
     auto alone = clf->forward(torch::tensor({{5, 6, 7}}, torch::kLong));
     auto padded = clf->forward(torch::tensor({{5, 6, 7, 1}, {8, 9, 10, 11}}, torch::kLong));
     EXPECT_LT(max_abs_diff(alone[0], padded[0]), 1e-5) << enc;
+  }
+}
+
+TEST(DoubleAttention, InsertedIntoLightConvAndThePervasiveGrid) {
+  for (const char* preset : {"lightconv_tiny", "dynamicconv_tiny"}) {
+    auto cfg = models::registry().preset_config(preset);
+    auto& lc = static_cast<models::LightConvConfig&>(*cfg);
+    lc.encoder.a2.layers = "0";
+    lc.decoder.a2.layers = "0,1";
+    cfg->validate();
+    auto model = models::build_model(*cfg, {30, 30, true});
+    EXPECT_NE(model->named_parameters().find("encoder.a2_0.phi.weight"), nullptr);
+    EXPECT_NE(model->named_parameters().find("decoder.a2_1.proj.weight"), nullptr);
+    for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+    lc.decoder.a2.layers = "2";
+    EXPECT_THROW(cfg->validate(), ConfigError);
+  }
+
+  auto cfg = models::registry().preset_config("pervasive_tiny");
+  auto& pc = static_cast<models::PervasiveConfig&>(*cfg);
+  pc.a2.layers = "1";
+  pc.a2.features = 6;
+  cfg->validate();
+  auto model = models::build_model(*cfg, {30, 30, true});
+  auto phi = model->named_parameters().find("decoder.net.a2_1.phi.weight");
+  ASSERT_NE(phi, nullptr);
+  EXPECT_EQ(phi->size(0), 6);
+  for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  // The block is used: silencing its output projection changes the logits.
+  model->eval();
+  torch::NoGradGuard ng;
+  auto src = torch::tensor({{5, 6, 7, 2}}, torch::kLong), prev = torch::tensor({{2, 8, 9}}, torch::kLong);
+  auto logits = [&] { return model->decode(prev, model->encode(src, torch::tensor({4}))).logits; };
+  auto with = logits();
+  model->named_parameters()["decoder.net.a2_1.proj.weight"].zero_();
+  model->named_parameters()["decoder.net.a2_1.proj.bias"].zero_();
+  EXPECT_GT(max_abs_diff(with, logits()), 1e-4);
+  pc.convnet = "densenet";
+  EXPECT_THROW(cfg->validate(), ConfigError);
+}
+
+TEST(DoubleAttention, LayerListsTakeIndicesAndRanges) {
+  EXPECT_EQ(models::parse_layer_list("0-2,4", 6, "k"), (std::vector<bool>{true, true, true, false, true, false}));
+  EXPECT_EQ(models::parse_layer_list("", 3, "k"), std::vector<bool>(3, false));
+  for (const char* bad : {"2-1", "0-6", "6", "a", "1-", "-1", "1,,2"}) {
+    EXPECT_THROW(models::parse_layer_list(bad, 6, "model.encoder.a2_layers"), ConfigError) << bad;
   }
 }

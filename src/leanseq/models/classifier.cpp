@@ -26,9 +26,7 @@ void ClassifierConfig::visit(ConfigVisitor& v) {
   v.field("dropout", dropout, "dropout probability");
   v.field("classifier_hidden", classifier_hidden, "hidden units of the MLP head");
   v.field("max_positions", max_positions, "longest input in tokens (longer ones are cut)");
-  v.field("a2_layers", a2_layers, "A2 double-attention blocks after these encoder layers, e.g. \"1\" (disan: \"0\")");
-  v.field("a2_features", a2_features, "A2: gathered feature size m (0: a quarter of the width)");
-  v.field("a2_descriptors", a2_descriptors, "A2: number of descriptors n (0: a quarter of the width)");
+  a2.visit(v, "");
   v.field("pair", pair, "sentence-pair input (set from the data)");
   v.field("num_classes", num_classes, "number of labels (set from the data)");
 }
@@ -73,8 +71,7 @@ void ClassifierConfig::validate() const {
     throw ConfigError("model.kernel_size must be odd and positive");
   }
   if (dropout < 0 || dropout >= 1) throw ConfigError("model.dropout must be in [0, 1)");
-  parse_layer_list(a2_layers, encoder == "disan" ? 1 : layers, "model.a2_layers");
-  if (a2_features < 0 || a2_descriptors < 0) throw ConfigError("model.a2_features and a2_descriptors must be 0 or positive");
+  a2.validate(encoder == "disan" ? 1 : layers, "");
   if (num_classes < 2) throw ConfigError("model.num_classes must be at least 2");
 }
 
@@ -103,8 +100,7 @@ SentenceClassifierImpl::SentenceClassifierImpl(const ClassifierConfig& cfg, int6
     }
   }
   const int64_t width = cfg.token_dim(), n_layers = cfg.encoder == "disan" ? 1 : cfg.layers;
-  a2 = make_double_attention_blocks(*this, cfg.a2_layers, n_layers, width, cfg.a2_features, cfg.a2_descriptors, false,
-                                    cfg.dropout, "model.a2_layers");
+  a2 = cfg.a2.make(*this, n_layers, width, false, cfg.dropout);
   if (cfg.pooling_kind() == "source2token") {
     source2token = register_module("source2token", nn::Source2Token(cfg.token_dim(), cfg.activation, cfg.dropout));
   }

@@ -4,9 +4,9 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/disan.h"
-#include "leanseq/nn/double_attention.h"
 #include "leanseq/nn/embeddings.h"
 
 namespace leanseq::models {
@@ -25,8 +25,7 @@ struct ClassifierConfig : ModelConfig {
   int64_t max_positions = 512;    // longer inputs are cut
   // A2 double-attention blocks after these encoder layers ("0,1"; DiSAN has one layer, its
   // forward/backward pair), with m features and n descriptors (0: a quarter of the width)
-  std::string a2_layers;
-  int64_t a2_features = 0, a2_descriptors = 0;
+  A2Blocks a2;
   // Set from the training data (and stored in checkpoints):
   bool pair = false;
   int64_t num_classes = 2;

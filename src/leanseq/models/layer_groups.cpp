@@ -28,25 +28,41 @@ std::vector<bool> parse_layer_list(const std::string& spec, int64_t layers, cons
   std::stringstream ss(spec);
   std::string item;
   while (!spec.empty() && std::getline(ss, item, ',')) {
-    const int64_t i = parse_index(item, key, spec);
-    if (i >= layers) {
-      throw ConfigError(key + ": layer " + std::to_string(i) + " does not exist (" + std::to_string(layers) + " layers)");
+    const auto dash = item.find('-');
+    const int64_t first = parse_index(item.substr(0, dash), key, spec);
+    const int64_t last = dash == std::string::npos ? first : parse_index(item.substr(dash + 1), key, spec);
+    if (last >= layers || last < first) {
+      throw ConfigError(key + ": layers " + item + " do not exist or are out of order (" + std::to_string(layers) +
+                        " layers)");
     }
-    chosen[static_cast<size_t>(i)] = true;
+    for (int64_t i = first; i <= last; ++i) chosen[static_cast<size_t>(i)] = true;
   }
   return chosen;
 }
 
-std::vector<nn::DoubleAttention> make_double_attention_blocks(torch::nn::Module& owner, const std::string& spec,
-                                                              int64_t layers, int64_t dim, int64_t m, int64_t n,
-                                                              bool causal, double dropout, const std::string& key) {
+void A2Blocks::visit(ConfigVisitor& v, const std::string& prefix) {
+  v.field(prefix + "a2_layers", layers, "A2 double-attention blocks after these layers, e.g. \"1,3\" (decoders: causal)");
+  v.field(prefix + "a2_features", features, "A2: gathered feature size m (0: a quarter of the width)");
+  v.field(prefix + "a2_descriptors", descriptors, "A2: number of global descriptors n (0: a quarter of the width)");
+}
+
+void A2Blocks::validate(int64_t stack_layers, const std::string& prefix) const {
+  parse_layer_list(layers, stack_layers, "model." + prefix + "a2_layers");
+  if (features < 0 || descriptors < 0) {
+    throw ConfigError("model." + prefix + "a2_features and a2_descriptors must be 0 (a quarter of the width) or positive");
+  }
+}
+
+std::vector<nn::DoubleAttention> A2Blocks::make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,
+                                                double dropout) const {
   std::vector<nn::DoubleAttention> blocks;
-  const auto chosen = parse_layer_list(spec, layers, key);
-  for (int64_t i = 0; i < layers; ++i) {
+  const auto chosen = parse_layer_list(layers, stack_layers, "a2_layers");
+  const int64_t m = features > 0 ? features : dim / 4, n = descriptors > 0 ? descriptors : dim / 4;
+  for (int64_t i = 0; i < stack_layers; ++i) {
     blocks.emplace_back(nullptr);
-    if (!chosen[static_cast<size_t>(i)]) continue;
-    blocks.back() = owner.register_module(
-        "a2_" + std::to_string(i), nn::DoubleAttention(dim, m > 0 ? m : dim / 4, n > 0 ? n : dim / 4, causal, dropout));
+    if (chosen[static_cast<size_t>(i)]) {
+      blocks.back() = owner.register_module("a2_" + std::to_string(i), nn::DoubleAttention(dim, m, n, causal, dropout));
+    }
   }
   return blocks;
 }

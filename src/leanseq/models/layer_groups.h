@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "leanseq/core/config.h"
 #include "leanseq/nn/double_attention.h"
 
 namespace leanseq::models {
@@ -16,16 +17,25 @@ using LayerBlock = std::pair<int64_t, int64_t>;  // first and last layer, inclus
 // in order or does not cover every layer.
 std::vector<int64_t> parse_layer_groups(const std::string& spec, int64_t layers, const std::string& key);
 
-// For each of `layers` layers, whether a comma-separated list of indices ("1,3"; empty: none)
-// names it. Throws ConfigError naming `key` for a bad or out-of-range index.
+// For each of `layers` layers, whether a comma-separated list of indices and inclusive ranges
+// ("1,3" or "0-2,5"; empty: none) names it. Throws ConfigError naming `key` for a bad or out-of-range index.
 std::vector<bool> parse_layer_list(const std::string& spec, int64_t layers, const std::string& key);
 
-// The A2 blocks of a stack of `layers` layers of width `dim`: one after each layer that `spec`
-// names (parse_layer_list), registered on `owner` as a2_<layer>, null elsewhere; m features and
-// n descriptors (0: dim / 4).
-std::vector<nn::DoubleAttention> make_double_attention_blocks(torch::nn::Module& owner, const std::string& spec,
-                                                              int64_t layers, int64_t dim, int64_t m, int64_t n,
-                                                              bool causal, double dropout, const std::string& key);
+// A2 double-attention blocks inserted into a stack of layers: the config keys
+// <prefix>a2_layers ("1,3": after layers 1 and 3; "0-2": after 0, 1 and 2; empty: none), <prefix>a2_features (m) and
+// <prefix>a2_descriptors (n), where 0 means a quarter of the stack's width.
+struct A2Blocks {
+  std::string layers;
+  int64_t features = 0, descriptors = 0;
+
+  void visit(ConfigVisitor& v, const std::string& prefix);
+  // Throws ConfigError naming model.<prefix>a2_* for a bad list (for `stack_layers` layers) or size.
+  void validate(int64_t stack_layers, const std::string& prefix) const;
+  // One block per listed layer, registered on `owner` as a2_<layer>; null elsewhere.
+  std::vector<nn::DoubleAttention> make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,
+                                        double dropout) const;
+  bool empty() const { return layers.empty(); }
+};
 
 // The spec of `blocks` ("0-1,2,3-5").
 std::string format_layer_groups(const std::vector<LayerBlock>& blocks);

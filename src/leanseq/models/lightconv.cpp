@@ -21,6 +21,7 @@ void visit_side(ConfigVisitor& v, const std::string& p, LightConvSideConfig& s) 
   v.field(p + ".glu", s.glu, "input projection to 2 * conv_dim followed by a GLU");
   v.field(p + ".normalize_before", s.normalize_before, "pre-norm (LayerNorm before each block)");
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
+  s.a2.visit(v, p + ".");
 }
 
 // The keys of the conv blocks, common to the translation model and the language model.
@@ -108,6 +109,7 @@ void validate_side(const std::string& name, const LightConvSideConfig& s) {
     throw ConfigError("model." + name + ".conv_type: expected dynamic or lightweight, got '" + s.conv_type + "'");
   }
   s.kernel_sizes("model." + name + ".kernel_size_list");
+  s.a2.validate(s.layers, name + ".");
 }
 }  // namespace
 
@@ -175,6 +177,7 @@ LightConvEncoderImpl::LightConvEncoderImpl(const LightConvConfig& cfg, torch::nn
   for (int64_t k : s.kernel_sizes("model.encoder.kernel_size_list")) {
     layers->push_back(nn::LightConvEncoderLayer(cfg.layer_options(s, k)));
   }
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout);
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
@@ -183,7 +186,10 @@ EncoderOut LightConvEncoderImpl::forward(const torch::Tensor& src) {
   auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
   auto x = nn::maybe_dropout(embed_tokens(src) * embed_scale_ + embed_positions(src), dropout_, is_training());
   auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
-  for (const auto& layer : *layers) x = layer->as<nn::LightConvEncoderLayer>()->forward(x, mask);
+  for (size_t i = 0; i < layers->size(); ++i) {
+    x = layers[i]->as<nn::LightConvEncoderLayer>()->forward(x, mask);
+    if (a2[i]) x = a2[i](x, mask);
+  }
   if (layer_norm) x = layer_norm(x);
   return {x, padding_mask, {}};
 }
@@ -201,6 +207,7 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
   for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
     layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
   }
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout);
   layer_norm = nn::optional_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(
@@ -211,10 +218,14 @@ DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const
   auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
   auto x = nn::maybe_dropout(embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens), dropout_,
                              is_training());
+  auto self_mask = prev_tokens.eq(nn::kPadIndex);
+  if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
   return run_decoder_stack(
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
-        return layers[i]->as<nn::LightConvDecoderLayer>()->forward(h, enc.out, enc_mask, attn);
+        auto r = layers[i]->as<nn::LightConvDecoderLayer>()->forward(h, enc.out, enc_mask, attn);
+        if (a2[i]) r.out = a2[i](r.out, self_mask);
+        return r;
       },
       need_attn, layer_norm, output_weight);
 }
@@ -224,11 +235,15 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
   const int64_t B = tokens.size(0), n = tokens.size(1);
   auto x = nn::maybe_dropout(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device()),
                              dropout_, is_training());
+  auto token_padding = tokens.eq(nn::kPadIndex);
+  if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
   auto out = run_decoder_stack(
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
-        return layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i, 2 * i + 1,
-                                                               attn);
+        auto r = layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i,
+                                                                 2 * i + 1, attn);
+        if (a2[i]) r.out = a2[i]->step(r.out, state.get<nn::DoubleAttentionCache>(2 * layers->size() + i), token_padding);
+        return r;
       },
       need_attn, layer_norm, output_weight);
   state.steps += n;
@@ -254,7 +269,7 @@ DecoderOut LightConvLanguageModel::decode(const torch::Tensor& prev_tokens, cons
 }
 
 nn::IncrementalState LightConvLanguageModel::init_state(const EncoderOut&) {
-  return nn::IncrementalState(2 * decoder->layers->size());
+  return nn::IncrementalState(3 * decoder->layers->size());  // as LightConvModel's
 }
 
 DecoderOut LightConvLanguageModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,

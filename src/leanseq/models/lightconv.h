@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "leanseq/models/encoder_decoder.h"
+#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/lightconv.h"
@@ -19,6 +20,7 @@ struct LightConvSideConfig {
   bool normalize_before = false, learned_pos = false, glu = true;
   std::string conv_type = "dynamic";  // dynamic | lightweight (fairseq's default is dynamic)
   std::string kernel_size_list = "3,7,15,31,31,31,31";
+  A2Blocks a2;  // A2 double-attention blocks after some layers (causal in the decoder)
   // conv_dim 0 means embed_dim; a single kernel size applies to every layer.
   int64_t resolved_conv_dim() const { return conv_dim > 0 ? conv_dim : embed_dim; }
   std::vector<int64_t> kernel_sizes(const std::string& key) const;
@@ -63,6 +65,7 @@ class LightConvEncoderImpl : public torch::nn::Module {
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
+  std::vector<nn::DoubleAttention> a2;       // per layer; null where none follows it
 
  private:
   double embed_scale_, dropout_;
@@ -79,6 +82,7 @@ class LightConvDecoderImpl : public torch::nn::Module {
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
+  std::vector<nn::DoubleAttention> a2;       // per layer (causal); null where none follows it
 
  private:
   double embed_scale_, dropout_;

@@ -37,6 +37,7 @@ void PervasiveConfig::visit(ConfigVisitor& v) {
   v.field("output_dim", output_dim, "projection after pooling (0: decoder_embed_dim)");
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie target and output embeddings");
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for source, target and output");
+  a2.visit(v, "");
   v.field("memory_efficient", memory_efficient, "recompute activations in the backward pass (less memory)");
   v.field("max_source_positions", max_source_positions, "longest source in tokens");
   v.field("max_target_positions", max_target_positions, "longest target in tokens");
@@ -63,6 +64,8 @@ void PervasiveConfig::validate() const {
   positive(decoder_embed_dim, "decoder_embed_dim");
   positive(num_layers, "num_layers");
   positive(divide_channels, "divide_channels");
+  a2.validate(num_layers, "");
+  if (!a2.empty() && convnet != "resnet") throw ConfigError("model.a2_layers: A2 blocks need convnet resnet");
   if (kernel_size < 1 || kernel_size % 2 == 0) {
     throw ConfigError("model.kernel_size: must be odd (the mask keeps the centre row), got " +
                       std::to_string(kernel_size));
@@ -150,16 +153,20 @@ class ResNet : public GridNet {
   explicit ResNet(const PervasiveConfig& c) : channels_(c.grid_channels()), memory_efficient_(c.memory_efficient) {
     residual_blocks = register_module("residual_blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) residual_blocks->push_back(ResLayer(c));
+    a2 = c.a2.make(*this, c.num_layers, channels_, true, c.convolution_dropout);
   }
-  // The mean of the input and of every layer's output (attn2d's "add-up").
+  // The mean of the input and of every layer's output (attn2d's "add-up"); an A2 block after a
+  // layer is part of that layer's output.
   torch::Tensor forward(const torch::Tensor& x0, const GridMasks& m) override {
     const double scale = 1.0 / static_cast<double>(residual_blocks->size() + 1);
     auto x = x0, sum = x0 * scale;
-    for (const auto& module : *residual_blocks) {
+    for (size_t i = 0; i < residual_blocks->size(); ++i) {
+      const auto& module = residual_blocks[i];
       auto layer = module->as<ResLayer>();
       // By value: the backward pass of a memory-efficient layer calls it again.
       x = run_layer(memory_efficient_, *module,
                     [layer, m](const std::vector<torch::Tensor>& in) { return layer->forward(in[0], m); }, {x});
+      if (a2[i]) x = a2[i]->forward_grid(x, m.cells(), true);
       sum = sum + x * scale;
     }
     return sum;
@@ -169,13 +176,15 @@ class ResNet : public GridNet {
     auto x = x0, sum = x0 * scale;
     for (size_t i = 0; i < residual_blocks->size(); ++i) {
       x = residual_blocks[i]->as<ResLayer>()->step(x, m, state.get<nn::GridRowsCache>(i));
+      if (a2[i]) x = a2[i]->step_grid(x, m.cells(), state.get<nn::DoubleAttentionCache>(residual_blocks->size() + i));
       sum = sum + x * scale;
     }
     return sum;
   }
   int64_t output_channels() const override { return channels_; }
-  size_t slots() const override { return residual_blocks->size(); }
+  size_t slots() const override { return 2 * residual_blocks->size(); }  // a second per layer for its A2 block
   torch::nn::ModuleList residual_blocks;
+  std::vector<nn::DoubleAttention> a2;  // per layer; null where none follows it
 
  private:
   int64_t channels_;

@@ -7,6 +7,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/masked_conv2d.h"
@@ -36,6 +37,9 @@ struct PervasiveConfig : ModelConfig {
   std::string aggregator = "gated-max";
   int64_t output_dim = 0;  // the projection after pooling (0: decoder_embed_dim)
   bool share_decoder_input_output_embed = false, share_all_embeddings = false;
+  // resnet: A2 blocks in their 2D form after some residual layers; a cell gathers from the rows
+  // <= its own (keys a2_layers, a2_features, a2_descriptors).
+  A2Blocks a2;
   // Recompute each layer's activations in the backward pass instead of keeping them.
   bool memory_efficient = false;
   int64_t max_source_positions = 1024, max_target_positions = 1024;
@@ -58,6 +62,12 @@ struct GridMasks {
   torch::Tensor zero_pads(const torch::Tensor& x) const {
     auto y = zero_source(x);
     return target.defined() ? y.masked_fill(target, 0) : y;
+  }
+  // The pad cells, broadcastable to [B, T, S] (undefined when there are none).
+  torch::Tensor cells() const {
+    if (source.defined() && target.defined()) return source.squeeze(-1).logical_or(target.squeeze(-1));
+    if (source.defined()) return source.squeeze(-1);
+    return target.defined() ? target.squeeze(-1) : torch::Tensor();
   }
 };
 

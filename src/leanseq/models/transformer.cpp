@@ -18,17 +18,9 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
   v.field(p + ".attention_heads", s.attention_heads, "number of attention heads");
   v.field(p + ".normalize_before", s.normalize_before, "pre-norm (LayerNorm before each sublayer)");
   v.field(p + ".learned_pos", s.learned_pos, "learned instead of sinusoidal positions");
-  v.field(p + ".a2_layers", s.a2_layers, "A2 double-attention blocks after these layers, e.g. \"1,3\" (decoder: causal)");
-  v.field(p + ".a2_features", s.a2_features, "A2: gathered feature size m (0: embed_dim / 4)");
-  v.field(p + ".a2_descriptors", s.a2_descriptors, "A2: number of global descriptors n (0: embed_dim / 4)");
+  s.a2.visit(v, p + ".");
   v.field(p + ".self_attn_groups", s.self_attn_groups,
           "SAN: blocks of layers sharing the first layer's self-attention distribution, e.g. \"0-1,2-5\"");
-}
-
-std::vector<nn::DoubleAttention> make_a2_blocks(torch::nn::Module& owner, const TransformerSideConfig& s, bool causal,
-                                                double dropout, const std::string& key) {
-  return make_double_attention_blocks(owner, s.a2_layers, s.layers, s.embed_dim, s.a2_features, s.a2_descriptors, causal,
-                                      dropout, key);
 }
 
 }  // namespace
@@ -76,16 +68,11 @@ void TransformerConfig::validate() const {
     throw ConfigError("model.encoder.type: '" + encoder_type + "' is not transformer or disan");
   }
   if (encoder_type == "disan" && (encoder.embed_dim % 2 != 0 || !encoder.self_attn_groups.empty() ||
-                                  !encoder.a2_layers.empty())) {
+                                  !encoder.a2.empty())) {
     throw ConfigError("model.encoder.type disan needs an even encoder.embed_dim and no encoder.self_attn_groups or a2_layers");
   }
-  parse_layer_list(encoder.a2_layers, encoder.layers, "model.encoder.a2_layers");
-  parse_layer_list(decoder.a2_layers, decoder.layers, "model.decoder.a2_layers");
-  for (const auto* s : {&encoder, &decoder}) {
-    if (s->a2_features < 0 || s->a2_descriptors < 0) {
-      throw ConfigError("model: a2_features and a2_descriptors must be 0 (embed_dim / 4) or positive");
-    }
-  }
+  encoder.a2.validate(encoder.layers, "encoder.");
+  decoder.a2.validate(decoder.layers, "decoder.");
   for (const char* side : {"encoder", "decoder"}) layer_options(side);  // malformed blocks throw, naming their key
   if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
     throw ConfigError("model.decoder.self_attn_groups: average attention has no attention distribution to share");
@@ -142,7 +129,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   for (const auto& o : cfg.layer_options("encoder")) layers->push_back(nn::TransformerEncoderLayer(o));
-  a2 = make_a2_blocks(*this, s, false, cfg.dropout, "model.encoder.a2_layers");
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout);
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
@@ -181,7 +168,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
     layers->push_back(nn::TransformerDecoderLayer(o));
     if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
   }
-  a2 = make_a2_blocks(*this, s, true, cfg.dropout, "model.decoder.a2_layers");
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout);
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(

@@ -6,9 +6,9 @@
 #include <torch/torch.h>
 
 #include "leanseq/models/encoder_decoder.h"
+#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/disan.h"
-#include "leanseq/nn/double_attention.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/transformer_layer.h"
 
@@ -23,10 +23,7 @@ struct TransformerSideConfig {
   std::string encoder_attn_groups;  // decoder only: SAN blocks of encoder-decoder attention
   bool average_attention = false;   // decoder only: AAN instead of self-attention
   bool average_attention_ffn = true;  // decoder only: the FFN over the average (ffn_embed_dim wide)
-  // A2 double-attention blocks after these layers ("1,3"; empty: none; causal in the decoder),
-  // with m gathered features and n descriptors (0: embed_dim / 4)
-  std::string a2_layers;
-  int64_t a2_features = 0, a2_descriptors = 0;
+  A2Blocks a2;  // A2 double-attention blocks after some layers (causal in the decoder)
 };
 
 struct TransformerConfig : ModelConfig {
@@ -99,10 +96,6 @@ TORCH_MODULE(TransformerDecoder);
 class TransformerModel : public EncoderDecoderModel<TransformerConfig, TransformerEncoder, TransformerDecoder> {
  public:
   using EncoderDecoderModel::EncoderDecoderModel;
-  // Two slots per decoder layer, and a third for the A2 block after it.
-  nn::IncrementalState init_state(const EncoderOut&) override {
-    return nn::IncrementalState(3 * decoder->layers->size());
-  }
   // The distributions of every attention layer, teacher-forced on prev_tokens.
   AttentionMaps attention_maps(const torch::Tensor& src, const torch::Tensor& prev_tokens);
 };

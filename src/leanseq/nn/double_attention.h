@@ -29,14 +29,26 @@ class DoubleAttentionImpl : public torch::nn::Module {
   // The distribution over descriptors at each position [B, T, n] (for tests and analysis).
   torch::Tensor distribute_weights(const torch::Tensor& x);
 
-  // The 2D form over a grid x [B, C, H, W] (e.g. Pervasive Attention's target x source grid):
-  // every cell gathers from the whole grid, or with causal_rows from rows <= its own (the target
-  // axis of a decoder grid). Returns [B, C, H, W].
-  torch::Tensor forward_grid(const torch::Tensor& x, bool causal_rows);
+  // The 2D form over a channels-last grid x [B, H, W, C] (Pervasive Attention's target x source
+  // grid): every cell gathers from the whole grid or, with causal_rows, from the rows <= its own
+  // (the target axis of a decoder grid). Cells where cell_mask (broadcastable to [B, H, W], true =
+  // excluded; may be undefined) is true neither give to the gather nor change.
+  torch::Tensor forward_grid(const torch::Tensor& x, const torch::Tensor& cell_mask, bool causal_rows);
+  // Causal rows only: the next rows [B, n, W, C] of a grid whose earlier rows are summed in `cache`.
+  torch::Tensor step_grid(const torch::Tensor& rows, const torch::Tensor& cell_mask, DoubleAttentionCache& cache);
 
   torch::nn::Linear phi{nullptr}, theta{nullptr}, rho{nullptr}, proj{nullptr};
 
  private:
+  // Both forms over groups of cells x [B, G, P, C] (a sequence: P = 1; a grid: rows of P cells):
+  // every cell gathers from all cells or, when causal, from the groups <= its own; excluded
+  // [B, G, P] (or undefined) cells give nothing and keep their input.
+  torch::Tensor full_groups(const torch::Tensor& x, const torch::Tensor& excluded, bool causal);
+  // The causal step over groups of cells x [B, G, P, C]: group g gathers from the cache and from
+  // groups <= g (all P cells of each); excluded [B, G, P] (or undefined) cells give nothing.
+  torch::Tensor step_groups(const torch::Tensor& x, const torch::Tensor& excluded, DoubleAttentionCache& cache);
+  // x + dropout(proj(z)), left as x where `excluded` (broadcastable to z's leading dims) is true.
+  torch::Tensor output(const torch::Tensor& x, const torch::Tensor& z, const torch::Tensor& excluded);
   bool causal_;
   double dropout_;
 };
