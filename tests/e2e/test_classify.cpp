@@ -1,5 +1,5 @@
 // Text classification through the CLI: training on a synthetic sentiment task, prediction,
-// scoring, resume and the errors of bad input.
+// scoring, resume, targeted dropout and the errors of bad input.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/task.h"
+#include "leanseq/nn/targeted_dropout.h"
+#include "leanseq/train/classify.h"
 
 using namespace leanseq::test;
 
@@ -104,6 +106,27 @@ TEST(EndToEndClassify, PairsTrainWithTheTransformerAndLightConvEncoders) {
     ASSERT_EQ(rc, 0) << out;
     EXPECT_TRUE(out == "same\n" || out == "different\n") << out;
   }
+}
+
+TEST(EndToEndClassify, TargetedDropoutTrainsAClassifierThatLoadsPruned) {
+  auto dir = temp_dir("clstd");
+  write_sentiment(dir + "/train.tsv", 300, 6);
+  write_sentiment(dir + "/valid.tsv", 60, 7);
+  std::string out;
+  int rc = run_command(train_cmd(dir, "lightconv_classifier", "") +
+                           " --set td.type=weight --set td.gamma=0.5 --set td.alpha=0.5 --max-update 20 --save-dir " +
+                           dir + "/ck",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("targeted dropout: weight, gamma 0.50, alpha 0.50; validation prunes"), std::string::npos) << out;
+  // The checkpoint holds the dense weights; loading it prunes the targeted half of every unit.
+  auto loaded = leanseq::train::load_classifier(dir + "/ck/checkpoint_last.pt");
+  EXPECT_GE(leanseq::nn::prunable_sparsity(*loaded.model), 0.45);
+  rc = run_command(train_cmd(dir, "lightconv_classifier", "") + " --set td.type=sometimes --max-update 1 --save-dir " +
+                       dir + "/bad",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("td.type"), std::string::npos) << out;
 }
 
 TEST(EndToEndClassify, BadInputGivesOneLineAndTheRightExitCode) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "leanseq/core/error.h"
 
@@ -24,6 +25,15 @@ void TargetedDropoutOptions::validate() const {
   if (gamma < 0 || gamma > 1) throw ConfigError("td.gamma must be in [0, 1]");
   if (alpha < 0 || alpha >= 1) throw ConfigError("td.alpha must be in [0, 1)");
   if (ramp_updates < 0) throw ConfigError("td.ramp_updates must be 0 (no ramp) or positive");
+}
+
+std::string TargetedDropoutOptions::summary() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s, gamma %.2f, alpha %.2f", type.c_str(), gamma, alpha);
+  std::string s = buf;
+  if (ramp_updates > 0) s += ", ramped over " + std::to_string(2 * ramp_updates) + " updates";
+  if (targeted() && eval_prune) s += "; validation prunes the targeted weights";
+  return s;
 }
 
 std::pair<double, double> targeted_rates_at(const TargetedDropoutOptions& o, int64_t step) {

@@ -32,6 +32,8 @@ struct TargetedDropoutOptions {
   void visit(ConfigVisitor& v, const std::string& prefix);
   void validate() const;
   bool targeted() const { return type == "weight" || type == "unit"; }
+  // One line for the training log: the type, rates, ramp and whether evaluation prunes.
+  std::string summary() const;
   bool enabled() const { return type != "none"; }
 };
 

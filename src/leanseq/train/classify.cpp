@@ -50,6 +50,7 @@ void ClassifyConfig::visit(ConfigVisitor& v) {
   v.field("stop.patience", patience, "stop after N validations without a better accuracy (0: never)");
   v.field("log.interval", log_interval, "log every N updates");
   v.field("valid.interval_updates", validate_interval_updates, "also validate every N updates (0: per epoch only)");
+  td.visit(v, "td.");
 }
 
 void ClassifyConfig::validate() const {
@@ -68,6 +69,7 @@ void ClassifyConfig::validate() const {
   }
   check_device_name(device);
   model->validate();
+  td.validate();
 }
 
 ClassifyConfig resolve_classify_config(const ConfigValues& values) {
@@ -207,6 +209,7 @@ struct ClassifyRun {
   std::optional<data::EncodedText> test;
   models::SentenceClassifier model{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer;
+  std::unique_ptr<nn::TargetedDropout> td;  // td.type != none
   TrainerProgress progress;
   Timer timer;
   std::ofstream log_file;
@@ -279,6 +282,10 @@ struct ClassifyRun {
                 std::to_string(progress.num_updates));
     }
     set_lr(cfg.lr * std::pow(cfg.lr_shrink, static_cast<double>(progress.lr_shrinks)));
+    if (cfg.td.enabled()) {
+      td = std::make_unique<nn::TargetedDropout>(cfg.td, *model);
+      log::info("targeted dropout: " + cfg.td.summary());
+    }
     log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
     int64_t params = 0;
     for (const auto& p : model->parameters()) params += p.numel();
@@ -300,7 +307,11 @@ struct ClassifyRun {
   // Validates, keeps the best checkpoint and applies the patience and LR-shrink rules. Returns
   // whether patience ran out.
   bool validate_and_save(double train_loss) {
-    auto report = evaluate_classifier(model, valid, labels, std::max<int64_t>(cfg.max_sentences, 64), device);
+    ClassifyReport report;
+    {
+      nn::ScopedEvalPrune pruned(td.get());
+      report = evaluate_classifier(model, valid, labels, std::max<int64_t>(cfg.max_sentences, 64), device);
+    }
     const bool better = std::isnan(progress.best_metric) || report.accuracy > progress.best_metric;
     if (better) {
       progress.best_metric = report.accuracy;
@@ -347,10 +358,12 @@ struct ClassifyRun {
       data::shuffle_batches(batches, static_cast<uint64_t>(cfg.seed) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
       for (auto i = static_cast<size_t>(progress.batch_in_epoch); i < batches.size(); ++i) {
         auto b = data::collate_text(train, batches[i]).to(device);
+        if (td) td->begin_update(progress.num_updates);
         auto logits = model->forward(b.tokens, b.tokens2);
         auto loss = torch::nn::functional::cross_entropy(logits, b.labels);
         optimizer->zero_grad();
         loss.backward();
+        if (td) td->end_update();
         if (cfg.clip_norm > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), cfg.clip_norm);
         optimizer->step();
         progress.num_updates++;
@@ -397,6 +410,7 @@ struct ClassifyRun {
     const std::string best = cfg.save_dir + "/checkpoint_best.pt";
     if (test && io::file_exists(best)) {
       models::load_named_tensors(*model, read_checkpoint(best, device).model_tensors, true, best);
+      nn::ScopedEvalPrune pruned(td.get());
       out.test = evaluate_classifier(model, *test, labels, 64, device);
       io::atomic_write_text(cfg.save_dir + "/test_report.json", out.test->json());
       log::info("test (" + cfg.test_file + ", checkpoint_best): " + out.test->text().substr(0, out.test->text().find('\n')));
@@ -433,6 +447,8 @@ LoadedClassifier load_classifier(const std::string& path) {
   read_stored_vocab(ck.vocab, path, out.dict, out.labels);
   out.model = models::build_classifier(*out.config.model, out.dict.size());
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
+  const auto& td = out.config.td;
+  if (td.targeted() && td.eval_prune) nn::prune_in_place(*out.model, td.type, td.gamma);
   out.model->eval();
   return out;
 }

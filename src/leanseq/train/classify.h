@@ -12,6 +12,7 @@
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/text_classification.h"
 #include "leanseq/models/classifier.h"
+#include "leanseq/nn/targeted_dropout.h"
 
 namespace leanseq::train {
 
@@ -34,6 +35,7 @@ struct ClassifyConfig : Configurable {
   int64_t patience = 0;  // stop after N validations without a better accuracy (0: never)
   int64_t log_interval = 100;
   int64_t validate_interval_updates = 0;
+  nn::TargetedDropoutOptions td;  // td.*: targeted dropout of the encoder's and head's weights
 
   void visit(ConfigVisitor& v) override;
   void validate() const;

@@ -227,9 +227,7 @@ struct Trainer::Impl {
     synchronise_start();
     if (cfg.td.enabled()) {
       td = std::make_unique<nn::TargetedDropout>(cfg.td, *model);
-      log::info("targeted dropout: " + cfg.td.type + ", gamma " + fmt(cfg.td.gamma, 2) + ", alpha " + fmt(cfg.td.alpha, 2) +
-                (cfg.td.ramp_updates > 0 ? ", ramped over " + std::to_string(2 * cfg.td.ramp_updates) + " updates" : "") +
-                (cfg.td.targeted() && cfg.td.eval_prune ? "; validation prunes the targeted weights" : ""));
+      log::info("targeted dropout: " + cfg.td.summary());
     }
     if (main_process()) log_file.open(cfg.save_dir + "/train_log.jsonl", std::ios::app);
     tty = main_process() && cfg.log_format == "auto" && isatty(2);
