@@ -10,6 +10,8 @@
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
+#include "leanseq/nn/double_attention.h"
+#include "leanseq/nn/transformer_layer.h"
 #include "leanseq/train/criterion.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/launcher.h"
@@ -77,6 +79,31 @@ void BM_TransformerSmallTrainStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * B * T);
 }
 BENCHMARK(BM_TransformerSmallTrainStep)->Args({128, 16})->Unit(benchmark::kMillisecond);
+
+// Forward + backward of one block at transformer_small's width on [B, T, 256]: range(2) picks an
+// A2 block (0: whole sequence, 1: causal; m = n = 64) or a Transformer encoder layer (2), to put
+// the A2 block's cost beside that of the layer it follows.
+void BM_A2BlockVsEncoderLayer(benchmark::State& state) {
+  const int64_t B = state.range(0), T = state.range(1), kind = state.range(2), C = 256;
+  torch::manual_seed(1);
+  leanseq::nn::TransformerLayerOptions o;
+  o.embed_dim = C, o.ffn_dim = 1024, o.heads = 4, o.dropout = 0.2;
+  leanseq::nn::TransformerEncoderLayer layer(o);
+  leanseq::nn::DoubleAttention a2(C, 64, 64, kind == 1, 0.2);
+  auto x = torch::randn({B, T, C}).requires_grad_(true);
+  for (auto _ : state) {
+    leanseq::nn::SharedAttention shared;
+    auto y = kind == 2 ? layer->forward(x, {}, shared) : a2->forward(x);
+    y.sum().backward();
+    x.mutable_grad().reset();
+  }
+  state.SetItemsProcessed(state.iterations() * B * T);
+}
+BENCHMARK(BM_A2BlockVsEncoderLayer)
+    ->Args({64, 30, 0})
+    ->Args({64, 30, 1})
+    ->Args({64, 30, 2})
+    ->Unit(benchmark::kMillisecond);
 
 // One incremental decoder step for B rows with a prefix of 10 tokens.
 void BM_TransformerSmallDecodeStep(benchmark::State& state) {

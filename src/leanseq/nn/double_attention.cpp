@@ -40,9 +40,16 @@ torch::Tensor DoubleAttentionImpl::full_groups(const torch::Tensor& x, const tor
     auto ref = std::get<0>(logits.reshape({B, G * P, n}).max(1, true)).detach().unsqueeze(1);  // [B, 1, 1, n]
     auto e = torch::exp(logits - ref);
     if (excluded.defined()) e = e.masked_fill(excluded.unsqueeze(-1), 0.0);
-    auto num = torch::matmul(a.transpose(2, 3), e).cumsum(1);  // [B, G, m, n]
-    auto den = e.sum(2, true).cumsum(1);                        // [B, G, 1, n]
-    z = torch::matmul(d, (num / den.clamp_min(1e-30)).transpose(2, 3));  // [B, G, P, m]
+    auto den = e.sum(2, true).cumsum(1).clamp_min(1e-30);  // [B, G, 1, n]
+    if (P == 1) {
+      // A sequence: z_t = sum_{s <= t} A_s sum_k (d_tk / den_tk) e_sk, a masked [T, T] product
+      // (cheaper than [T, m, n] prefix states at sentence lengths, and the same values).
+      auto w = torch::bmm((d / den).squeeze(2), e.squeeze(2).transpose(1, 2)).tril();  // [B, T, T]
+      z = torch::bmm(w, a.squeeze(2)).unsqueeze(2);
+    } else {
+      auto num = torch::matmul(a.transpose(2, 3), e).cumsum(1);  // [B, G, m, n]
+      z = torch::matmul(d, (num / den).transpose(2, 3));           // [B, G, P, m]
+    }
   }
   return output(x, z, excluded);
 }
