@@ -18,8 +18,10 @@ using test::max_abs_diff;
 
 namespace {
 // out_t = x_t + proj(sum_k softmax_k(V_t)_k * sum_s softmax_s(Bg_:k)_s A_s), one element at a time.
-torch::Tensor reference(nn::DoubleAttentionImpl& blk, const torch::Tensor& x, bool causal) {
-  auto a = blk.phi(x)[0], bg = blk.theta(x)[0], v = blk.rho(x)[0];
+// Pre-norm: the maps read LayerNorm(x); post-norm: LayerNorm of the sum.
+torch::Tensor reference(nn::DoubleAttentionImpl& blk, const torch::Tensor& x, bool causal, nn::BlockNorm norm) {
+  auto h = norm == nn::BlockNorm::pre ? blk.layer_norm(x) : x;
+  auto a = blk.phi(h)[0], bg = blk.theta(h)[0], v = blk.rho(h)[0];
   const int64_t T = x.size(1), m = a.size(1), n = bg.size(1);
   auto z = torch::zeros({T, m}, x.options());
   for (int64_t t = 0; t < T; ++t) {
@@ -31,26 +33,34 @@ torch::Tensor reference(nn::DoubleAttentionImpl& blk, const torch::Tensor& x, bo
       z[t] += dist[k] * g;
     }
   }
-  return x + blk.proj(z).unsqueeze(0);
+  auto out = x + blk.proj(z).unsqueeze(0);
+  return norm == nn::BlockNorm::post ? blk.layer_norm(out) : out;
 }
 }  // namespace
 
 TEST(DoubleAttention, GatherOverPositionsAndDistributeOverDescriptorsMatchTheFormula) {
   torch::manual_seed(1);
-  for (bool causal : {false, true}) {
-    nn::DoubleAttention blk(6, 4, 3, causal, 0.0);
-    blk->to(torch::kDouble);
-    auto x = torch::randn({1, 5, 6}, torch::kDouble);
-    torch::NoGradGuard ng;
-    EXPECT_LT(max_abs_diff(blk(x), reference(*blk, x, causal)), 1e-12) << "causal " << causal;
-    auto d = blk->distribute_weights(x);
-    EXPECT_LT((d.sum(-1) - 1).abs().max().item<double>(), 1e-12);
+  for (auto norm : {nn::BlockNorm::none, nn::BlockNorm::pre, nn::BlockNorm::post}) {
+    for (bool causal : {false, true}) {
+      nn::DoubleAttention blk(6, 4, 3, causal, 0.0, norm);
+      blk->to(torch::kDouble);
+      torch::NoGradGuard ng;
+      if (blk->layer_norm) {  // not the identity LayerNorm of a fresh block
+        blk->layer_norm->weight.normal_();
+        blk->layer_norm->bias.normal_();
+      }
+      auto x = torch::randn({1, 5, 6}, torch::kDouble);
+      EXPECT_LT(max_abs_diff(blk(x), reference(*blk, x, causal, norm)), 1e-12)
+          << "causal " << causal << " norm " << static_cast<int>(norm);
+      auto d = blk->distribute_weights(x);
+      EXPECT_LT((d.sum(-1) - 1).abs().max().item<double>(), 1e-12);
+    }
   }
 }
 
 TEST(DoubleAttention, PadsDoNotGatherAndKeepTheirInput) {
   torch::manual_seed(2);
-  nn::DoubleAttention blk(6, 4, 3, false, 0.0);
+  nn::DoubleAttention blk(6, 4, 3, false, 0.0, nn::BlockNorm::post);
   blk->eval();
   torch::NoGradGuard ng;
   auto x = torch::randn({2, 5, 6});
@@ -64,7 +74,7 @@ TEST(DoubleAttention, PadsDoNotGatherAndKeepTheirInput) {
 
 TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
   torch::manual_seed(3);
-  nn::DoubleAttention blk(8, 4, 5, true, 0.0);
+  nn::DoubleAttention blk(8, 4, 5, true, 0.0, nn::BlockNorm::pre);
   blk->eval();
   torch::NoGradGuard ng;
   auto x = torch::randn({3, 7, 8});
@@ -143,9 +153,12 @@ TEST(DoubleAttention, InsertedIntoTheTransformerAndTheClassifiers) {
   EXPECT_NE(model->named_parameters().find("encoder.a2_1.theta.weight"), nullptr);
   EXPECT_EQ(model->named_parameters().find("encoder.a2_0.theta.weight"), nullptr);
   test::check_incremental(*model, 30, 1);
-  tc.decoder.a2.layers = "0,1";  // causal, decoded step by step
+  tc.decoder.a2.layers = "0,1";  // causal, decoded step by step, with the host's (post-)norm
+  tc.decoder.a2.norm = "host";
   model = models::build_model(*cfg, {30, 30, true});
   EXPECT_NE(model->named_parameters().find("decoder.a2_0.theta.weight"), nullptr);
+  EXPECT_NE(model->named_parameters().find("decoder.a2_0.layer_norm.weight"), nullptr);
+  EXPECT_EQ(model->named_parameters().find("encoder.a2_1.layer_norm.weight"), nullptr);
   for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
   tc.encoder.a2.layers = "2";
   EXPECT_THROW(cfg->validate(), ConfigError);
@@ -170,6 +183,7 @@ TEST(DoubleAttention, InsertedIntoLightConvAndThePervasiveGrid) {
     auto cfg = models::registry().preset_config(preset);
     auto& lc = static_cast<models::LightConvConfig&>(*cfg);
     lc.encoder.a2.layers = "0";
+    lc.encoder.a2.norm = "host";
     lc.decoder.a2.layers = "0,1";
     cfg->validate();
     auto model = models::build_model(*cfg, {30, 30, true});
@@ -177,6 +191,9 @@ TEST(DoubleAttention, InsertedIntoLightConvAndThePervasiveGrid) {
     EXPECT_NE(model->named_parameters().find("decoder.a2_1.proj.weight"), nullptr);
     for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
     lc.decoder.a2.layers = "2";
+    EXPECT_THROW(cfg->validate(), ConfigError);
+    lc.decoder.a2.layers = "1";
+    lc.decoder.a2.norm = "after";
     EXPECT_THROW(cfg->validate(), ConfigError);
   }
 

@@ -100,7 +100,7 @@ SentenceClassifierImpl::SentenceClassifierImpl(const ClassifierConfig& cfg, int6
     }
   }
   const int64_t width = cfg.token_dim(), n_layers = cfg.encoder == "disan" ? 1 : cfg.layers;
-  a2 = cfg.a2.make(*this, n_layers, width, false, cfg.dropout);
+  a2 = cfg.a2.make(*this, n_layers, width, false, cfg.dropout, nn::BlockNorm::post);  // post-norm layers
   if (cfg.pooling_kind() == "source2token") {
     source2token = register_module("source2token", nn::Source2Token(cfg.token_dim(), cfg.activation, cfg.dropout));
   }

@@ -44,6 +44,7 @@ void A2Blocks::visit(ConfigVisitor& v, const std::string& prefix) {
   v.field(prefix + "a2_layers", layers, "A2 double-attention blocks after these layers, e.g. \"1,3\" (decoders: causal)");
   v.field(prefix + "a2_features", features, "A2: gathered feature size m (0: a quarter of the width)");
   v.field(prefix + "a2_descriptors", descriptors, "A2: number of global descriptors n (0: a quarter of the width)");
+  v.field(prefix + "a2_norm", norm, "A2: none (X + proj(Z), as the paper) or host (a LayerNorm placed as the host layers')");
 }
 
 void A2Blocks::validate(int64_t stack_layers, const std::string& prefix) const {
@@ -51,17 +52,21 @@ void A2Blocks::validate(int64_t stack_layers, const std::string& prefix) const {
   if (features < 0 || descriptors < 0) {
     throw ConfigError("model." + prefix + "a2_features and a2_descriptors must be 0 (a quarter of the width) or positive");
   }
+  if (norm != "none" && norm != "host") {
+    throw ConfigError("model." + prefix + "a2_norm: expected none or host, got '" + norm + "'");
+  }
 }
 
 std::vector<nn::DoubleAttention> A2Blocks::make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,
-                                                double dropout) const {
+                                                double dropout, nn::BlockNorm host) const {
+  const auto block_norm = norm == "host" ? host : nn::BlockNorm::none;
   std::vector<nn::DoubleAttention> blocks;
   const auto chosen = parse_layer_list(layers, stack_layers, "a2_layers");
   const int64_t m = features > 0 ? features : dim / 4, n = descriptors > 0 ? descriptors : dim / 4;
   for (int64_t i = 0; i < stack_layers; ++i) {
     blocks.emplace_back(nullptr);
     if (chosen[static_cast<size_t>(i)]) {
-      blocks.back() = owner.register_module("a2_" + std::to_string(i), nn::DoubleAttention(dim, m, n, causal, dropout));
+      blocks.back() = owner.register_module("a2_" + std::to_string(i), nn::DoubleAttention(dim, m, n, causal, dropout, block_norm));
     }
   }
   return blocks;

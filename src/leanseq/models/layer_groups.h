@@ -23,21 +23,29 @@ std::vector<bool> parse_layer_list(const std::string& spec, int64_t layers, cons
 
 // A2 double-attention blocks inserted into a stack of layers: the config keys
 // <prefix>a2_layers ("1,3": after layers 1 and 3; "0-2": after 0, 1 and 2; empty: none), <prefix>a2_features (m) and
-// <prefix>a2_descriptors (n), where 0 means a quarter of the stack's width.
+// <prefix>a2_descriptors (n), where 0 means a quarter of the stack's width, and <prefix>a2_norm:
+// none (the paper's X + proj(Z)) or host (a LayerNorm where the host's layers put theirs).
 struct A2Blocks {
   std::string layers;
   int64_t features = 0, descriptors = 0;
+  std::string norm = "none";
 
   void visit(ConfigVisitor& v, const std::string& prefix);
   // Throws ConfigError naming model.<prefix>a2_* for a bad list (for `stack_layers` layers) or size.
   void validate(int64_t stack_layers, const std::string& prefix) const;
-  // One block per listed layer, registered on `owner` as a2_<layer>; null elsewhere.
+  // One block per listed layer, registered on `owner` as a2_<layer>; null elsewhere. With norm
+  // host, `host` is the convention of the host's layers (pre-norm or post-norm).
   std::vector<nn::DoubleAttention> make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,
-                                        double dropout) const;
+                                        double dropout, nn::BlockNorm host) const;
   bool empty() const { return layers.empty(); }
 };
 
 // The spec of `blocks` ("0-1,2,3-5").
 std::string format_layer_groups(const std::vector<LayerBlock>& blocks);
+
+// The LayerNorm convention of a block inserted into layers that are pre-norm or post-norm.
+inline nn::BlockNorm host_norm(bool normalize_before) {
+  return normalize_before ? nn::BlockNorm::pre : nn::BlockNorm::post;
+}
 
 }  // namespace leanseq::models

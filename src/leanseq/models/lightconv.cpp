@@ -177,7 +177,7 @@ LightConvEncoderImpl::LightConvEncoderImpl(const LightConvConfig& cfg, torch::nn
   for (int64_t k : s.kernel_sizes("model.encoder.kernel_size_list")) {
     layers->push_back(nn::LightConvEncoderLayer(cfg.layer_options(s, k)));
   }
-  a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout);
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
@@ -207,7 +207,7 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
   for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
     layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
   }
-  a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout);
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(

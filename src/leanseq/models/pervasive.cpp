@@ -66,6 +66,7 @@ void PervasiveConfig::validate() const {
   positive(divide_channels, "divide_channels");
   a2.validate(num_layers, "");
   if (!a2.empty() && convnet != "resnet") throw ConfigError("model.a2_layers: A2 blocks need convnet resnet");
+  if (a2.norm != "none") throw ConfigError("model.a2_norm: the grid's layers have no LayerNorm; only none");
   if (kernel_size < 1 || kernel_size % 2 == 0) {
     throw ConfigError("model.kernel_size: must be odd (the mask keeps the centre row), got " +
                       std::to_string(kernel_size));
@@ -153,7 +154,7 @@ class ResNet : public GridNet {
   explicit ResNet(const PervasiveConfig& c) : channels_(c.grid_channels()), memory_efficient_(c.memory_efficient) {
     residual_blocks = register_module("residual_blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) residual_blocks->push_back(ResLayer(c));
-    a2 = c.a2.make(*this, c.num_layers, channels_, true, c.convolution_dropout);
+    a2 = c.a2.make(*this, c.num_layers, channels_, true, c.convolution_dropout, nn::BlockNorm::none);  // a2_norm is none
   }
   // The mean of the input and of every layer's output (attn2d's "add-up"); an A2 block after a
   // layer is part of that layer's output.

@@ -129,7 +129,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_source_positions, s.learned_pos));
   for (const auto& o : cfg.layer_options("encoder")) layers->push_back(nn::TransformerEncoderLayer(o));
-  a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout);
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
 }
@@ -168,7 +168,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
     layers->push_back(nn::TransformerDecoderLayer(o));
     if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
   }
-  a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout);
+  a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
   output_weight = nn::register_output_projection(

@@ -9,25 +9,34 @@ namespace {
 constexpr double kMaskedLogit = -1e30;
 }  // namespace
 
-DoubleAttentionImpl::DoubleAttentionImpl(int64_t dim, int64_t m, int64_t n, bool causal, double dropout)
-    : causal_(causal), dropout_(dropout) {
+DoubleAttentionImpl::DoubleAttentionImpl(int64_t dim, int64_t m, int64_t n, bool causal, double dropout, BlockNorm norm)
+    : causal_(causal), dropout_(dropout), norm_(norm) {
   phi = register_module("phi", make_linear(dim, m));
   theta = register_module("theta", make_linear(dim, n));
   rho = register_module("rho", make_linear(dim, n));
   proj = register_module("proj", make_linear(m, dim));
+  if (norm != BlockNorm::none) layer_norm = register_module("layer_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})));
 }
 
-torch::Tensor DoubleAttentionImpl::distribute_weights(const torch::Tensor& x) { return torch::softmax(rho(x), -1); }
+torch::Tensor DoubleAttentionImpl::maps_input(const torch::Tensor& x) {
+  return norm_ == BlockNorm::pre ? layer_norm(x) : x;
+}
+
+torch::Tensor DoubleAttentionImpl::distribute_weights(const torch::Tensor& x) {
+  return torch::softmax(rho(maps_input(x)), -1);
+}
 
 torch::Tensor DoubleAttentionImpl::output(const torch::Tensor& x, const torch::Tensor& z, const torch::Tensor& excluded) {
   auto y = maybe_dropout(proj(z), dropout_, is_training());
-  if (excluded.defined()) y = y.masked_fill(excluded.unsqueeze(-1), 0.0);
-  return x + y;
+  if (norm_ != BlockNorm::post) return x + (excluded.defined() ? y.masked_fill(excluded.unsqueeze(-1), 0.0) : y);
+  auto out = layer_norm(x + y);
+  return excluded.defined() ? torch::where(excluded.unsqueeze(-1), x, out) : out;
 }
 
 torch::Tensor DoubleAttentionImpl::full_groups(const torch::Tensor& x, const torch::Tensor& excluded, bool causal) {
   const auto B = x.size(0), G = x.size(1), P = x.size(2);
-  auto a = phi(x), logits = theta(x), d = distribute_weights(x);  // [B, G, P, m], [B, G, P, n] twice
+  auto h = maps_input(x);
+  auto a = phi(h), logits = theta(h), d = torch::softmax(rho(h), -1);  // [B, G, P, m], [B, G, P, n] twice
   const auto m = a.size(-1), n = logits.size(-1);
   if (excluded.defined()) logits = logits.masked_fill(excluded.unsqueeze(-1), kMaskedLogit);
   torch::Tensor z;
@@ -58,7 +67,8 @@ torch::Tensor DoubleAttentionImpl::step_groups(const torch::Tensor& x, const tor
                                               DoubleAttentionCache& cache) {
   TORCH_CHECK(causal_, "DoubleAttention: step-by-step decoding needs the causal form");
   const auto B = x.size(0), G = x.size(1), P = x.size(2);
-  auto a = phi(x), logits = theta(x), d = distribute_weights(x);
+  auto h = maps_input(x);
+  auto a = phi(h), logits = theta(h), d = torch::softmax(rho(h), -1);
   auto ex = excluded.defined() ? excluded.expand({B, G, P}) : torch::Tensor();
   if (ex.defined()) logits = logits.masked_fill(ex.unsqueeze(-1), kMaskedLogit);
   if (!cache.max.defined()) {

@@ -2,7 +2,8 @@
 // over sequences. With A = phi(X) ([B, T, m] features), Bg = theta(X) and V = rho(X) ([B, T, n]):
 //   gather:     G = A^T softmax_over_positions(Bg)      [B, m, n]   (n global descriptors)
 //   distribute: Z_t = G softmax_over_descriptors(V_t)   [B, T, m]   (each position picks a mix)
-//   out = X + proj(Z)
+//   out = X + proj(Z)        (norm none; pre: the maps read LayerNorm(X); post: LayerNorm(X + proj(Z)),
+//                             the conventions of a pre-norm or post-norm host network)
 // The distribute softmax is over the n descriptors at each position (normalising it over
 // positions is a common re-implementation bug). Cost: linear in the length.
 //
@@ -16,10 +17,12 @@
 
 namespace leanseq::nn {
 
+enum class BlockNorm { none, pre, post };
+
 class DoubleAttentionImpl : public torch::nn::Module {
  public:
   // dim: channels of X; m: gathered feature size; n: number of descriptors.
-  DoubleAttentionImpl(int64_t dim, int64_t m, int64_t n, bool causal, double dropout);
+  DoubleAttentionImpl(int64_t dim, int64_t m, int64_t n, bool causal, double dropout, BlockNorm norm = BlockNorm::none);
   // x: [B, T, C]; padding_mask [B, T] bool (true at pads) or undefined. Pads neither give to the
   // gather nor change (their output is x).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask = {});
@@ -38,6 +41,7 @@ class DoubleAttentionImpl : public torch::nn::Module {
   torch::Tensor step_grid(const torch::Tensor& rows, const torch::Tensor& cell_mask, DoubleAttentionCache& cache);
 
   torch::nn::Linear phi{nullptr}, theta{nullptr}, rho{nullptr}, proj{nullptr};
+  torch::nn::LayerNorm layer_norm{nullptr};  // norm pre or post
 
  private:
   // Both forms over groups of cells x [B, G, P, C] (a sequence: P = 1; a grid: rows of P cells):
@@ -47,10 +51,14 @@ class DoubleAttentionImpl : public torch::nn::Module {
   // The causal step over groups of cells x [B, G, P, C]: group g gathers from the cache and from
   // groups <= g (all P cells of each); excluded [B, G, P] (or undefined) cells give nothing.
   torch::Tensor step_groups(const torch::Tensor& x, const torch::Tensor& excluded, DoubleAttentionCache& cache);
-  // x + dropout(proj(z)), left as x where `excluded` (broadcastable to z's leading dims) is true.
+  // What phi, theta and rho read: x, or LayerNorm(x) when pre-norm.
+  torch::Tensor maps_input(const torch::Tensor& x);
+  // x + dropout(proj(z)) (post-norm: its LayerNorm), left as x where `excluded` (broadcastable to
+  // z's leading dims) is true.
   torch::Tensor output(const torch::Tensor& x, const torch::Tensor& z, const torch::Tensor& excluded);
   bool causal_;
   double dropout_;
+  BlockNorm norm_;
 };
 TORCH_MODULE(DoubleAttention);
 
