@@ -36,6 +36,15 @@ torch::Tensor reference(nn::DoubleAttentionImpl& blk, const torch::Tensor& x, bo
   auto out = x + blk.proj(z).unsqueeze(0);
   return norm == nn::BlockNorm::post ? blk.layer_norm(out) : out;
 }
+
+// A block in evaluation mode, its parameters drawn from `seed`.
+nn::DoubleAttention eval_block(uint64_t seed, int64_t dim, int64_t m, int64_t n, bool causal,
+                               nn::BlockNorm norm = nn::BlockNorm::none) {
+  torch::manual_seed(seed);
+  nn::DoubleAttention blk(dim, m, n, causal, 0.0, norm);
+  blk->eval();
+  return blk;
+}
 }  // namespace
 
 TEST(DoubleAttention, GatherOverPositionsAndDistributeOverDescriptorsMatchTheFormula) {
@@ -59,9 +68,7 @@ TEST(DoubleAttention, GatherOverPositionsAndDistributeOverDescriptorsMatchTheFor
 }
 
 TEST(DoubleAttention, PadsDoNotGatherAndKeepTheirInput) {
-  torch::manual_seed(2);
-  nn::DoubleAttention blk(6, 4, 3, false, 0.0, nn::BlockNorm::post);
-  blk->eval();
+  auto blk = eval_block(2, 6, 4, 3, false, nn::BlockNorm::post);
   torch::NoGradGuard ng;
   auto x = torch::randn({2, 5, 6});
   auto pads = torch::zeros({2, 5}, torch::kBool);
@@ -73,9 +80,7 @@ TEST(DoubleAttention, PadsDoNotGatherAndKeepTheirInput) {
 }
 
 TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
-  torch::manual_seed(3);
-  nn::DoubleAttention blk(8, 4, 5, true, 0.0, nn::BlockNorm::pre);
-  blk->eval();
+  auto blk = eval_block(3, 8, 4, 5, true, nn::BlockNorm::pre);
   torch::NoGradGuard ng;
   auto x = torch::randn({3, 7, 8});
   auto full = blk(x);
@@ -99,9 +104,7 @@ TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
 }
 
 TEST(DoubleAttention, GridFormGathersFromTheGridOrItsEarlierRows) {
-  torch::manual_seed(4);
-  nn::DoubleAttention blk(6, 4, 3, true, 0.0);
-  blk->eval();
+  auto blk = eval_block(4, 6, 4, 3, true);
   torch::NoGradGuard ng;
   auto grid = torch::randn({2, 3, 4, 6});  // [B, H, W, C], channels last
   auto flat = grid.reshape({2, 12, 6});
@@ -122,9 +125,7 @@ TEST(DoubleAttention, GridFormGathersFromTheGridOrItsEarlierRows) {
 }
 
 TEST(DoubleAttention, GridStepsEqualTheCausalGridWithMaskedCells) {
-  torch::manual_seed(6);
-  nn::DoubleAttention blk(6, 4, 3, true, 0.0);
-  blk->eval();
+  auto blk = eval_block(6, 6, 4, 3, true);
   torch::NoGradGuard ng;
   auto grid = torch::randn({2, 5, 4, 6});
   auto source_pad = torch::zeros({2, 1, 4}, torch::kBool);

@@ -32,7 +32,7 @@ std::string TargetedDropoutOptions::summary() const {
   std::snprintf(buf, sizeof buf, "%s, gamma %.2f, alpha %.2f", type.c_str(), gamma, alpha);
   std::string s = buf;
   if (ramp_updates > 0) s += ", ramped over " + std::to_string(2 * ramp_updates) + " updates";
-  if (targeted() && eval_prune) s += "; validation prunes the targeted weights";
+  if (prunes_at_eval()) s += "; validation prunes the targeted weights";
   return s;
 }
 
@@ -101,6 +101,10 @@ double prune_in_place(torch::nn::Module& model, const std::string& method, doubl
   return prunable_sparsity(model);
 }
 
+void prune_as_evaluated(torch::nn::Module& model, const TargetedDropoutOptions& o) {
+  if (o.prunes_at_eval()) prune_in_place(model, o.type, o.gamma);
+}
+
 double prunable_sparsity(torch::nn::Module& model) {
   double zeros = 0, total = 0;
   for (auto& [name, w] : prunable_parameters(model)) {
@@ -152,7 +156,7 @@ void TargetedDropout::end_update() {
 }
 
 void TargetedDropout::prune_for_eval() {
-  if (!o_.targeted() || !o_.eval_prune || !saved_.empty()) return;
+  if (!o_.prunes_at_eval() || !saved_.empty()) return;
   torch::NoGradGuard no_grad;
   for (auto& [name, w] : params_) {
     saved_.push_back(w.clone());

@@ -32,6 +32,7 @@ struct TargetedDropoutOptions {
   void visit(ConfigVisitor& v, const std::string& prefix);
   void validate() const;
   bool targeted() const { return type == "weight" || type == "unit"; }
+  bool prunes_at_eval() const { return targeted() && eval_prune; }
   // One line for the training log: the type, rates, ramp and whether evaluation prunes.
   std::string summary() const;
   bool enabled() const { return type != "none"; }
@@ -55,6 +56,8 @@ std::vector<std::pair<std::string, torch::Tensor>> prunable_parameters(torch::nn
 // (method "weight" or "unit"). Returns the fraction of prunable weights that are zero afterwards.
 double prune_in_place(torch::nn::Module& model, const std::string& method, double fraction);
 
+// A loaded model trained with `o`: pruned in place as its validation was (when o.prunes_at_eval()).
+void prune_as_evaluated(torch::nn::Module& model, const TargetedDropoutOptions& o);
 // The fraction of prunable weights that are exactly zero.
 double prunable_sparsity(torch::nn::Module& model);
 

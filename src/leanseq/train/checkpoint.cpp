@@ -156,8 +156,7 @@ LoadedModel load_model(const std::string& path, bool dense) {
   out.tgt_vocab_size = count_lines(ck.vocab.tgt_dict);
   out.model = models::build_model(*out.config.model, {out.src_vocab_size, out.tgt_vocab_size, ck.vocab.joint});
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
-  const auto& td = out.config.td;
-  if (!dense && td.targeted() && td.eval_prune) nn::prune_in_place(*out.model, td.type, td.gamma);
+  if (!dense) nn::prune_as_evaluated(*out.model, out.config.td);
   out.model->eval();
   return out;
 }

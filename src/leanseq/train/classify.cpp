@@ -447,8 +447,7 @@ LoadedClassifier load_classifier(const std::string& path) {
   read_stored_vocab(ck.vocab, path, out.dict, out.labels);
   out.model = models::build_classifier(*out.config.model, out.dict.size());
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
-  const auto& td = out.config.td;
-  if (td.targeted() && td.eval_prune) nn::prune_in_place(*out.model, td.type, td.gamma);
+  nn::prune_as_evaluated(*out.model, out.config.td);
   out.model->eval();
   return out;
 }
