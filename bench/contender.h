@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "leanseq/core/config.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/models/registry.h"
 
 namespace leanseq::bench {
@@ -54,9 +55,9 @@ inline std::shared_ptr<models::ModelConfig> contender_config(const Contender& c)
 class ContenderThreads {
  public:
   explicit ContenderThreads(const Contender& c) : before_(torch::get_num_threads()) {
-    if (c.threads > 0) torch::set_num_threads(c.threads);
+    if (c.threads > 0) leanseq::set_compute_threads(c.threads);
   }
-  ~ContenderThreads() { torch::set_num_threads(before_); }
+  ~ContenderThreads() { leanseq::set_compute_threads(before_); }
   int before() const { return before_; }
 
  private:

@@ -12,6 +12,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/memory.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/registry.h"
 #include "contender.h"
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
   app.add_option("--beam", s.beam, "beam size")->capture_default_str();
   app.add_option("--vocab", s.vocab, "vocabulary size")->capture_default_str();
   app.add_option("--device", s.device, "cpu or cuda")->capture_default_str();
-  app.add_option("--threads", s.threads, "intra-op threads (0: default)");
+  app.add_option("--threads", s.threads, "threads for CPU tensor work, ATen's and OpenBLAS's (0: their defaults)");
   app.add_option("--rounds", rounds, "measured repetitions, interleaved over the contenders")->capture_default_str();
   app.add_option("--warmup", warmup, "unmeasured rounds first")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
     }
     if (s.device != "cpu" && s.device != "cuda") throw leanseq::ConfigError("--device must be cpu or cuda");
     if (s.device == "cuda" && !torch::cuda::is_available()) throw leanseq::ConfigError("--device cuda: no GPU");
-    if (s.threads > 0) torch::set_num_threads(static_cast<int>(s.threads));
+    if (s.threads > 0) leanseq::set_compute_threads(static_cast<int>(s.threads));
     std::vector<leanseq::bench::Contender> contenders;
     for (const auto& a : archs) contenders.push_back(leanseq::bench::parse_contender(a));
     torch::NoGradGuard no_grad;

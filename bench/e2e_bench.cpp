@@ -12,6 +12,7 @@
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/memory.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/train/inference.h"
@@ -150,7 +151,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", s.batch_size, "sentences per translation batch")->capture_default_str();
   app.add_option("--split", s.split, "split to translate")->capture_default_str();
   app.add_option("--save-dir", s.save_dir, "scratch checkpoint directory")->capture_default_str();
-  app.add_option("--threads", s.threads, "intra-op threads (0: default)");
+  app.add_option("--threads", s.threads, "threads for CPU tensor work, ATen's and OpenBLAS's (0: their defaults)");
   app.add_option("--set", s.sets, "training config override key=value, for every trained contender");
   app.add_flag("--no-translate", no_translate, "train only (the contenders are presets or configs)");
   CLI11_PARSE(app, argc, argv);
@@ -161,7 +162,7 @@ int main(int argc, char** argv) {
     for (const auto& c : checkpoints) contenders.push_back({c, "", "", c});
     if (contenders.empty()) throw leanseq::ConfigError("give at least one --arch, --config or --checkpoint");
     if (rounds < 1) throw leanseq::ConfigError("--rounds must be at least 1");
-    if (s.threads > 0) torch::set_num_threads(static_cast<int>(s.threads));
+    if (s.threads > 0) leanseq::set_compute_threads(static_cast<int>(s.threads));
     const auto sources = load_sources(s);
 
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());

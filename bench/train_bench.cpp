@@ -12,6 +12,7 @@
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/memory.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "contender.h"
@@ -80,13 +81,13 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", s.vocab, "vocabulary size")->capture_default_str();
   app.add_option("--steps", s.steps, "measured updates per round")->capture_default_str();
   app.add_option("--rounds", rounds, "repetitions, interleaved over the contenders")->capture_default_str();
-  app.add_option("--threads", threads, "intra-op threads (0: default)");
+  app.add_option("--threads", threads, "threads for CPU tensor work, ATen's and OpenBLAS's (0: their defaults)");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-train-bench", [&] {
     if (rounds < 1 || s.steps < 1 || s.length < 2 || s.batch_size < 1 || s.vocab < 5) {
       throw leanseq::ConfigError("need --rounds, --steps, --batch-size >= 1, --length >= 2, --vocab >= 5");
     }
-    if (threads > 0) torch::set_num_threads(static_cast<int>(threads));
+    if (threads > 0) leanseq::set_compute_threads(static_cast<int>(threads));
     std::vector<Contender> contenders;
     for (const auto& spec : specs) contenders.push_back(parse_contender(spec));
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());

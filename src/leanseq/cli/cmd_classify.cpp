@@ -6,6 +6,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/train/classify.h"
 
 namespace leanseq::cli {
@@ -31,9 +32,9 @@ void add_classify(CLI::App& app, int& exit_code) {
   sub->add_flag("--scores", a->scores, "also print the probability of the predicted label (label<TAB>p)");
   sub->add_option("--report", a->report, "labelled input: write accuracy and per-class scores here as JSON");
   sub->add_option("--batch-size", a->batch, "examples per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  sub->add_option("--threads", a->threads, "intra-op threads (0: ATen's default)");
+  sub->add_option("--threads", a->threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
   sub->callback([a, &exit_code] {
-    if (a->threads > 0) torch::set_num_threads(static_cast<int>(a->threads));
+    if (a->threads > 0) leanseq::set_compute_threads(static_cast<int>(a->threads));
     auto loaded = train::load_classifier(a->checkpoint);
     auto ds = data::read_text_tsv(a->input, loaded.config.model->pair, std::nullopt);
     if (!a->report.empty() && !ds.labelled) {

@@ -8,6 +8,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/train/inference.h"
 
 namespace leanseq::cli {
@@ -71,9 +72,9 @@ void add_translate(CLI::App& app, int& exit_code) {
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
                 "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
                 "layer's, averaged over heads, for the other families)");
-  sub->add_option("--threads", a->threads, "intra-op threads of ATen's own operations, e.g. convolutions (0: ATen's default)");
+  sub->add_option("--threads", a->threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
   sub->callback([a, &exit_code] {
-    if (a->threads > 0) torch::set_num_threads(static_cast<int>(a->threads));
+    if (a->threads > 0) leanseq::set_compute_threads(static_cast<int>(a->threads));
     if (a->greedy) a->opt.search.beam = 1;
     a->opt.search.need_attn = a->alignment;
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");

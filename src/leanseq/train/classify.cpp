@@ -10,6 +10,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/models/registry.h"
@@ -29,7 +30,7 @@ void ClassifyConfig::visit(ConfigVisitor& v) {
   v.field("data.min_count", min_count, "words seen fewer times in training become <unk>");
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");
-  v.field("threads", threads, "intra-op threads (0: ATen's default)");
+  v.field("threads", threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
   v.field("device", device, "cpu, cuda or cuda:N");
   if (model) {
     PrefixedVisitor pv("model", v);
@@ -231,7 +232,7 @@ struct ClassifyRun {
   }
 
   void setup(bool resume) {
-    if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+    if (cfg.threads > 0) leanseq::set_compute_threads(static_cast<int>(cfg.threads));
     device = torch::Device(cfg.device);
     if (device.is_cuda() && !torch::cuda::is_available()) {
       throw ConfigError("device: " + cfg.device + ": no CUDA GPU is visible (or this LibTorch has no CUDA)");

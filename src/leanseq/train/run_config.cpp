@@ -11,7 +11,7 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("data", data, "directory written by leanseq prepare");
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");
-  v.field("threads", threads, "intra-op threads of ATen's own operations, e.g. convolutions (0: ATen's default)");
+  v.field("threads", threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
   v.field("device", device, "where to train: cpu, cuda or cuda:N (CUDA builds; distributed runs: cuda is cuda:LOCAL_RANK)");
   if (model) {
     PrefixedVisitor pv("model", v);
