@@ -164,6 +164,29 @@ TEST(DoubleAttention, InsertedIntoTheTransformerAndTheClassifiers) {
   tc.encoder.a2.layers = "2";
   EXPECT_THROW(cfg->validate(), ConfigError);
 
+  // After the DiSAN encoder, which is one block (layer 0); pads neither give nor change.
+  tc.encoder_type = "disan";
+  tc.encoder.a2.layers = "1";
+  EXPECT_THROW(cfg->validate(), ConfigError);
+  tc.encoder.a2.layers = "0";
+  tc.encoder.a2.norm = "host";
+  cfg->validate();
+  torch::manual_seed(3);
+  model = models::build_model(*cfg, {30, 30, true});
+  EXPECT_NE(model->named_parameters().find("encoder.a2_0.layer_norm.weight"), nullptr);
+  test::check_incremental(*model, 30, 1);
+  {
+    model->eval();
+    torch::NoGradGuard ng;
+    auto alone = model->encode(torch::tensor({{5, 6, 7, 2}}, torch::kLong), torch::tensor({4}));
+    auto padded = model->encode(torch::tensor({{5, 6, 7, 2, 1}, {8, 9, 10, 11, 2}}, torch::kLong), torch::tensor({4, 5}));
+    EXPECT_LT(max_abs_diff(alone.out[0], padded.out[0].narrow(0, 0, 4)), 1e-5);
+    model->named_parameters()["encoder.a2_0.proj.weight"].zero_();  // the block is in the path
+    auto without = model->encode(torch::tensor({{5, 6, 7, 2}}, torch::kLong), torch::tensor({4}));
+    EXPECT_GT(max_abs_diff(alone.out, without.out), 1e-4);
+  }
+  tc.encoder_type = "transformer";
+
   for (const std::string enc : {"disan", "transformer", "lightconv"}) {
     models::ClassifierConfig cc;
     cc.encoder = enc, cc.embed_dim = 12, cc.hidden_dim = 16, cc.heads = 4, cc.ffn_dim = 20, cc.classifier_hidden = 8;

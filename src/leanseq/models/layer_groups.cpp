@@ -108,4 +108,10 @@ std::string format_layer_groups(const std::vector<LayerBlock>& blocks) {
   return out;
 }
 
+torch::Tensor step_a2(std::vector<nn::DoubleAttention>& a2, size_t i, const torch::Tensor& x,
+                      nn::IncrementalState& state, const torch::Tensor& token_padding) {
+  if (!a2[i]) return x;
+  return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(2 * a2.size() + i), token_padding);
+}
+
 }  // namespace leanseq::models

@@ -40,6 +40,12 @@ struct A2Blocks {
   bool empty() const { return layers.empty(); }
 };
 
+// Decoding, after decoder layer i: x through the A2 block that follows the layer (x itself where
+// none does). The blocks' running sums live after the layers' own two slots each
+// (EncoderDecoderModel::init_state), at 2 * a2.size() + i.
+torch::Tensor step_a2(std::vector<nn::DoubleAttention>& a2, size_t i, const torch::Tensor& x,
+                      nn::IncrementalState& state, const torch::Tensor& token_padding);
+
 // The spec of `blocks` ("0-1,2,3-5").
 std::string format_layer_groups(const std::vector<LayerBlock>& blocks);
 

@@ -185,7 +185,7 @@ LightConvEncoderImpl::LightConvEncoderImpl(const LightConvConfig& cfg, torch::nn
 EncoderOut LightConvEncoderImpl::forward(const torch::Tensor& src) {
   auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
   auto x = nn::maybe_dropout(embed_tokens(src) * embed_scale_ + embed_positions(src), dropout_, is_training());
-  auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
+  auto mask = nn::mask_if_any(padding_mask);
   for (size_t i = 0; i < layers->size(); ++i) {
     x = layers[i]->as<nn::LightConvEncoderLayer>()->forward(x, mask);
     if (a2[i]) x = a2[i](x, mask);
@@ -215,11 +215,10 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
 }
 
 DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
-  auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
+  auto enc_mask = nn::mask_if_any(enc.padding_mask);
   auto x = nn::maybe_dropout(embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens), dropout_,
                              is_training());
-  auto self_mask = prev_tokens.eq(nn::kPadIndex);
-  if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
+  auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
   return run_decoder_stack(
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
@@ -235,14 +234,13 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
   const int64_t B = tokens.size(0), n = tokens.size(1);
   auto x = nn::maybe_dropout(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device()),
                              dropout_, is_training());
-  auto token_padding = tokens.eq(nn::kPadIndex);
-  if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
+  auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   auto out = run_decoder_stack(
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
         auto r = layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i,
                                                                  2 * i + 1, attn);
-        if (a2[i]) r.out = a2[i]->step(r.out, state.get<nn::DoubleAttentionCache>(2 * layers->size() + i), token_padding);
+        r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
       need_attn, layer_norm, output_weight);

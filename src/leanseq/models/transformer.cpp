@@ -67,11 +67,11 @@ void TransformerConfig::validate() const {
   if (encoder_type != "transformer" && encoder_type != "disan") {
     throw ConfigError("model.encoder.type: '" + encoder_type + "' is not transformer or disan");
   }
-  if (encoder_type == "disan" && (encoder.embed_dim % 2 != 0 || !encoder.self_attn_groups.empty() ||
-                                  !encoder.a2.empty())) {
-    throw ConfigError("model.encoder.type disan needs an even encoder.embed_dim and no encoder.self_attn_groups or a2_layers");
+  if (encoder_type == "disan" && (encoder.embed_dim % 2 != 0 || !encoder.self_attn_groups.empty())) {
+    throw ConfigError("model.encoder.type disan needs an even encoder.embed_dim and no encoder.self_attn_groups");
   }
-  encoder.a2.validate(encoder.layers, "encoder.");
+  // The DiSAN encoder is one block: an A2 block can follow it as layer 0.
+  encoder.a2.validate(encoder_type == "disan" ? 1 : encoder.layers, "encoder.");
   decoder.a2.validate(decoder.layers, "decoder.");
   for (const char* side : {"encoder", "decoder"}) layer_options(side);  // malformed blocks throw, naming their key
   if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
@@ -124,6 +124,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   layers = register_module("layers", torch::nn::ModuleList());
   if (cfg.encoder_type == "disan") {
     disa = register_module("disa", nn::DiSAEncoder(s.embed_dim, s.embed_dim / 2, "elu", cfg.dropout));
+    a2 = s.a2.make(*this, 1, s.embed_dim, false, cfg.dropout, nn::BlockNorm::post);  // as after a classifier's DiSAN
     return;
   }
   embed_positions =
@@ -138,12 +139,14 @@ EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMa
   auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
   if (disa) {
     auto e = nn::maybe_dropout(embed_tokens(src) * embed_scale_, dropout_, is_training());
-    return {disa(e, padding_mask), padding_mask, {}};
+    auto x = disa(e, padding_mask);
+    if (a2[0]) x = a2[0](x, nn::mask_if_any(padding_mask));
+    return {x, padding_mask, {}};
   }
   auto x = embed_tokens(src) * embed_scale_ + embed_positions(src);
   x = nn::maybe_dropout(x, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
-  auto mask = padding_mask.any().item<bool>() ? padding_mask : torch::Tensor();
+  auto mask = nn::mask_if_any(padding_mask);
   nn::SharedAttention shared;
   for (size_t i = 0; i < layers->size(); ++i) {
     x = layers[i]->as<nn::TransformerEncoderLayer>()->forward(x, mask, shared);
@@ -179,9 +182,8 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
                                            AttentionMaps* maps) {
   auto x = embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens);
   x = nn::maybe_dropout(x, dropout_, is_training());
-  auto self_mask = prev_tokens.eq(nn::kPadIndex);
-  if (!self_mask.any().item<bool>()) self_mask = torch::Tensor();
-  auto enc_mask = enc.padding_mask.any().item<bool>() ? enc.padding_mask : torch::Tensor();
+  auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
+  auto enc_mask = nn::mask_if_any(enc.padding_mask);
   nn::SharedAttention shared;
   return run_decoder_stack(
       x, layers->size(),
@@ -203,8 +205,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
   const int64_t B = tokens.size(0), n = tokens.size(1);
   auto x = embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device());
   x = nn::maybe_dropout(x, dropout_, is_training());
-  auto token_padding = tokens.eq(nn::kPadIndex);
-  if (!token_padding.any().item<bool>()) token_padding = torch::Tensor();
+  auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   nn::SharedAttention shared;
   auto out = run_decoder_stack(
       x, layers->size(),
@@ -212,7 +213,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
         auto r = layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state,
                                                                     2 * i, 2 * i + 1, need_attn && returns_attn(i),
                                                                     shared);
-        if (a2[i]) r.out = a2[i]->step(r.out, state.get<nn::DoubleAttentionCache>(2 * layers->size() + i), token_padding);
+        r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
       need_attn, layer_norm, output_weight);

@@ -9,6 +9,9 @@ namespace leanseq::nn {
 // fairseq's padding index (<pad> = 1 in every dictionary).
 constexpr int64_t kPadIndex = 1;
 
+// `mask` when any entry is set, else an undefined tensor, with which layers skip masking.
+inline torch::Tensor mask_if_any(const torch::Tensor& mask) { return mask.any().item<bool>() ? mask : torch::Tensor(); }
+
 // LayerNorm over the last dimension with fairseq's epsilon.
 inline torch::nn::LayerNorm layer_norm(int64_t dim) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
