@@ -118,14 +118,15 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
 AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, const torch::Tensor& memory,
                                                     const torch::Tensor& memory_padding_mask,
                                                     StaticAttentionCache& cache, bool need_weights) {
-  if (!cache.k.defined()) {
+  if (!cache.k.defined()) {  // once per source batch: the projections and the mask of the memory
     cache.k = split_heads(k_proj(memory));
     cache.v = split_heads(v_proj(memory));
+    if (memory_padding_mask.defined() && memory_padding_mask.any().item<bool>()) {
+      cache.mask = padding_to_additive(memory_padding_mask, query.options());
+    }
   }
   auto q = split_heads(q_proj(query) * scaling_);
-  torch::Tensor mask;
-  if (memory_padding_mask.defined()) mask = padding_to_additive(memory_padding_mask, query.options());
-  return attend(q, cache.k, cache.v, mask, need_weights);
+  return attend(q, cache.k, cache.v, cache.mask, need_weights);
 }
 
 }  // namespace leanseq::nn

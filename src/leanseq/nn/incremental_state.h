@@ -19,7 +19,8 @@ struct SelfAttentionCache {
 struct StaticAttentionCache {
   static constexpr bool kPerSentence = true;  // identical across the beams of one sentence
   torch::Tensor k, v;  // [B, H, S, d]
-  template <class F> void for_each_tensor(F&& f) { f(k), f(v); }
+  torch::Tensor mask;  // [B, 1, 1, S] additive key padding of the memory; undefined when it has no pad
+  template <class F> void for_each_tensor(F&& f) { f(k), f(v), f(mask); }
 };
 
 // The last inputs of a causal 1D convolution (K-1 of them).
