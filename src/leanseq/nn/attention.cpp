@@ -41,17 +41,26 @@ torch::Tensor padding_to_additive(const torch::Tensor& key_padding_mask, const t
   return m.view({key_padding_mask.size(0), 1, 1, key_padding_mask.size(1)});
 }
 
+namespace {
+// One query per head and row on the CPU, as in a decoding step. ATen's CPU bmm then runs one
+// 1 x d by d x S BLAS call per (row, head), each paying the call and the packing of its operands;
+// a product and a sum over the shared dimension is one vectorised pass over the same memory.
+bool single_cpu_query(const torch::Tensor& q) { return q.size(2) == 1 && q.device().is_cpu(); }
+}  // namespace
+
 AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                                const torch::Tensor& v, const torch::Tensor& mask,
                                                bool need_weights) {
-  auto scores = torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
+  auto scores = single_cpu_query(q) ? (q * k).sum(-1).unsqueeze(2)                 // [B, H, 1, S]
+                                    : torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
   if (mask.defined()) scores = scores + mask;
   return apply(torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type()), v, need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
   auto dropped = maybe_dropout(probs, dropout_, is_training());
-  auto ctx = torch::matmul(dropped, v);  // [B, H, T, d]
+  auto ctx = single_cpu_query(dropped) ? (dropped.transpose(2, 3) * v).sum(2, true)  // [B, H, 1, d]
+                                        : torch::matmul(dropped, v);                 // [B, H, T, d]
   const int64_t B = probs.size(0), T = probs.size(2);
   ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});
   AttentionResult r{out_proj(ctx), {}, probs};
