@@ -55,7 +55,7 @@ inline std::shared_ptr<models::ModelConfig> contender_config(const Contender& c)
 class ContenderThreads {
  public:
   explicit ContenderThreads(const Contender& c) : before_(torch::get_num_threads()) {
-    if (c.threads > 0) leanseq::set_compute_threads(c.threads);
+    leanseq::set_compute_threads(c.threads);
   }
   ~ContenderThreads() { leanseq::set_compute_threads(before_); }
   int before() const { return before_; }

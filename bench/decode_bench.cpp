@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     }
     if (s.device != "cpu" && s.device != "cuda") throw leanseq::ConfigError("--device must be cpu or cuda");
     if (s.device == "cuda" && !torch::cuda::is_available()) throw leanseq::ConfigError("--device cuda: no GPU");
-    if (s.threads > 0) leanseq::set_compute_threads(static_cast<int>(s.threads));
+    leanseq::set_compute_threads(static_cast<int>(s.threads));
     std::vector<leanseq::bench::Contender> contenders;
     for (const auto& a : archs) contenders.push_back(leanseq::bench::parse_contender(a));
     torch::NoGradGuard no_grad;

@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     for (const auto& c : checkpoints) contenders.push_back({c, "", "", c});
     if (contenders.empty()) throw leanseq::ConfigError("give at least one --arch, --config or --checkpoint");
     if (rounds < 1) throw leanseq::ConfigError("--rounds must be at least 1");
-    if (s.threads > 0) leanseq::set_compute_threads(static_cast<int>(s.threads));
+    leanseq::set_compute_threads(static_cast<int>(s.threads));
     const auto sources = load_sources(s);
 
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     if (rounds < 1 || s.steps < 1 || s.length < 2 || s.batch_size < 1 || s.vocab < 5) {
       throw leanseq::ConfigError("need --rounds, --steps, --batch-size >= 1, --length >= 2, --vocab >= 5");
     }
-    if (threads > 0) leanseq::set_compute_threads(static_cast<int>(threads));
+    leanseq::set_compute_threads(static_cast<int>(threads));
     std::vector<Contender> contenders;
     for (const auto& spec : specs) contenders.push_back(parse_contender(spec));
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());

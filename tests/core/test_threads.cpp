@@ -18,6 +18,8 @@ TEST(ComputeThreads, OneThreadReachesAtenAndOpenBlas) {
   leanseq::set_compute_threads(1);
   EXPECT_EQ(torch::get_num_threads(), 1);
   const int blas = openblas_threads();
+  leanseq::set_compute_threads(0);  // "0: their defaults" leaves the pools as they are
+  EXPECT_EQ(torch::get_num_threads(), 1);
   leanseq::set_compute_threads(before);
   if (blas < 0) GTEST_SKIP() << "LibTorch does not call OpenBLAS here; ATen's count was checked";
   EXPECT_EQ(blas, 1) << "OpenBLAS kept its own thread count";

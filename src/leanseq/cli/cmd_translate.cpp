@@ -74,7 +74,7 @@ void add_translate(CLI::App& app, int& exit_code) {
                 "layer's, averaged over heads, for the other families)");
   sub->add_option("--threads", a->threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
   sub->callback([a, &exit_code] {
-    if (a->threads > 0) leanseq::set_compute_threads(static_cast<int>(a->threads));
+    leanseq::set_compute_threads(static_cast<int>(a->threads));
     if (a->greedy) a->opt.search.beam = 1;
     a->opt.search.need_attn = a->alignment;
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");

@@ -6,6 +6,7 @@
 namespace leanseq {
 
 void set_compute_threads(int n) {
+  if (n <= 0) return;
   torch::set_num_threads(n);
   // Looked up at run time: the BLAS behind LibTorch is chosen when it is installed (OpenBLAS,
   // BLIS, MKL, reference), and only OpenBLAS has this entry point. MKL follows ATen already.

@@ -232,7 +232,7 @@ struct ClassifyRun {
   }
 
   void setup(bool resume) {
-    if (cfg.threads > 0) leanseq::set_compute_threads(static_cast<int>(cfg.threads));
+    leanseq::set_compute_threads(static_cast<int>(cfg.threads));
     device = torch::Device(cfg.device);
     if (device.is_cuda() && !torch::cuda::is_available()) {
       throw ConfigError("device: " + cfg.device + ": no CUDA GPU is visible (or this LibTorch has no CUDA)");

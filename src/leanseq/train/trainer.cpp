@@ -158,7 +158,7 @@ struct Trainer::Impl {
   }
 
   void setup(bool resume) {
-    if (cfg.threads > 0) leanseq::set_compute_threads(static_cast<int>(cfg.threads));
+    leanseq::set_compute_threads(static_cast<int>(cfg.threads));
     if (cfg.data.empty()) throw ConfigError("train: no data directory (--data DIR, written by leanseq prepare)");
     meta = data::load_prepared(cfg.data);
     src_dict = data::Dictionary::load(meta.src_dict);
