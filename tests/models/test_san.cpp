@@ -157,13 +157,13 @@ TEST(San, AverageAttentionIsTheGatedCumulativeMean) {
       EXPECT_LT(max_abs_diff(out[b][t], expected), 1e-6) << b << " " << t;
     }
   }
-  // Step by step, with the running sum.
+  // Step by step, with the running average.
   nn::AverageCache cache;
   for (int64_t t = 0; t < 5; ++t) {
     auto s = aan->step(x.narrow(1, t, 1), pad.narrow(1, t, 1), cache);
     EXPECT_LT(max_abs_diff(s, out.narrow(1, t, 1)), 1e-6);
   }
-  EXPECT_EQ(cache.sum.size(1), 1);
+  EXPECT_EQ(cache.mean.size(1), 1);
 }
 
 TEST(San, IncrementalEqualsFullForwardForEveryVariant) {

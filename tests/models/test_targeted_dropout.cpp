@@ -18,7 +18,7 @@ struct TwoLayers : torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& tokens) { return fc2(torch::relu(fc1(embed_tokens(tokens)))); }
   torch::nn::Embedding embed_tokens{nullptr};
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 }  // namespace
 
@@ -82,7 +82,7 @@ TEST(TargetedDropout, DropsOnlyTargetedWeightsAndHasTheGradientOfTheMaskedWeight
   torch::manual_seed(2);
   struct One : torch::nn::Module {
     One() { fc = register_module("fc", nn::make_linear(5, 3)); }
-    torch::nn::Linear fc{nullptr};
+    nn::Linear fc{nullptr};
   } one;
   nn::TargetedDropout td1(o, one);
   auto x = torch::randn({4, 5});

@@ -8,6 +8,7 @@
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/disan.h"
 #include "leanseq/nn/embeddings.h"
+#include "leanseq/nn/linear.h"
 
 namespace leanseq::models {
 
@@ -53,12 +54,12 @@ class SentenceClassifierImpl : public torch::nn::Module {
 
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};  // transformer / lightconv
-  torch::nn::Linear input_proj{nullptr};              // when embed_dim != hidden_dim (transformer / lightconv)
+  nn::Linear input_proj{nullptr};              // when embed_dim != hidden_dim (transformer / lightconv)
   nn::DiSAEncoder disa{nullptr};
   torch::nn::ModuleList layers;
   std::vector<nn::DoubleAttention> a2;                // per layer; null where none follows it
   nn::Source2Token source2token{nullptr};
-  torch::nn::Linear pre_logits{nullptr}, out{nullptr};
+  nn::Linear pre_logits{nullptr}, out{nullptr};
 
  private:
   ClassifierConfig cfg_;

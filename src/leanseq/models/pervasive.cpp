@@ -102,7 +102,7 @@ void PervasiveConfig::validate() const {
   }
 }
 
-torch::Tensor channel_linear(const torch::nn::Linear& l, const torch::Tensor& x) {
+torch::Tensor channel_linear(const nn::Linear& l, const torch::Tensor& x) {
   const auto& w = l->weight;
   auto y = torch::conv2d(x.permute({0, 3, 1, 2}), w.view({w.size(0), w.size(1), 1, 1}), l->bias);
   return y.permute({0, 2, 3, 1});
@@ -134,7 +134,7 @@ class ResLayerImpl : public torch::nn::Module {
   torch::Tensor step(const torch::Tensor& x, const GridMasks& m, nn::GridRowsCache& cache) {
     return finish(x, mconv2->step(m.zero_source(channel_linear(conv1, x)), cache), m);
   }
-  torch::nn::Linear conv1{nullptr}, fc1{nullptr}, fc2{nullptr};
+  nn::Linear conv1{nullptr}, fc1{nullptr}, fc2{nullptr};
   nn::MaskedConv2d mconv2{nullptr};
 
  private:
@@ -222,7 +222,7 @@ class DenseLayerImpl : public torch::nn::Module {
     return finish(mconv2->step(m.zero_source(bottleneck(features)), cache), m);
   }
   torch::nn::BatchNorm2d norm1{nullptr}, norm2{nullptr};
-  torch::nn::Linear conv1{nullptr};
+  nn::Linear conv1{nullptr};
   nn::MaskedConv2d mconv2{nullptr};
 
  private:
@@ -273,7 +273,7 @@ class DenseNet : public GridNet {
   size_t slots() const override { return dense_layers->size(); }
   torch::nn::ModuleList dense_layers;
   torch::nn::BatchNorm2d transition_norm{nullptr}, norm_last{nullptr};
-  torch::nn::Linear transition{nullptr};
+  nn::Linear transition{nullptr};
 
  private:
   torch::Tensor finish(const std::vector<torch::Tensor>& features) {

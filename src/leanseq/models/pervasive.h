@@ -10,6 +10,7 @@
 #include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
+#include "leanseq/nn/linear.h"
 #include "leanseq/nn/masked_conv2d.h"
 
 namespace leanseq::models {
@@ -90,7 +91,7 @@ class AggregatorImpl : public torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& source_pad,
                                                   bool need_attn);
   int64_t output_channels() const { return kind_ == "max-attn" ? 2 * channels_ : channels_; }
-  torch::nn::Linear linear{nullptr}, w1{nullptr}, w2{nullptr};
+  nn::Linear linear{nullptr}, w1{nullptr}, w2{nullptr};
 
  private:
   std::string kind_;
@@ -110,7 +111,7 @@ class PervasiveModel : public Seq2SeqModel {
 
   torch::nn::Embedding src_embed{nullptr}, tgt_embed{nullptr};
   nn::PositionalEmbedding src_positions{nullptr}, tgt_positions{nullptr};
-  torch::nn::Linear reduce_channels{nullptr}, projection{nullptr};
+  nn::Linear reduce_channels{nullptr}, projection{nullptr};
   std::shared_ptr<GridNet> net;
   Aggregator aggregator{nullptr};
   torch::Tensor output_weight;
@@ -124,7 +125,7 @@ class PervasiveModel : public Seq2SeqModel {
 
 // A 1x1 convolution of a Linear's weight over the channels of a channels-last grid (oneDNN runs it
 // faster than the equivalent matmul).
-torch::Tensor channel_linear(const torch::nn::Linear& l, const torch::Tensor& x);
+torch::Tensor channel_linear(const nn::Linear& l, const torch::Tensor& x);
 
 void register_pervasive(Registry& reg);
 

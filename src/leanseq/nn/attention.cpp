@@ -14,9 +14,9 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads,
   scaling_ = std::pow(static_cast<double>(head_dim_), -0.5);
   // fairseq: q/k/v xavier-uniform with gain 1/sqrt(2), out_proj xavier-uniform with zero bias.
   const double g = 1.0 / std::sqrt(2.0);
-  if (scores) k_proj = register_module("k_proj", torch::nn::Linear(embed_dim, embed_dim));
-  v_proj = register_module("v_proj", torch::nn::Linear(embed_dim, embed_dim));
-  if (scores) q_proj = register_module("q_proj", torch::nn::Linear(embed_dim, embed_dim));
+  if (scores) k_proj = register_module("k_proj", Linear(embed_dim, embed_dim));
+  v_proj = register_module("v_proj", Linear(embed_dim, embed_dim));
+  if (scores) q_proj = register_module("q_proj", Linear(embed_dim, embed_dim));
   out_proj = register_module("out_proj", make_linear(embed_dim, embed_dim));
   for (auto* l : {&k_proj, &v_proj, &q_proj}) {
     if (*l) torch::nn::init::xavier_uniform_((*l)->weight, g);

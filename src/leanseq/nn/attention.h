@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "leanseq/nn/incremental_state.h"
+#include "leanseq/nn/linear.h"
 
 namespace leanseq::nn {
 
@@ -44,7 +45,7 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   AttentionResult step_self_with(const torch::Tensor& query, const torch::Tensor& probs, SelfAttentionCache& cache,
                                  bool need_weights);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
 
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, T, C] -> [B, H, T, d]

@@ -17,9 +17,8 @@ AverageAttentionImpl::AverageAttentionImpl(int64_t embed_dim, int64_t ffn_dim, d
 torch::Tensor AverageAttentionImpl::mix(const torch::Tensor& x, const torch::Tensor& a) {
   auto g = a;
   if (fc1) g = fc2(maybe_dropout(torch::relu(fc1(a)), activation_dropout_, is_training()));
-  auto gates = torch::sigmoid(gate(torch::cat({x, g}, -1)));
-  const int64_t C = x.size(-1);
-  return torch::addcmul(gates.narrow(-1, 0, C) * x, gates.narrow(-1, C, C), g);
+  const auto gates = torch::sigmoid(gate(torch::cat({x, g}, -1))).chunk(2, -1);  // input, forget
+  return torch::addcmul(gates[0] * x, gates[1], g);
 }
 
 torch::Tensor AverageAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& padding) {
@@ -36,22 +35,25 @@ torch::Tensor AverageAttentionImpl::step(const torch::Tensor& x, const torch::Te
   if (padding.defined() && !cache.count.defined()) {
     cache.count = torch::full({x.size(0), 1, 1}, static_cast<double>(cache.steps), x.options());
   }
-  torch::Tensor sums, avg;
+  torch::Tensor avg;
   if (!cache.count.defined()) {  // every position so far counts
-    sums = n == 1 ? x : torch::cumsum(x, 1);
-    if (cache.sum.defined()) sums = sums + cache.sum;
-    avg = n == 1 ? sums / static_cast<double>(cache.steps + 1)
-                 : sums / torch::arange(cache.steps + 1, cache.steps + n + 1, x.options()).view({1, n, 1});
+    if (n == 1) {                // the common decoding step: one operator
+      avg = cache.mean.defined() ? torch::lerp(cache.mean, x, 1.0 / static_cast<double>(cache.steps + 1)) : x;
+    } else {
+      auto sums = torch::cumsum(x, 1);
+      if (cache.mean.defined()) sums = sums + cache.mean * static_cast<double>(cache.steps);
+      avg = sums / torch::arange(cache.steps + 1, cache.steps + n + 1, x.options()).view({1, n, 1});
+    }
   } else {
     auto m = padding.defined() ? padding.logical_not().unsqueeze(-1).to(x.scalar_type())
                                : torch::ones({x.size(0), n, 1}, x.options());
-    sums = torch::cumsum(x * m, 1);
-    if (cache.sum.defined()) sums = sums + cache.sum;
+    auto sums = torch::cumsum(x * m, 1);
+    if (cache.mean.defined()) sums = sums + cache.mean * cache.count;
     auto counts = torch::cumsum(m, 1) + cache.count;
     cache.count = counts.narrow(1, n - 1, 1);
     avg = sums / counts.clamp_min(1);
   }
-  cache.sum = sums.narrow(1, n - 1, 1);
+  cache.mean = n == 1 ? avg : avg.narrow(1, n - 1, 1);
   cache.steps += n;
   return mix(x, avg);
 }

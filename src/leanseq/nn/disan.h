@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "leanseq/nn/linear.h"
+
 namespace leanseq::nn {
 
 // [T, T] bool: true where query i may attend to key j. Forward: j < i; backward: j > i; the
@@ -32,7 +34,7 @@ class DirectionalSelfAttentionImpl : public torch::nn::Module {
                                double dropout);
   DirectionalAttentionResult forward(const torch::Tensor& x, const torch::Tensor& padding_mask,
                                      bool need_probs = false);
-  torch::nn::Linear map{nullptr}, dependent{nullptr}, head{nullptr}, fusion_h{nullptr}, fusion_s{nullptr};
+  Linear map{nullptr}, dependent{nullptr}, head{nullptr}, fusion_h{nullptr}, fusion_s{nullptr};
   torch::Tensor attn_bias;
 
  private:
@@ -51,7 +53,7 @@ class Source2TokenImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask);
   // The per-channel weights [B, T, C] (each channel sums to 1 over the non-pad positions).
   torch::Tensor weights(const torch::Tensor& x, const torch::Tensor& padding_mask);
-  torch::nn::Linear map1{nullptr}, map2{nullptr};
+  Linear map1{nullptr}, map2{nullptr};
 
  private:
   std::string activation_;

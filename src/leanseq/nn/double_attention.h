@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "leanseq/nn/incremental_state.h"
+#include "leanseq/nn/linear.h"
 
 namespace leanseq::nn {
 
@@ -40,7 +41,7 @@ class DoubleAttentionImpl : public torch::nn::Module {
   // Causal rows only: the next rows [B, n, W, C] of a grid whose earlier rows are summed in `cache`.
   torch::Tensor step_grid(const torch::Tensor& rows, const torch::Tensor& cell_mask, DoubleAttentionCache& cache);
 
-  torch::nn::Linear phi{nullptr}, theta{nullptr}, rho{nullptr}, proj{nullptr};
+  Linear phi{nullptr}, theta{nullptr}, rho{nullptr}, proj{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};  // norm pre or post
 
  private:

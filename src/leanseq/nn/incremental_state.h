@@ -29,12 +29,12 @@ struct ConvWindowCache {
   template <class F> void for_each_tensor(F&& f) { f(window); }
 };
 
-// The running sum of an average-attention layer: O(1) per step.
+// The running average of an average-attention layer: O(1) per step.
 struct AverageCache {
-  torch::Tensor sum;    // [B, 1, C] sum of the non-pad inputs so far
+  torch::Tensor mean;   // [B, 1, C] average of the non-pad inputs so far (0 where none counted)
   int64_t steps = 0;    // positions fed so far
   torch::Tensor count;  // [B, 1, 1] how many of them count, only once a pad was fed
-  template <class F> void for_each_tensor(F&& f) { f(sum), f(count); }
+  template <class F> void for_each_tensor(F&& f) { f(mean), f(count); }
 };
 
 // The last input rows of a masked 2D convolution over the (target, source) grid (kernel / 2 of

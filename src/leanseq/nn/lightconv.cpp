@@ -25,8 +25,8 @@ TransformerLayerOptions ffn_options(const LightConvLayerOptions& o) {
 
 // [LN] -> input dropout -> linear1 [-> GLU] -> conv -> linear2 -> dropout -> + x -> [LN].
 template <class Conv>
-torch::Tensor conv_block(const torch::Tensor& x, const LightConvLayerOptions& o, torch::nn::Linear& linear1,
-                         torch::nn::Linear& linear2, torch::nn::LayerNorm& norm, bool training, Conv&& conv) {
+torch::Tensor conv_block(const torch::Tensor& x, const LightConvLayerOptions& o, Linear& linear1,
+                         Linear& linear2, torch::nn::LayerNorm& norm, bool training, Conv&& conv) {
   auto h = o.normalize_before ? norm(x) : x;
   h = linear1(maybe_dropout(h, o.input_dropout, training));
   if (o.glu) h = torch::glu(h, -1);
@@ -35,7 +35,7 @@ torch::Tensor conv_block(const torch::Tensor& x, const LightConvLayerOptions& o,
 }
 
 void register_conv_block(torch::nn::Module& m, const LightConvLayerOptions& o, int64_t padding_l,
-                         torch::nn::Linear& linear1, LightConv1d& conv, torch::nn::Linear& linear2) {
+                         Linear& linear1, LightConv1d& conv, Linear& linear2) {
   linear1 = m.register_module("linear1", make_linear(o.embed_dim, o.glu ? 2 * o.conv_dim : o.conv_dim));
   conv = m.register_module("conv", LightConv1d(conv_options(o, padding_l)));
   linear2 = m.register_module("linear2", make_linear(o.conv_dim, o.embed_dim));

@@ -30,7 +30,7 @@ class LightConv1dImpl : public torch::nn::Module {
   const LightConvOptions& options() const { return o_; }
 
   torch::Tensor weight, bias, conv_bias;
-  torch::nn::Linear weight_linear{nullptr};
+  Linear weight_linear{nullptr};
 
  private:
   // Normalised kernels: [H, K] (lightweight) or [B, H, T, K] (dynamic).
@@ -56,7 +56,7 @@ class LightConvEncoderLayerImpl : public torch::nn::Module {
   explicit LightConvEncoderLayerImpl(const LightConvLayerOptions& o);
   // x: [B, S, C]; padding_mask: [B, S] bool (true at pads) or undefined.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask);
-  torch::nn::Linear linear1{nullptr}, linear2{nullptr}, fc1{nullptr}, fc2{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr}, fc1{nullptr}, fc2{nullptr};
   LightConv1d conv{nullptr};
   torch::nn::LayerNorm layer_norm1{nullptr}, layer_norm2{nullptr};
 
@@ -79,7 +79,7 @@ class LightConvDecoderLayerImpl : public torch::nn::Module {
   // and cross_slot (encoder keys/values).
   AttentionResult step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_padding_mask,
                        IncrementalState& state, size_t conv_slot, size_t cross_slot, bool need_attn);
-  torch::nn::Linear linear1{nullptr}, linear2{nullptr}, fc1{nullptr}, fc2{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr}, fc1{nullptr}, fc2{nullptr};
   LightConv1d conv{nullptr};
   MultiheadAttention encoder_attn{nullptr};
   torch::nn::LayerNorm conv_layer_norm{nullptr}, encoder_attn_layer_norm{nullptr}, final_layer_norm{nullptr};

@@ -2,8 +2,8 @@
 
 namespace leanseq::nn {
 
-torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias, double gain) {
-  torch::nn::Linear l(torch::nn::LinearOptions(in, out).bias(bias));
+Linear make_linear(int64_t in, int64_t out, bool bias, double gain) {
+  Linear l(torch::nn::LinearOptions(in, out).bias(bias));
   torch::nn::init::xavier_uniform_(l->weight, gain);
   if (bias) torch::nn::init::zeros_(l->bias);
   return l;

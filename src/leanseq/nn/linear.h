@@ -4,6 +4,17 @@
 
 namespace leanseq::nn {
 
-torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias = true, double gain = 1.0);
+// torch::nn::Linear whose forward is ATen's linear: one operator, and on CUDA one GEMM with the
+// bias in its epilogue for any contiguous input. LibTorch's own forward multiplies and then adds
+// the bias in a second operator whenever the input has more than two dimensions, as every
+// [B, T, C] activation here does. Parameters, names and initialisation are LibTorch's.
+class LinearImpl : public torch::nn::LinearImpl {
+ public:
+  using torch::nn::LinearImpl::LinearImpl;
+  torch::Tensor forward(const torch::Tensor& input) { return torch::linear(input, weight, bias); }
+};
+TORCH_MODULE(Linear);
+
+Linear make_linear(int64_t in, int64_t out, bool bias = true, double gain = 1.0);
 
 }  // namespace leanseq::nn

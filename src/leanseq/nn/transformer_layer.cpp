@@ -5,7 +5,7 @@
 
 namespace leanseq::nn {
 
-torch::Tensor feed_forward(const torch::Tensor& x, torch::nn::Linear& fc1, torch::nn::Linear& fc2,
+torch::Tensor feed_forward(const torch::Tensor& x, Linear& fc1, Linear& fc2,
                            torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training) {
   auto h = o.normalize_before ? norm(x) : x;
   h = fc1(h);

@@ -35,7 +35,7 @@ struct SharedAttention {
 
 // The position-wise feed-forward sublayer with residual and LayerNorm (fc1, fc2, final_layer_norm
 // are members of the layers themselves, under fairseq's names). x: [B, T, C].
-torch::Tensor feed_forward(const torch::Tensor& x, torch::nn::Linear& fc1, torch::nn::Linear& fc2,
+torch::Tensor feed_forward(const torch::Tensor& x, Linear& fc1, Linear& fc2,
                            torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training);
 
 class TransformerEncoderLayerImpl : public torch::nn::Module {
@@ -45,7 +45,7 @@ class TransformerEncoderLayerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask, SharedAttention& shared);
   MultiheadAttention self_attn{nullptr};
   torch::nn::LayerNorm self_attn_layer_norm{nullptr};
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::LayerNorm final_layer_norm{nullptr};
 
  private:
@@ -70,7 +70,7 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   MultiheadAttention self_attn{nullptr}, encoder_attn{nullptr};  // absent when averaged / reused
   AverageAttention avg_attn{nullptr};                            // AAN
   torch::nn::LayerNorm self_attn_layer_norm{nullptr}, encoder_attn_layer_norm{nullptr};
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  Linear fc1{nullptr}, fc2{nullptr};
   torch::nn::LayerNorm final_layer_norm{nullptr};
 
  private:
