@@ -4,9 +4,13 @@
 // rounds; prints one JSON object with every run, the medians and the ratios to the first
 // contender (see bench/README.md). Needs only the model stack, so it also builds with
 // -DLEANSEQ_MODELS_ONLY=ON on accelerator machines.
+#include <ATen/record_function.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -26,7 +30,35 @@ struct Settings {
   std::string device = "cpu";
 };
 
-nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s) {
+// Counts the ATen operators that the decoder calls directly, not those that operators call
+// inside, while it lives. On an accelerator, a decoding step at these sizes is bound by how many
+// operators the host dispatches, so the count explains GPU ratios that the CPU's arithmetic does
+// not. It counts the CPU code path.
+class OperatorCount {
+ public:
+  OperatorCount()
+      : handle_(at::addGlobalCallback(at::RecordFunctionCallback(&OperatorCount::enter, &OperatorCount::leave)
+                                          .scopes({at::RecordScope::FUNCTION}))) {
+    calls_ = 0;
+  }
+  ~OperatorCount() { at::removeCallback(handle_); }
+  OperatorCount(const OperatorCount&) = delete;
+  OperatorCount& operator=(const OperatorCount&) = delete;
+  int64_t calls() const { return calls_; }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction&) {
+    if (depth_++ == 0) ++calls_;
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction&, at::ObserverContext*) { --depth_; }
+  static inline std::atomic<int64_t> calls_{0};
+  static inline thread_local int depth_ = 0;
+  at::CallbackHandle handle_;
+};
+
+// Decodes s.sentences; with `count_ops`, counts the operators of the decoding instead of timing it.
+nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, bool count_ops = false) {
   torch::manual_seed(1);
   leanseq::bench::ContenderThreads threads(c);
   auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
@@ -43,6 +75,8 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s) {
     if (device.is_cuda()) torch::cuda::synchronize();
   };
   int64_t tokens = 0;
+  std::optional<OperatorCount> count;
+  if (count_ops) count.emplace();
   sync();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.sentences; i += s.batch_size) {
@@ -53,6 +87,7 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s) {
   }
   sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (count) return {{"operators", count->calls()}};
   return {{"sentences", s.sentences},
           {"target_tokens", tokens},
           {"seconds", seconds},
@@ -68,6 +103,7 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<std::string> archs;
   int64_t rounds = 3, warmup = 1;
+  bool count_ops = false;
   app.add_option("--arch", archs,
                  "contenders, preset[:key=value...][:threads=N] (comma-separated or repeated); the first is the "
                  "baseline")
@@ -84,6 +120,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", s.threads, "threads for CPU tensor work, ATen's and OpenBLAS's (0: their defaults)");
   app.add_option("--rounds", rounds, "measured repetitions, interleaved over the contenders")->capture_default_str();
   app.add_option("--warmup", warmup, "unmeasured rounds first")->capture_default_str();
+  app.add_flag("--count-ops", count_ops,
+               "also count the ATen operators each contender's decoding calls, over one batch on the CPU, "
+               "untimed (operators_per_step: per target position of a batch)");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-decode-bench", [&] {
     if (rounds < 1 || warmup < 0) throw leanseq::ConfigError("--rounds must be at least 1 and --warmup at least 0");
@@ -115,11 +154,19 @@ int main(int argc, char** argv) {
       for (const auto& r : runs[i]) sps.push_back(r["sentences_per_second"].get<double>());
       const double med = leanseq::bench::median(sps);
       if (i == 0) first = med;
-      out["contenders"].push_back({{"name", archs[i]},
-                                   {"median_sentences_per_second", med},
-                                   {"median_target_tokens_per_second", med * (s.length + 1)},
-                                   {"ratio_to_first", med / first},
-                                   {"runs", runs[i]}});
+      nlohmann::json entry{{"name", archs[i]},
+                           {"median_sentences_per_second", med},
+                           {"median_target_tokens_per_second", med * (s.length + 1)},
+                           {"ratio_to_first", med / first},
+                           {"runs", runs[i]}};
+      if (count_ops) {
+        Settings one = s;
+        one.sentences = std::min(s.batch_size, s.sentences);
+        one.device = "cpu";
+        const auto ops = decode(contenders[i], one, true)["operators"].get<int64_t>();
+        entry["operators_per_step"] = static_cast<double>(ops) / static_cast<double>(s.length + 1);
+      }
+      out["contenders"].push_back(entry);
     }
     std::cout << out.dump() << std::endl;
   });
