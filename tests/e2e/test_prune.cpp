@@ -34,8 +34,8 @@ TEST(EndToEndPrune, TargetedDropoutTrainsAndPrunedCheckpointsTranslate) {
   EXPECT_NE(out.find("25.00% of the prunable weights are zero"), std::string::npos) << out;
 
   rc = run_command(kCli + " analyze prune --checkpoint " + dir + "/td/checkpoint_last.pt --checkpoint " + dir +
-                       "/p75.pt --src " + dir + "/test.src --ref " + dir + "/test.tgt --sparsities 0,50 --beam 2 -o " +
-                       dir + "/curve",
+                       "/p75.pt --label td --label 'pruned to 75%' --src " + dir + "/test.src --ref " + dir +
+                       "/test.tgt --sparsities 0,50 --beam 2 -o " + dir + "/curve",
                    out);
   ASSERT_EQ(rc, 0) << out;
   auto report = nlohmann::json::parse(read_text(dir + "/curve/prune.json"));
@@ -66,4 +66,7 @@ TEST(EndToEndPrune, BadOptionsAreUsageErrors) {
   rc = run_command(kCli + " analyze prune --checkpoint x.pt --src a --ref b --sparsities 0,abc -o " + dir, out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--sparsities: 'abc'"), std::string::npos) << out;
+  rc = run_command(kCli + " analyze prune --checkpoint x.pt --checkpoint y.pt --label x --src a --ref b -o " + dir, out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--label: 1 labels for 2 checkpoints"), std::string::npos) << out;
 }

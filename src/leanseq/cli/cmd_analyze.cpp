@@ -95,7 +95,7 @@ void run_attention(const AnalyzeArgs& a) {
   log::info("wrote " + a.output_dir + "/{similarity.json, groups.yaml, <kind>.csv, <kind>.png}");
 }
 struct PruneCurveArgs {
-  std::vector<std::string> checkpoints;
+  std::vector<std::string> checkpoints, labels;
   std::string src, ref, method = "weight", sparsities = "0,30,50,70,90", output_dir;
   int64_t beam = 5, max_sentences = 64;
   double lenpen = 1.0;
@@ -122,6 +122,10 @@ std::vector<double> parse_percentages(const std::string& text) {
 void run_prune_curve(const PruneCurveArgs& a) {
   if (a.method != "weight" && a.method != "unit") throw ConfigError("--method: '" + a.method + "' is not weight or unit");
   const auto sparsities = parse_percentages(a.sparsities);
+  if (!a.labels.empty() && a.labels.size() != a.checkpoints.size()) {
+    throw ConfigError("--label: " + std::to_string(a.labels.size()) + " labels for " +
+                      std::to_string(a.checkpoints.size()) + " checkpoints (give one per checkpoint, or none)");
+  }
   const auto sources = io::read_lines(a.src), refs = io::read_lines(a.ref);
   decode::TranslateOptions opt;
   opt.search.beam = a.beam;
@@ -131,9 +135,10 @@ void run_prune_curve(const PruneCurveArgs& a) {
   std::ostringstream table;
   table << "checkpoint,sparsity,zeros,bleu,chrf\n";
   viz::Panel panel{"BLEU after " + a.method + " pruning", "sparsity (%)", "BLEU", {}};
-  for (const auto& ck : a.checkpoints) {
+  for (size_t i = 0; i < a.checkpoints.size(); ++i) {
+    const auto& ck = a.checkpoints[i];
     auto curve = train::prune_curve(ck, sources, refs, sparsities, a.method, opt);
-    viz::Series series{ck, {}, {}};
+    viz::Series series{a.labels.empty() ? ck : a.labels[i], {}, {}};
     auto points = nlohmann::json::array();
     for (const auto& p : curve) {
       points.push_back({{"sparsity", p.sparsity}, {"zeros", p.zeros}, {"bleu", p.bleu}, {"chrf", p.chrf}});
@@ -178,6 +183,7 @@ void add_analyze(CLI::App& app, int& exit_code) {
   auto* prune = analyze->add_subcommand(
       "prune", "translation quality against sparsity: each checkpoint's dense weights pruned to each sparsity");
   prune->add_option("--checkpoint", p->checkpoints, "checkpoint(s) to compare (repeatable)")->required();
+  prune->add_option("--label", p->labels, "legend label per checkpoint in prune.png (default: its path)");
   prune->add_option("--src", p->src, "source sentences (raw text)")->required();
   prune->add_option("--ref", p->ref, "reference translations (raw text)")->required();
   prune->add_option("--method", p->method, "weight or unit")->capture_default_str();

@@ -119,7 +119,15 @@ void draw_panel(cairo_t* cr, const Panel& p, double x0, double y0, double w, dou
   cairo_stroke(cr);
   text(cr, px + pw / 2, py + ph + 24, p.x_label, 12, 0.5, 0);
   text(cr, x0 + 14, py + ph / 2, p.y_label, 12, 0.5, 0.5, true);
-  // series
+  // series; the legend sits in the top right corner, as wide as its longest name
+  cairo_set_font_size(cr, 11);
+  double name_width = 0;
+  for (const auto& s : p.series) {
+    cairo_text_extents_t ext;
+    cairo_text_extents(cr, s.name.c_str(), &ext);
+    name_width = std::max(name_width, ext.x_advance);
+  }
+  const double legend_x = px + pw - std::min(name_width + 40, pw);
   for (size_t k = 0; k < p.series.size(); ++k) {
     const auto& s = p.series[k];
     const double* c = kColors[k % 6];
@@ -145,9 +153,9 @@ void draw_panel(cairo_t* cr, const Panel& p, double x0, double y0, double w, dou
     }
     // legend
     double ly = py + 12 + 18 * static_cast<double>(k);
-    cairo_move_to(cr, px + pw - 150, ly), cairo_line_to(cr, px + pw - 126, ly), cairo_stroke(cr);
+    cairo_move_to(cr, legend_x, ly), cairo_line_to(cr, legend_x + 24, ly), cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-    text(cr, px + pw - 120, ly, s.name, 11, 0, 0.5);
+    text(cr, legend_x + 30, ly, s.name, 11, 0, 0.5);
   }
 }
 
