@@ -2,8 +2,9 @@
 # On a machine with an NVIDIA GPU, CMake, ninja, nvcc and Python torch (whose wheel holds a CUDA
 # LibTorch): builds the model stack with the CUDA kernels (-DLEANSEQ_MODELS_ONLY=ON, which needs
 # neither ICU nor cairo), runs its tests (the CUDA kernel checks included) and the SAN/AAN
-# decoding benchmark on the GPU (batch 64 at output lengths 30 and 100, batch 1 at 30). JSON
-# results go to $OUT (default build-gpu/out). --bench-only skips the tests.
+# decoding benchmark on the GPU (batch 64 at output lengths 30 and 100, batch 1 at 30; with the
+# operator counts of --count-ops). JSON results go to $OUT (default build-gpu/out). --bench-only
+# skips the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build-gpu/out}
@@ -19,10 +20,11 @@ if [ "${1:-}" != --bench-only ]; then
   grep -E "tests passed|\(Failed\)" "$OUT/ctest.log"
   build-gpu/tests/test_kernels --gtest_filter='*Cuda*' 2>&1 | grep -E "OK|FAILED|SKIPPED" | head
 fi
-archs=transformer_iwslt_de_en,transformer_iwslt_de_en_san,transformer_iwslt_de_en_aan,transformer_iwslt_de_en_san_aan
+A=transformer_iwslt_de_en
+archs=$A,${A}_san,${A}_aan,${A}_san_aan,${A}_san_aan:decoder.average_attention_ffn=false
 for run in "64 30 640" "64 100 320" "1 30 30"; do
   read -r bs len n <<< "$run"
   build-gpu/bench/leanseq-decode-bench --device cuda --arch "$archs" --length "$len" --beam 5 --batch-size "$bs" \
-    --sentences "$n" --rounds 3 > "$OUT/decode_cuda_b${bs}_l$len.json" 2> "$OUT/decode_cuda_b${bs}_l$len.err"
-  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('batch', j['batch_size'], 'length', j['length'], *[(c['name'], round(c['median_sentences_per_second'], 1), round(c['ratio_to_first'], 2)) for c in j['contenders']])" "$OUT/decode_cuda_b${bs}_l$len.json"
+    --sentences "$n" --rounds 5 --count-ops > "$OUT/decode_cuda_b${bs}_l$len.json" 2> "$OUT/decode_cuda_b${bs}_l$len.err"
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('batch', j['batch_size'], 'length', j['length'], *[(c['name'], round(c['median_sentences_per_second'], 1), round(c['ratio_to_first'], 2), round(c['operators_per_step'])) for c in j['contenders']])" "$OUT/decode_cuda_b${bs}_l$len.json"
 done
