@@ -32,7 +32,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     torch::Tensor attn;
     // The candidates are chosen where the model runs (on a GPU only the top 2 x beam per sentence
     // come back to the host); the bookkeeping below is on the CPU.
-    auto lprobs = decoder.step(tokens.select(1, step), opt.need_attn ? &attn : nullptr).to(torch::kFloat);
+    auto lprobs = decoder.step(tokens.select(1, step), opt.need_attn ? &attn : nullptr);
+    if (lprobs.scalar_type() != torch::kFloat) lprobs = lprobs.to(torch::kFloat);
     if (opt.need_attn) {
       auto a = attn.to(torch::kFloat).cpu().unsqueeze(1);
       attn_hist = attn_hist.defined() ? torch::cat({attn_hist, a}, 1) : a;

@@ -27,7 +27,7 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
     if (r.weights.defined()) out.attn = r.weights;
   }
   if (layer_norm) x = layer_norm(x);
-  out.logits = torch::matmul(x, output_weight.t());
+  out.logits = torch::linear(x, output_weight);
   return out;
 }
 

@@ -184,7 +184,7 @@ LightConvEncoderImpl::LightConvEncoderImpl(const LightConvConfig& cfg, torch::nn
 
 EncoderOut LightConvEncoderImpl::forward(const torch::Tensor& src) {
   auto padding_mask = src.eq(nn::kPadIndex);  // [B, S]
-  auto x = nn::maybe_dropout(embed_tokens(src) * embed_scale_ + embed_positions(src), dropout_, is_training());
+  auto x = nn::maybe_dropout(nn::scaled_plus_positions(embed_tokens(src), embed_scale_, embed_positions(src)), dropout_, is_training());
   auto mask = nn::mask_if_any(padding_mask);
   for (size_t i = 0; i < layers->size(); ++i) {
     x = layers[i]->as<nn::LightConvEncoderLayer>()->forward(x, mask);
@@ -216,7 +216,7 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
 
 DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
   auto enc_mask = nn::mask_if_any(enc.padding_mask);
-  auto x = nn::maybe_dropout(embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens), dropout_,
+  auto x = nn::maybe_dropout(nn::scaled_plus_positions(embed_tokens(prev_tokens), embed_scale_, embed_positions(prev_tokens)), dropout_,
                              is_training());
   auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
   return run_decoder_stack(
@@ -232,7 +232,7 @@ DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const
 DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                       bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto x = nn::maybe_dropout(embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device()),
+  auto x = nn::maybe_dropout(nn::scaled_plus_positions(embed_tokens(tokens), embed_scale_, embed_positions->at_steps(state.steps, n, B, tokens.device())),
                              dropout_, is_training());
   auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   auto out = run_decoder_stack(

@@ -143,7 +143,7 @@ EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMa
     if (a2[0]) x = a2[0](x, nn::mask_if_any(padding_mask));
     return {x, padding_mask, {}};
   }
-  auto x = embed_tokens(src) * embed_scale_ + embed_positions(src);
+  auto x = nn::scaled_plus_positions(embed_tokens(src), embed_scale_, embed_positions(src));
   x = nn::maybe_dropout(x, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
   auto mask = nn::mask_if_any(padding_mask);
@@ -180,7 +180,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
 
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
                                            AttentionMaps* maps) {
-  auto x = embed_tokens(prev_tokens) * embed_scale_ + embed_positions(prev_tokens);
+  auto x = nn::scaled_plus_positions(embed_tokens(prev_tokens), embed_scale_, embed_positions(prev_tokens));
   x = nn::maybe_dropout(x, dropout_, is_training());
   auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
   auto enc_mask = nn::mask_if_any(enc.padding_mask);
@@ -203,7 +203,7 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                         bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto x = embed_tokens(tokens) * embed_scale_ + embed_positions->at_steps(state.steps, n, B, tokens.device());
+  auto x = nn::scaled_plus_positions(embed_tokens(tokens), embed_scale_, embed_positions->at_steps(state.steps, n, B, tokens.device()));
   x = nn::maybe_dropout(x, dropout_, is_training());
   auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   nn::SharedAttention shared;

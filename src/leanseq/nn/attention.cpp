@@ -54,7 +54,8 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
   auto scores = single_cpu_query(q) ? (q * k).sum(-1).unsqueeze(2)                 // [B, H, 1, S]
                                     : torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
   if (mask.defined()) scores = scores + mask;
-  return apply(torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type()), v, need_weights);
+  auto probs = torch::softmax(scores, -1, torch::kFloat);
+  return apply(probs.scalar_type() == q.scalar_type() ? probs : probs.to(q.scalar_type()), v, need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
@@ -128,14 +129,13 @@ AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, 
                                                     const torch::Tensor& memory_padding_mask,
                                                     StaticAttentionCache& cache, bool need_weights) {
   if (!cache.k.defined()) {  // once per source batch: the projections and the mask of the memory
-    cache.k = split_heads(k_proj(memory));
+    cache.k = split_heads(k_proj(memory)) * scaling_;  // scaled here once instead of each step's query
     cache.v = split_heads(v_proj(memory));
     if (memory_padding_mask.defined() && memory_padding_mask.any().item<bool>()) {
       cache.mask = padding_to_additive(memory_padding_mask, query.options());
     }
   }
-  auto q = split_heads(q_proj(query) * scaling_);
-  return attend(q, cache.k, cache.v, cache.mask, need_weights);
+  return attend(split_heads(q_proj(query)), cache.k, cache.v, cache.mask, need_weights);
 }
 
 }  // namespace leanseq::nn

@@ -49,7 +49,8 @@ class MultiheadAttentionImpl : public torch::nn::Module {
 
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, T, C] -> [B, H, T, d]
-  // q, k, v: [B, H, T|S, d]; mask: additive float [*, *, T, S] or undefined.
+  // q, k, v: [B, H, T|S, d] with q or k already scaled by 1/sqrt(d); mask: additive float
+  // [*, *, T, S] or undefined.
   AttentionResult attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const torch::Tensor& mask, bool need_weights);
   // probs [B, H, T, S] (dropout applied here) over v [B, H, S, d].

@@ -33,12 +33,19 @@ PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t dim, int64_t padding_id
   }
 }
 
+const torch::Tensor& PositionalEmbeddingImpl::table(int64_t rows, const torch::Device& device) {
+  if (learned_) return weight;
+  if (rows > table_.size(0)) table_ = sinusoidal_table(rows, dim_, padding_idx_);
+  if (table_.device() != device) table_ = table_.to(device);
+  return table_;
+}
+
 torch::Tensor PositionalEmbeddingImpl::lookup(const torch::Tensor& positions) {
   if (learned_) return torch::embedding(weight, positions, padding_idx_);
-  int64_t needed = positions.numel() ? positions.max().item<int64_t>() + 1 : 0;
-  if (needed > table_.size(0)) table_ = sinusoidal_table(needed, dim_, padding_idx_);
-  if (table_.device() != positions.device()) table_ = table_.to(positions.device());
-  return table_.index_select(0, positions.reshape(-1)).view({positions.size(0), positions.size(1), dim_});
+  const int64_t rows = positions.numel() ? positions.max().item<int64_t>() + 1 : 0;
+  return table(rows, positions.device())
+      .index_select(0, positions.reshape(-1))
+      .view({positions.size(0), positions.size(1), dim_});
 }
 
 torch::Tensor PositionalEmbeddingImpl::forward(const torch::Tensor& tokens) {
@@ -46,9 +53,11 @@ torch::Tensor PositionalEmbeddingImpl::forward(const torch::Tensor& tokens) {
 }
 
 torch::Tensor PositionalEmbeddingImpl::at_steps(int64_t start, int64_t n, int64_t batch, const torch::Device& device) {
-  auto pos = torch::arange(padding_idx_ + start + 1, padding_idx_ + start + n + 1,
-                           torch::TensorOptions().dtype(torch::kLong).device(device));
-  return lookup(pos.unsqueeze(0)).expand({batch, n, dim_});
+  const int64_t first = padding_idx_ + start + 1;
+  const auto& t = table(first + n, device);
+  TORCH_CHECK(first + n <= t.size(0), "position ", first + n - 1 - padding_idx_, " is beyond the ",
+              t.size(0) - padding_idx_ - 1, " learned positions");
+  return t.narrow(0, first, n).unsqueeze(0).expand({batch, n, dim_});
 }
 
 torch::nn::Embedding make_embedding(int64_t num, int64_t dim, int64_t padding_idx) {

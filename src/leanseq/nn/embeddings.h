@@ -20,18 +20,28 @@ class PositionalEmbeddingImpl : public torch::nn::Module {
   // tokens: [B, T] -> [B, T, dim], positions from make_positions.
   torch::Tensor forward(const torch::Tensor& tokens);
   // Embeddings of positions padding_idx + start + 1 ... + n (incremental decoding ignores pads).
-  // [batch, n, dim] on `device`.
+  // [batch, n, dim] on `device`: rows of the table viewed in place, without a lookup kernel or a
+  // read-back of the largest position (a decoding step calls it once).
   torch::Tensor at_steps(int64_t start, int64_t n, int64_t batch, const torch::Device& device = torch::kCPU);
   bool learned() const { return learned_; }
   torch::Tensor weight;  // learned only
 
  private:
   torch::Tensor lookup(const torch::Tensor& positions);
+  // The table of embeddings: the learned weight, or the sinusoidal table with at least `rows` rows
+  // on `device`.
+  const torch::Tensor& table(int64_t rows, const torch::Device& device);
   int64_t dim_, padding_idx_;
   bool learned_;
   torch::Tensor table_;  // sinusoidal only
 };
 TORCH_MODULE(PositionalEmbedding);
+
+// fairseq's `embed_scale * embed_tokens(x) + embed_positions(x)` as one operator.
+inline torch::Tensor scaled_plus_positions(const torch::Tensor& token_embeddings, double scale,
+                                           const torch::Tensor& positions) {
+  return torch::add(positions, token_embeddings, scale);
+}
 
 // Embedding with fairseq's init: N(0, dim^-0.5), the padding row zero.
 torch::nn::Embedding make_embedding(int64_t num, int64_t dim, int64_t padding_idx);

@@ -18,7 +18,7 @@ struct SelfAttentionCache {
 // Keys/values of encoder-decoder attention, projected once from the encoder output.
 struct StaticAttentionCache {
   static constexpr bool kPerSentence = true;  // identical across the beams of one sentence
-  torch::Tensor k, v;  // [B, H, S, d]
+  torch::Tensor k, v;  // [B, H, S, d]; k already multiplied by the attention's 1/sqrt(d)
   torch::Tensor mask;  // [B, 1, 1, S] additive key padding of the memory; undefined when it has no pad
   template <class F> void for_each_tensor(F&& f) { f(k), f(v), f(mask); }
 };
