@@ -1,5 +1,6 @@
 #include "leanseq/nn/average_attention.h"
 
+#include "leanseq/kernels/aan_gate.h"
 #include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
@@ -17,8 +18,7 @@ AverageAttentionImpl::AverageAttentionImpl(int64_t embed_dim, int64_t ffn_dim, d
 torch::Tensor AverageAttentionImpl::mix(const torch::Tensor& x, const torch::Tensor& a) {
   auto g = a;
   if (fc1) g = fc2(maybe_dropout(torch::relu(fc1(a)), activation_dropout_, is_training()));
-  const auto gates = torch::sigmoid(gate(torch::cat({x, g}, -1))).chunk(2, -1);  // input, forget
-  return torch::addcmul(gates[0] * x, gates[1], g);
+  return kernels::aan_gate(gate(torch::cat({x, g}, -1)), x, g);
 }
 
 torch::Tensor AverageAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& padding) {

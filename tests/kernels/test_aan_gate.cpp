@@ -1,0 +1,62 @@
+#include <gtest/gtest.h>
+
+#include "leanseq/kernels/aan_gate.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+
+namespace {
+// Logits across the whole range, saturated ends included; a non-contiguous x.
+struct Inputs {
+  torch::Tensor z, x, g;
+};
+Inputs inputs(torch::ScalarType dtype, const torch::Device& device) {
+  torch::manual_seed(3);
+  auto z = torch::randn({4, 3, 2 * 37}, dtype) * 8;
+  z.index_put_({0, 0, torch::indexing::Slice(0, 4)}, torch::tensor({-1e4, 1e4, -60.0, 60.0}, dtype));
+  auto x = torch::randn({3, 4, 37}, dtype).transpose(0, 1);
+  return {z.to(device), x.to(device), torch::randn({4, 3, 37}, dtype).to(device)};
+}
+}  // namespace
+
+TEST(AanGate, FusedPassEqualsTheComposite) {
+  torch::NoGradGuard no_grad;
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    auto in = inputs(dtype, torch::kCPU);
+    auto y = kernels::aan_gate(in.z, in.x, in.g);
+    auto ref = kernels::aan_gate_reference(in.z, in.x, in.g);
+    ASSERT_EQ(y.sizes(), ref.sizes());
+    EXPECT_LT(test::max_abs_diff(y, ref), dtype == torch::kFloat ? 1e-6 : 1e-12) << dtype;
+    // The input gate scales x, the forget gate g: with x = 0 only sigmoid(z_forget) * g is left.
+    auto only_g = kernels::aan_gate(in.z, torch::zeros_like(in.x), in.g);
+    EXPECT_LT(test::max_abs_diff(only_g, torch::sigmoid(in.z.narrow(-1, 37, 37)) * in.g), 1e-6);
+  }
+}
+
+TEST(AanGate, RecordsGradientsThroughTheComposite) {
+  auto in = inputs(torch::kDouble, torch::kCPU);
+  auto z = in.z.clone().requires_grad_(true), x = in.x.clone().requires_grad_(true);
+  kernels::aan_gate(z, x, in.g).sum().backward();
+  auto zr = in.z.clone().requires_grad_(true), xr = in.x.clone().requires_grad_(true);
+  kernels::aan_gate_reference(zr, xr, in.g).sum().backward();
+  EXPECT_LT(test::max_abs_diff(z.grad(), zr.grad()), 1e-12);
+  EXPECT_LT(test::max_abs_diff(x.grad(), xr.grad()), 1e-12);
+}
+
+TEST(AanGate, RejectsMismatchedShapes) {
+  EXPECT_THROW(kernels::aan_gate(torch::zeros({2, 6}), torch::zeros({2, 4}), torch::zeros({2, 4})), c10::Error);
+  EXPECT_THROW(kernels::aan_gate(torch::zeros({2, 8}), torch::zeros({2, 4}), torch::zeros({2, 3})), c10::Error);
+}
+
+TEST(AanGate, CudaKernelEqualsTheComposite) {
+  if (!kernels::aan_gate_cuda_available() || !torch::cuda::is_available()) {
+    GTEST_SKIP() << "built without -DLEANSEQ_CUDA=ON or no GPU";
+  }
+  torch::NoGradGuard no_grad;
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    auto in = inputs(dtype, torch::kCUDA);
+    auto y = kernels::aan_gate(in.z, in.x, in.g).cpu();
+    auto ref = kernels::aan_gate_reference(in.z.cpu(), in.x.cpu(), in.g.cpu());
+    EXPECT_LT(test::max_abs_diff(y, ref), dtype == torch::kFloat ? 1e-6 : 1e-12) << dtype;
+  }
+}
