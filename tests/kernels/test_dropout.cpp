@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "leanseq/kernels/dropout.h"
+#include "leanseq/kernels/parallel.h"
 
 using namespace leanseq;
 
@@ -31,4 +32,14 @@ TEST(Dropout, GradientIsTheMask) {
   auto z = kernels::dropout(torch::ones({1 << 16}), 0.5, true).eq(0);
   const double both = (z.narrow(0, 0, (1 << 16) - 1) & z.narrow(0, 1, (1 << 16) - 1)).to(torch::kDouble).mean().item<double>();
   EXPECT_NEAR(both, 0.25, 0.01);
+}
+
+TEST(KernelThreads, FollowTheComputeThreadCount) {
+  const int before = torch::get_num_threads();
+  torch::set_num_threads(1);
+  EXPECT_EQ(kernels::workers_for(1 << 30, 1), 1);
+  torch::set_num_threads(2);
+  EXPECT_EQ(kernels::workers_for(1 << 30, 1), 2);
+  EXPECT_EQ(kernels::workers_for(10, 64), 1);  // too little work for a second thread
+  torch::set_num_threads(before);
 }
