@@ -10,8 +10,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "leanseq/core/error.h"
@@ -40,19 +45,36 @@ class OperatorCount {
       : handle_(at::addGlobalCallback(at::RecordFunctionCallback(&OperatorCount::enter, &OperatorCount::leave)
                                           .scopes({at::RecordScope::FUNCTION}))) {
     calls_ = 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    names_.clear();
   }
   ~OperatorCount() { at::removeCallback(handle_); }
   OperatorCount(const OperatorCount&) = delete;
   OperatorCount& operator=(const OperatorCount&) = delete;
   int64_t calls() const { return calls_; }
+  // Calls per operator name, most frequent first.
+  std::vector<std::pair<std::string, int64_t>> by_name() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::pair<std::string, int64_t>> v(names_.begin(), names_.end());
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    return v;
+  }
 
  private:
-  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction&) {
-    if (depth_++ == 0) ++calls_;
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction& fn) {
+    if (depth_++ == 0) {
+      ++calls_;
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++names_[fn.name()];
+    }
     return nullptr;
   }
   static void leave(const at::RecordFunction&, at::ObserverContext*) { --depth_; }
   static inline std::atomic<int64_t> calls_{0};
+  static inline std::mutex mutex_;
+  static inline std::map<std::string, int64_t> names_;
   static inline thread_local int depth_ = 0;
   at::CallbackHandle handle_;
 };
@@ -87,7 +109,11 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, boo
   }
   sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (count) return {{"operators", count->calls()}};
+  if (count) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto& [name, n] : count->by_name()) names.push_back({name, n});
+    return {{"operators", count->calls()}, {"by_name", names}};
+  }
   return {{"sentences", s.sentences},
           {"target_tokens", tokens},
           {"seconds", seconds},
@@ -122,7 +148,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "unmeasured rounds first")->capture_default_str();
   app.add_flag("--count-ops", count_ops,
                "also count the ATen operators each contender's decoding calls, over one batch on the CPU, "
-               "untimed (operators_per_step: per target position of a batch)");
+               "untimed (operators_per_step: per target position of a batch; operators_per_step_by_name: the same by operator)");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-decode-bench", [&] {
     if (rounds < 1 || warmup < 0) throw leanseq::ConfigError("--rounds must be at least 1 and --warmup at least 0");
@@ -163,8 +189,12 @@ int main(int argc, char** argv) {
         Settings one = s;
         one.sentences = std::min(s.batch_size, s.sentences);
         one.device = "cpu";
-        const auto ops = decode(contenders[i], one, true)["operators"].get<int64_t>();
-        entry["operators_per_step"] = static_cast<double>(ops) / static_cast<double>(s.length + 1);
+        const auto counted = decode(contenders[i], one, true);
+        const double steps = static_cast<double>(s.length + 1);
+        entry["operators_per_step"] = counted["operators"].get<int64_t>() / steps;
+        nlohmann::json per_step = nlohmann::json::object();
+        for (const auto& named : counted["by_name"]) per_step[named[0].get<std::string>()] = named[1].get<int64_t>() / steps;
+        entry["operators_per_step_by_name"] = per_step;
       }
       out["contenders"].push_back(entry);
     }
