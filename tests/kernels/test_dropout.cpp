@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "leanseq/core/threads.h"
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/parallel.h"
 
@@ -36,10 +37,10 @@ TEST(Dropout, GradientIsTheMask) {
 
 TEST(KernelThreads, FollowTheComputeThreadCount) {
   const int before = torch::get_num_threads();
-  torch::set_num_threads(1);
+  set_compute_threads(1);
   EXPECT_EQ(kernels::workers_for(1 << 30, 1), 1);
-  torch::set_num_threads(2);
+  set_compute_threads(2);
   EXPECT_EQ(kernels::workers_for(1 << 30, 1), 2);
   EXPECT_EQ(kernels::workers_for(10, 64), 1);  // too little work for a second thread
-  torch::set_num_threads(before);
+  set_compute_threads(before);
 }

@@ -8,6 +8,13 @@ namespace leanseq {
 // so without this a "one thread" run still spreads every matrix product over all cores (and its
 // idle workers spin in sched_yield beside the main thread). n <= 0 (the `threads: 0` of the
 // configs and command lines) leaves both pools at their defaults.
+// Also sets compute_threads().
 void set_compute_threads(int n);
+
+// How many threads leanseq's own CPU kernels (kernels/parallel.h) may use: the last n > 0 given to
+// set_compute_threads, else OMP_NUM_THREADS when set (the data-parallel launcher sets it for each
+// worker), else the hardware's thread count. ATen's default can be lower than the last (it counts
+// physical cores), which is why the kernels do not simply ask ATen.
+int compute_threads();
 
 }  // namespace leanseq

@@ -1,21 +1,22 @@
 // A minimal fork-join loop for the dedicated CPU kernels: they split their rows over std::threads
 // themselves (ATen's OpenMP scheduling slowed whole-model training on small machines), and only
-// when there is enough work. They use at most as many threads as ATen's intra-op pool, which
-// `--threads` / `threads:` set (core/threads.h), so "one thread" means one thread here too.
+// when there is enough work. They use at most core/threads.h's compute_threads(), which
+// `--threads` / `threads:` set, so "one thread" means one thread here too.
 #pragma once
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <thread>
 #include <vector>
 
+#include "leanseq/core/threads.h"
+
 namespace leanseq::kernels {
 
 // The number of workers for n items of roughly equal cost when each worker should get at least
 // min_items_per_worker of them.
 inline int workers_for(int64_t n, int64_t min_items_per_worker) {
-  const int64_t hw = std::max<int64_t>(1, at::get_num_threads());
+  const int64_t hw = compute_threads();
   return static_cast<int>(std::max<int64_t>(1, std::min(hw, n / std::max<int64_t>(1, min_items_per_worker))));
 }
 
