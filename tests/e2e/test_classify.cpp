@@ -129,6 +129,76 @@ TEST(EndToEndClassify, TargetedDropoutTrainsAClassifierThatLoadsPruned) {
   EXPECT_NE(out.find("td.type"), std::string::npos) << out;
 }
 
+TEST(EndToEndClassify, PruneAndThePruningCurveTakeClassifiers) {
+  auto dir = temp_dir("clsprune");
+  write_sentiment(dir + "/train.tsv", 300, 8);
+  write_sentiment(dir + "/valid.tsv", 60, 9);
+  std::string out;
+  int rc = run_command(train_cmd(dir, "transformer_classifier", "") +
+                           " --set td.type=weight --set td.gamma=0.5 --set td.alpha=0.5 --max-update 20 --save-dir " +
+                           dir + "/ck",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  rc = run_command(kCli + " prune --checkpoint " + dir + "/ck/checkpoint_last.pt --method weight --sparsity 0.75 -o " +
+                       dir + "/p75.pt",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("75.00% of the prunable weights are zero"), std::string::npos) << out;
+  // The pruned copy loads at exactly the asked sparsity (3/4 of each 16- or 32-wide row) (no further pruning at gamma 0.5 on load),
+  // records it, and classifies.
+  auto pruned = leanseq::train::load_classifier(dir + "/p75.pt");
+  EXPECT_NEAR(leanseq::nn::prunable_sparsity(*pruned.model), 0.75, 1e-3);
+  EXPECT_EQ(pruned.config.pruned_method, "weight");
+  EXPECT_DOUBLE_EQ(pruned.config.pruned_sparsity, 0.75);
+  EXPECT_FALSE(pruned.config.td.eval_prune);
+  rc = run_command(kCli + " classify --checkpoint " + dir + "/p75.pt -i " + dir + "/valid.tsv -o " + dir + "/p75.labels",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("accuracy"), std::string::npos) << out;
+
+  rc = run_command(kCli + " analyze prune --checkpoint " + dir + "/ck/checkpoint_last.pt --checkpoint " + dir +
+                       "/p75.pt --tsv " + dir + "/valid.tsv --sparsities 0,50,100 -o " + dir + "/curve",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  auto report = nlohmann::json::parse(read_text(dir + "/curve/prune.json"));
+  ASSERT_EQ(report["models"].size(), 2u);
+  const auto& dense = report["models"][0]["points"];
+  ASSERT_EQ(dense.size(), 3u);
+  EXPECT_LT(dense[0]["zeros"].get<double>(), 0.01);  // the dense weights, not the eval-pruned ones
+  EXPECT_NEAR(dense[1]["zeros"].get<double>(), 0.5, 1e-3);
+  EXPECT_NEAR(dense[2]["zeros"].get<double>(), 1.0, 1e-6);
+  for (const auto& p : dense) {
+    EXPECT_GE(p["accuracy"].get<double>(), 0.0);
+    EXPECT_LE(p["accuracy"].get<double>(), 100.0);
+    EXPECT_TRUE(p.contains("macro_f1"));
+  }
+  // The pruned checkpoint's own 0% point is its 75% sparsity.
+  EXPECT_NEAR(report["models"][1]["points"][0]["zeros"].get<double>(), 0.75, 1e-3);
+  EXPECT_EQ(read_text(dir + "/curve/prune.csv").rfind("checkpoint,sparsity,zeros,accuracy,macro_f1\n", 0), 0u);
+  EXPECT_GT(std::filesystem::file_size(dir + "/curve/prune.png"), 1000u);
+
+  // A classifier needs --tsv; one with an unlabelled file or beside a translation model is refused.
+  rc = run_command(kCli + " analyze prune --checkpoint " + dir + "/p75.pt --src a --ref b -o " + dir + "/x", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--tsv: text classifier checkpoints are scored on a labelled TSV"), std::string::npos) << out;
+  std::ofstream(dir + "/unlabelled.tsv") << "good w1 w2\nw3 bad\n";
+  rc = run_command(kCli + " analyze prune --checkpoint " + dir + "/p75.pt --tsv " + dir + "/unlabelled.tsv -o " + dir + "/x",
+                   out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(dir + "/unlabelled.tsv: has no label column"), std::string::npos) << out;
+  auto data = prepare_task(dir);
+  rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir + "/mt --max-update 1", out);
+  ASSERT_EQ(rc, 0) << out;
+  rc = run_command(kCli + " analyze prune --checkpoint " + dir + "/p75.pt --checkpoint " + dir +
+                       "/mt/checkpoint_last.pt --tsv " + dir + "/valid.tsv -o " + dir + "/x",
+                   out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("is a translation model but " + dir + "/p75.pt is a text classifier; compare checkpoints of one kind"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x"));
+}
+
 TEST(EndToEndClassify, BadInputGivesOneLineAndTheRightExitCode) {
   auto dir = temp_dir("clsbad");
   write_sentiment(dir + "/train.tsv", 50, 1);

@@ -69,4 +69,11 @@ TEST(EndToEndPrune, BadOptionsAreUsageErrors) {
   rc = run_command(kCli + " analyze prune --checkpoint x.pt --checkpoint y.pt --label x --src a --ref b -o " + dir, out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--label: 1 labels for 2 checkpoints"), std::string::npos) << out;
+  // A translation model is scored on --src and --ref.
+  auto data = prepare_task(dir);
+  rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir + "/ck --max-update 1", out);
+  ASSERT_EQ(rc, 0) << out;
+  rc = run_command(kCli + " analyze prune --checkpoint " + dir + "/ck/checkpoint_last.pt --tsv t.tsv -o " + dir + "/x", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--src/--ref: translation checkpoints are scored on source sentences"), std::string::npos) << out;
 }

@@ -1,5 +1,6 @@
 // `leanseq analyze prune`: quality against sparsity of one or more checkpoints (a model trained
-// with targeted dropout beside one trained without), as JSON, CSV and a chart.
+// with targeted dropout beside one trained without), translation models or text classifiers, as
+// JSON, CSV and a chart.
 // `leanseq analyze attention`: SAN's learned sharing policy. A trained Transformer runs over
 // held-out pairs; for encoder self-attention, decoder self-attention and encoder-decoder attention
 // it writes the layer-to-layer similarity matrix (1 - JSD) as JSON, CSV and a heatmap, and a
@@ -96,7 +97,7 @@ void run_attention(const AnalyzeArgs& a) {
 }
 struct PruneCurveArgs {
   std::vector<std::string> checkpoints, labels;
-  std::string src, ref, method = "weight", sparsities = "0,30,50,70,90", output_dir;
+  std::string src, ref, tsv, method = "weight", sparsities = "0,30,50,70,90", output_dir;
   int64_t beam = 5, max_sentences = 64;
   double lenpen = 1.0;
 };
@@ -119,6 +120,35 @@ std::vector<double> parse_percentages(const std::string& text) {
   return out;
 }
 
+// How a score of train::Scores reads in a chart and on the terminal.
+std::string score_title(const std::string& name) {
+  if (name == "bleu") return "BLEU";
+  if (name == "chrf") return "chrF";
+  if (name == "accuracy") return "accuracy (%)";
+  if (name == "macro_f1") return "macro F1 (%)";
+  return name;
+}
+
+// Every checkpoint is of one kind (their first scores share the chart's axis) and has the data it
+// is scored on: a labelled TSV for text classifiers, sources and references for translation models.
+bool check_prune_inputs(const PruneCurveArgs& a) {
+  const bool classifiers = train::is_classifier_checkpoint(a.checkpoints[0]);
+  auto kind = [](bool classifier) { return classifier ? "a text classifier" : "a translation model"; };
+  for (const auto& ck : a.checkpoints) {
+    if (train::is_classifier_checkpoint(ck) != classifiers) {
+      throw ConfigError("--checkpoint: " + ck + " is " + kind(!classifiers) + " but " + a.checkpoints[0] + " is " +
+                        kind(classifiers) + "; compare checkpoints of one kind");
+    }
+  }
+  if (classifiers && a.tsv.empty()) {
+    throw ConfigError("--tsv: text classifier checkpoints are scored on a labelled TSV file; give --tsv");
+  }
+  if (!classifiers && (a.src.empty() || a.ref.empty())) {
+    throw ConfigError("--src/--ref: translation checkpoints are scored on source sentences and references; give both");
+  }
+  return classifiers;
+}
+
 void run_prune_curve(const PruneCurveArgs& a) {
   if (a.method != "weight" && a.method != "unit") throw ConfigError("--method: '" + a.method + "' is not weight or unit");
   const auto sparsities = parse_percentages(a.sparsities);
@@ -126,27 +156,48 @@ void run_prune_curve(const PruneCurveArgs& a) {
     throw ConfigError("--label: " + std::to_string(a.labels.size()) + " labels for " +
                       std::to_string(a.checkpoints.size()) + " checkpoints (give one per checkpoint, or none)");
   }
-  const auto sources = io::read_lines(a.src), refs = io::read_lines(a.ref);
+  const bool classifiers = check_prune_inputs(a);
+  nlohmann::json report{{"method", a.method}, {"models", nlohmann::json::array()}};
+  std::vector<std::string> sources, refs;
   decode::TranslateOptions opt;
-  opt.search.beam = a.beam;
-  opt.search.lenpen = a.lenpen;
-  opt.max_sentences = a.max_sentences;
-  nlohmann::json report{{"method", a.method}, {"src", a.src}, {"ref", a.ref}, {"beam", a.beam}, {"models", nlohmann::json::array()}};
+  if (classifiers) {
+    report["tsv"] = a.tsv;
+  } else {
+    sources = io::read_lines(a.src), refs = io::read_lines(a.ref);
+    opt.search.beam = a.beam;
+    opt.search.lenpen = a.lenpen;
+    opt.max_sentences = a.max_sentences;
+    report["src"] = a.src, report["ref"] = a.ref, report["beam"] = a.beam;
+  }
   std::ostringstream table;
-  table << "checkpoint,sparsity,zeros,bleu,chrf\n";
-  viz::Panel panel{"BLEU after " + a.method + " pruning", "sparsity (%)", "BLEU", {}};
+  viz::Panel panel{"", "sparsity (%)", "", {}};
   for (size_t i = 0; i < a.checkpoints.size(); ++i) {
     const auto& ck = a.checkpoints[i];
-    auto curve = train::prune_curve(ck, sources, refs, sparsities, a.method, opt);
+    auto curve = classifiers ? train::classifier_prune_curve(ck, a.tsv, sparsities, a.method, a.max_sentences)
+                             : train::translation_prune_curve(ck, sources, refs, sparsities, a.method, opt);
+    if (i == 0) {
+      table << "checkpoint,sparsity,zeros";
+      for (const auto& [name, value] : curve.front().scores) table << "," << name;
+      table << "\n";
+      panel.y_label = score_title(curve.front().scores.front().first);
+      panel.title = panel.y_label.substr(0, panel.y_label.find(' ')) + " after " + a.method + " pruning";
+    }
     viz::Series series{a.labels.empty() ? ck : a.labels[i], {}, {}};
     auto points = nlohmann::json::array();
     for (const auto& p : curve) {
-      points.push_back({{"sparsity", p.sparsity}, {"zeros", p.zeros}, {"bleu", p.bleu}, {"chrf", p.chrf}});
-      table << ck << "," << p.sparsity << "," << p.zeros << "," << p.bleu << "," << p.chrf << "\n";
+      nlohmann::json point{{"sparsity", p.sparsity}, {"zeros", p.zeros}};
+      table << ck << "," << p.sparsity << "," << p.zeros;
+      std::cout << ck << "\t" << 100 * p.sparsity << "%" << std::fixed << std::setprecision(2);
+      for (const auto& [name, value] : p.scores) {
+        point[name] = value;
+        table << "," << value;
+        std::cout << "\t" << score_title(name) << " " << value;
+      }
+      std::cout << std::defaultfloat << "\n";
+      table << "\n";
+      points.push_back(point);
       series.x.push_back(100 * p.sparsity);
-      series.y.push_back(p.bleu);
-      std::cout << ck << "\t" << 100 * p.sparsity << "%\tBLEU " << std::fixed << std::setprecision(2) << p.bleu
-                << "\tchrF " << p.chrf << std::defaultfloat << "\n";
+      series.y.push_back(p.scores.front().second);
     }
     report["models"].push_back({{"checkpoint", ck}, {"points", points}});
     panel.series.push_back(series);
@@ -181,16 +232,19 @@ void add_analyze(CLI::App& app, int& exit_code) {
 
   auto p = std::make_shared<PruneCurveArgs>();
   auto* prune = analyze->add_subcommand(
-      "prune", "translation quality against sparsity: each checkpoint's dense weights pruned to each sparsity");
-  prune->add_option("--checkpoint", p->checkpoints, "checkpoint(s) to compare (repeatable)")->required();
+      "prune",
+      "quality against sparsity: each checkpoint's dense weights pruned to each sparsity (BLEU and chrF of a "
+      "translation model, accuracy and macro F1 of a text classifier)");
+  prune->add_option("--checkpoint", p->checkpoints, "checkpoint(s) to compare, all of one kind (repeatable)")->required();
   prune->add_option("--label", p->labels, "legend label per checkpoint in prune.png (default: its path)");
-  prune->add_option("--src", p->src, "source sentences (raw text)")->required();
-  prune->add_option("--ref", p->ref, "reference translations (raw text)")->required();
+  prune->add_option("--src", p->src, "translation models: source sentences (raw text)");
+  prune->add_option("--ref", p->ref, "translation models: reference translations (raw text)");
+  prune->add_option("--tsv", p->tsv, "text classifiers: labelled TSV (text<TAB>label, or text1<TAB>text2<TAB>label)");
   prune->add_option("--method", p->method, "weight or unit")->capture_default_str();
   prune->add_option("--sparsities", p->sparsities, "comma-separated percentages")->capture_default_str();
-  prune->add_option("--beam", p->beam, "beam size")->capture_default_str();
-  prune->add_option("--lenpen", p->lenpen, "length penalty")->capture_default_str();
-  prune->add_option("--max-sentences", p->max_sentences, "sentences per batch")->capture_default_str();
+  prune->add_option("--beam", p->beam, "translation models: beam size")->capture_default_str();
+  prune->add_option("--lenpen", p->lenpen, "translation models: length penalty")->capture_default_str();
+  prune->add_option("--max-sentences", p->max_sentences, "sentences (examples) per batch")->capture_default_str();
   prune->add_option("--output-dir,-o", p->output_dir, "where prune.json, prune.csv and prune.png go")->required();
   prune->callback([p, &exit_code] {
     run_prune_curve(*p);

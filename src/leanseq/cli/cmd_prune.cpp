@@ -1,4 +1,4 @@
-// prune: a magnitude-pruned copy of a trained sequence model.
+// prune: a magnitude-pruned copy of a trained checkpoint (a sequence model or a text classifier).
 #include <cstdio>
 
 #include "leanseq/cli/commands.h"
@@ -18,7 +18,7 @@ struct PruneArgs {
 void add_prune(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<PruneArgs>();
   auto* sub = app.add_subcommand("prune", "write a magnitude-pruned copy of a checkpoint (masked weights zeroed)");
-  sub->add_option("--checkpoint", a->checkpoint, "trained checkpoint")->required();
+  sub->add_option("--checkpoint", a->checkpoint, "trained checkpoint (translation model or text classifier)")->required();
   sub->add_option("--output,-o", a->output, "the pruned checkpoint to write")->required();
   sub->add_option("--method", a->method, "weight (per output unit, smallest magnitudes) or unit (whole units)")
       ->capture_default_str();

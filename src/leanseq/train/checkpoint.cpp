@@ -138,11 +138,19 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
   return ck;
 }
 
+bool is_classifier_config(const ConfigValues& config) {
+  auto task = config.values.find("task");
+  return task != config.values.end() && task->second == "classify";
+}
+
+bool is_classifier_checkpoint(const std::string& path) {
+  return is_classifier_config(parse_yaml_text(read_checkpoint(path).config_yaml, path + " (config)"));
+}
+
 LoadedModel load_model(const std::string& path, bool dense) {
   auto ck = read_checkpoint(path);
   auto values = parse_yaml_text(ck.config_yaml, path + " (config)");
-  auto task = values.values.find("task");
-  if (task != values.values.end() && task->second == "classify") {
+  if (is_classifier_config(values)) {
     throw CheckpointError(path + ": a text classifier checkpoint, not a sequence model (use leanseq classify)");
   }
   LoadedModel out;

@@ -48,6 +48,11 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
 // model and optimizer tensors land on `device`, wherever they were saved from.
 Checkpoint read_checkpoint(const std::string& path, const torch::Device& device = torch::kCPU);
 
+// Whether a checkpoint's config is that of a text classifier (task: classify) rather than a sequence model.
+bool is_classifier_config(const ConfigValues& config);
+// The same for the checkpoint at `path` (CheckpointError naming it when it cannot be read).
+bool is_classifier_checkpoint(const std::string& path);
+
 // A model rebuilt from a checkpoint alone, with its config and vocabularies.
 struct LoadedModel {
   std::shared_ptr<models::Seq2SeqModel> model;

@@ -52,6 +52,8 @@ void ClassifyConfig::visit(ConfigVisitor& v) {
   v.field("log.interval", log_interval, "log every N updates");
   v.field("valid.interval_updates", validate_interval_updates, "also validate every N updates (0: per epoch only)");
   td.visit(v, "td.");
+  v.field("pruned.method", pruned_method, "set by leanseq prune: weight or unit magnitude pruning");
+  v.field("pruned.sparsity", pruned_sparsity, "set by leanseq prune: the fraction of prunable weights set to zero");
 }
 
 void ClassifyConfig::validate() const {
@@ -187,14 +189,16 @@ ClassifyReport evaluate_classifier(models::SentenceClassifier& model, const data
 // ---------------------------------------------------------------------------------------------
 // Training
 
-namespace {
-std::string labels_text(const std::vector<std::string>& labels) {
-  std::string s;
-  for (const auto& l : labels) s += l + "\n";
-  return s;
+VocabFiles classifier_vocab(const data::Dictionary& dict, const std::vector<std::string>& labels) {
+  VocabFiles v;
+  v.src_lang = "text", v.tgt_lang = "label";
+  v.src_dict = dict.to_text();
+  for (const auto& l : labels) v.tgt_dict += l + "\n";
+  return v;
 }
 
-// The word dictionary and labels a classifier checkpoint `path` stores (labels_text's inverse).
+namespace {
+// The word dictionary and labels a classifier checkpoint `path` stores (classifier_vocab's inverse).
 void read_stored_vocab(const VocabFiles& v, const std::string& path, data::Dictionary& dict,
                        std::vector<std::string>& labels) {
   dict = data::Dictionary::parse(v.src_dict, path + " (dictionary)");
@@ -217,18 +221,11 @@ struct ClassifyRun {
 
   double elapsed() const { return progress.elapsed_seconds + timer.seconds(); }
 
-  VocabFiles vocab() const {
-    VocabFiles v;
-    v.src_lang = "text", v.tgt_lang = "label";
-    v.src_dict = dict.to_text();
-    v.tgt_dict = labels_text(labels);
-    return v;
-  }
-
   void save(const std::string& name) {
     progress.elapsed_seconds = elapsed();
     timer.reset();
-    save_checkpoint(cfg.save_dir + "/" + name, dump_config_yaml(cfg), vocab(), progress, *model, optimizer.get());
+    save_checkpoint(cfg.save_dir + "/" + name, dump_config_yaml(cfg), classifier_vocab(dict, labels), progress, *model,
+                    optimizer.get());
   }
 
   void setup(bool resume) {
@@ -436,11 +433,10 @@ ClassifyOutcome train_classifier(ClassifyConfig cfg, bool resume) {
   return run.run();
 }
 
-LoadedClassifier load_classifier(const std::string& path) {
+LoadedClassifier load_classifier(const std::string& path, bool dense) {
   auto ck = read_checkpoint(path);
   auto values = parse_yaml_text(ck.config_yaml, path + " (config)");
-  auto task = values.values.find("task");
-  if (task == values.values.end() || task->second != "classify") {
+  if (!is_classifier_config(values)) {
     throw CheckpointError(path + ": not a text classifier checkpoint (use leanseq translate for sequence models)");
   }
   LoadedClassifier out;
@@ -448,7 +444,7 @@ LoadedClassifier load_classifier(const std::string& path) {
   read_stored_vocab(ck.vocab, path, out.dict, out.labels);
   out.model = models::build_classifier(*out.config.model, out.dict.size());
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
-  nn::prune_as_evaluated(*out.model, out.config.td);
+  if (!dense) nn::prune_as_evaluated(*out.model, out.config.td);
   out.model->eval();
   return out;
 }

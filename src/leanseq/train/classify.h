@@ -13,6 +13,7 @@
 #include "leanseq/data/text_classification.h"
 #include "leanseq/models/classifier.h"
 #include "leanseq/nn/targeted_dropout.h"
+#include "leanseq/train/checkpoint.h"
 
 namespace leanseq::train {
 
@@ -36,6 +37,8 @@ struct ClassifyConfig : Configurable {
   int64_t log_interval = 100;
   int64_t validate_interval_updates = 0;
   nn::TargetedDropoutOptions td;  // td.*: targeted dropout of the encoder's and head's weights
+  std::string pruned_method;      // pruned.*: set by leanseq prune
+  double pruned_sparsity = 0;
 
   void visit(ConfigVisitor& v) override;
   void validate() const;
@@ -86,13 +89,19 @@ struct ClassifyOutcome {
 // file, test_report.json.
 ClassifyOutcome train_classifier(ClassifyConfig cfg, bool resume);
 
+// What a classifier checkpoint stores of its vocabularies: the word dictionary as the source
+// dictionary, the labels (one per line) as the target's.
+VocabFiles classifier_vocab(const data::Dictionary& dict, const std::vector<std::string>& labels);
+
 struct LoadedClassifier {
   models::SentenceClassifier model{nullptr};
   ClassifyConfig config;
   data::Dictionary dict;
   std::vector<std::string> labels;
 };
-// Throws CheckpointError naming the file when it is not a classifier checkpoint.
-LoadedClassifier load_classifier(const std::string& path);
+// Throws CheckpointError naming the file when it is not a classifier checkpoint. A classifier
+// trained with targeted dropout (td.eval_prune) comes pruned as it was evaluated, unless `dense`
+// asks for the weights as trained.
+LoadedClassifier load_classifier(const std::string& path, bool dense = false);
 
 }  // namespace leanseq::train

@@ -1,36 +1,45 @@
 #include "leanseq/train/pruning.h"
 
+#include <cstdio>
+
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
 #include "leanseq/nn/targeted_dropout.h"
 #include "leanseq/train/checkpoint.h"
+#include "leanseq/train/classify.h"
 #include "leanseq/train/inference.h"
 
 namespace leanseq::train {
 
 double write_pruned_checkpoint(const std::string& checkpoint, const std::string& out, const std::string& method,
                                double sparsity) {
+  const auto progress = read_checkpoint(checkpoint).progress;
+  if (is_classifier_checkpoint(checkpoint)) {
+    auto loaded = load_classifier(checkpoint, /*dense=*/true);
+    const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
+    auto cfg = loaded.config;
+    cfg.pruned_method = method;
+    cfg.pruned_sparsity = sparsity;
+    cfg.td.eval_prune = false;  // exactly the asked sparsity from now on
+    save_checkpoint(out, dump_config_yaml(cfg), classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
+                    nullptr);
+    return zeros;
+  }
   auto loaded = load_model(checkpoint, /*dense=*/true);
   const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
   auto cfg = loaded.config;
   cfg.pruned_method = method;
   cfg.pruned_sparsity = sparsity;
-  cfg.td.eval_prune = false;  // exactly the asked sparsity from now on
-  save_checkpoint(out, dump_run_config(cfg), loaded.vocab, read_checkpoint(checkpoint).progress, *loaded.model, nullptr);
+  cfg.td.eval_prune = false;
+  save_checkpoint(out, dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
   return zeros;
 }
 
-std::vector<PrunePoint> prune_curve(const std::string& checkpoint, const std::vector<std::string>& sources,
-                                    const std::vector<std::string>& refs, const std::vector<double>& sparsities,
-                                    const std::string& method, const decode::TranslateOptions& opt) {
-  if (sources.size() != refs.size()) {
-    throw DataError("the source file has " + std::to_string(sources.size()) + " lines but the reference has " +
-                    std::to_string(refs.size()));
-  }
-  auto t = load_translator(checkpoint, /*dense=*/true);
-  auto& model = *t.loaded.model;
+std::vector<PrunePoint> prune_curve(torch::nn::Module& model, const std::vector<double>& sparsities,
+                                    const std::string& method, const std::function<Scores()>& score,
+                                    const std::string& name) {
   std::vector<torch::Tensor> dense;
   for (const auto& p : model.parameters()) dense.push_back(p.detach().clone());
   std::vector<PrunePoint> curve;
@@ -43,16 +52,46 @@ std::vector<PrunePoint> prune_curve(const std::string& checkpoint, const std::ve
     PrunePoint p;
     p.sparsity = s;
     p.zeros = nn::prune_in_place(model, method, s);
+    p.scores = score();
+    char line[256];
+    std::snprintf(line, sizeof line, "%s: sparsity %.0f%% (zeros %.2f%%): %s %.2f", name.c_str(), 100 * s,
+                  100 * p.zeros, p.scores.front().first.c_str(), p.scores.front().second);
+    log::info(line);
+    curve.push_back(std::move(p));
+  }
+  return curve;
+}
+
+std::vector<PrunePoint> translation_prune_curve(const std::string& checkpoint, const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& refs,
+                                                const std::vector<double>& sparsities, const std::string& method,
+                                                const decode::TranslateOptions& opt) {
+  if (sources.size() != refs.size()) {
+    throw DataError("the source file has " + std::to_string(sources.size()) + " lines but the reference has " +
+                    std::to_string(refs.size()));
+  }
+  auto t = load_translator(checkpoint, /*dense=*/true);
+  auto score = [&] {
     auto out = t.translator->translate(sources, opt);
     std::vector<std::string> hyps;
     for (auto& o : out) hyps.push_back(o.empty() ? "" : o[0].text);
-    p.bleu = eval::corpus_bleu(hyps, {refs}).score;
-    p.chrf = eval::corpus_chrf(hyps, {refs}).score;
-    log::info(checkpoint + ": sparsity " + std::to_string(s).substr(0, 4) + " (zeros " +
-              std::to_string(100 * p.zeros).substr(0, 5) + "%): BLEU " + std::to_string(p.bleu).substr(0, 5));
-    curve.push_back(p);
-  }
-  return curve;
+    return Scores{{"bleu", eval::corpus_bleu(hyps, {refs}).score}, {"chrf", eval::corpus_chrf(hyps, {refs}).score}};
+  };
+  return prune_curve(*t.loaded.model, sparsities, method, score, checkpoint);
+}
+
+std::vector<PrunePoint> classifier_prune_curve(const std::string& checkpoint, const std::string& tsv,
+                                               const std::vector<double>& sparsities, const std::string& method,
+                                               int64_t max_sentences) {
+  auto loaded = load_classifier(checkpoint, /*dense=*/true);
+  auto ds = data::read_text_tsv(tsv, loaded.config.model->pair, std::nullopt);
+  if (!ds.labelled) throw DataError(tsv + ": has no label column to score the classifier " + checkpoint + " with");
+  const auto data = data::encode_text(ds, loaded.dict, loaded.labels);
+  auto score = [&] {
+    auto r = evaluate_classifier(loaded.model, data, loaded.labels, max_sentences);
+    return Scores{{"accuracy", 100 * r.accuracy}, {"macro_f1", 100 * r.macro_f1}};
+  };
+  return prune_curve(*loaded.model, sparsities, method, score, checkpoint);
 }
 
 }  // namespace leanseq::train
