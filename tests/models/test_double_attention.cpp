@@ -240,8 +240,31 @@ TEST(DoubleAttention, InsertedIntoLightConvAndThePervasiveGrid) {
   model->named_parameters()["decoder.net.a2_1.proj.weight"].zero_();
   model->named_parameters()["decoder.net.a2_1.proj.bias"].zero_();
   EXPECT_GT(max_abs_diff(with, logits()), 1e-4);
-  pc.convnet = "densenet";
+  pc.a2.norm = "host";  // the grid has no LayerNorm
   EXPECT_THROW(cfg->validate(), ConfigError);
+
+  // The 2018 DenseNet: a block after a layer takes the features so far, whose width grows by the
+  // growth rate at each layer (8 grid channels + 4 per layer in pervasive_densenet_tiny).
+  auto dcfg = models::registry().preset_config("pervasive_densenet_tiny");
+  auto& dc = static_cast<models::PervasiveConfig&>(*dcfg);
+  dc.a2.layers = "0,2";
+  dcfg->validate();
+  auto dense = models::build_model(*dcfg, {30, 30, true});
+  auto params = dense->named_parameters();
+  ASSERT_NE(params.find("decoder.net.a2_0.phi.weight"), nullptr);
+  EXPECT_EQ(params["decoder.net.a2_0.phi.weight"].size(1), 12);
+  EXPECT_EQ(params["decoder.net.a2_0.phi.weight"].size(0), 3);  // m: a quarter of the width
+  EXPECT_EQ(params["decoder.net.a2_2.proj.weight"].size(0), 20);
+  EXPECT_EQ(params.find("decoder.net.a2_1.phi.weight"), nullptr);
+  for (int64_t chunk : {1, 3}) test::check_incremental(*dense, 30, chunk);
+  dense->eval();
+  auto dense_logits = [&] { return dense->decode(prev, dense->encode(src, torch::tensor({4}))).logits; };
+  auto dense_with = dense_logits();
+  params["decoder.net.a2_0.proj.weight"].zero_();
+  params["decoder.net.a2_0.proj.bias"].zero_();
+  EXPECT_GT(max_abs_diff(dense_with, dense_logits()), 1e-4);
+  dc.a2.layers = "3";
+  EXPECT_THROW(dcfg->validate(), ConfigError);
 }
 
 TEST(DoubleAttention, LayerListsTakeIndicesAndRanges) {

@@ -156,8 +156,9 @@ TEST(PervasiveAggregator, EachKindEqualsADirectComputation) {
 }
 
 TEST(PervasiveModel, MemoryEfficientBackwardEqualsThePlainBackward) {
-  for (const char* arch : {"pervasive_tiny", "pervasive_densenet_tiny"}) {
-    auto cfg = config(arch);
+  for (const std::string arch : {"pervasive_tiny", "pervasive_densenet_tiny", "pervasive_densenet_tiny+a2"}) {
+    auto cfg = config(arch.substr(0, arch.find('+')));
+    if (arch.find("+a2") != std::string::npos) cfg->a2.layers = "1";  // kept, not recomputed, between replayed layers
     cfg->convolution_dropout = 0.3;  // the replay must draw the same dropout masks
     auto plain = build(*cfg);
     cfg->memory_efficient = true;
@@ -193,8 +194,10 @@ TEST(PervasiveModel, MemoryEfficientBackwardEqualsThePlainBackward) {
 }
 
 TEST(PervasiveModel, PadsDoNotChangeASentencesOutputs) {
-  for (const char* arch : {"pervasive_tiny", "pervasive_densenet_tiny"}) {
-    auto model = build(*config(arch));
+  for (const std::string arch : {"pervasive_tiny", "pervasive_densenet_tiny", "pervasive_tiny+a2", "pervasive_densenet_tiny+a2"}) {
+    auto cfg = config(arch.substr(0, arch.find('+')));
+    if (arch.find("+a2") != std::string::npos) cfg->a2.layers = "0-1";
+    auto model = build(*cfg);
     model->eval();
     torch::NoGradGuard g;
     auto src = torch::tensor({{5, 6, 7, 2, 1, 1}}, torch::kLong), prev = torch::tensor({{2, 8, 9}}, torch::kLong);

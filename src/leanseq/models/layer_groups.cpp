@@ -59,14 +59,19 @@ void A2Blocks::validate(int64_t stack_layers, const std::string& prefix) const {
 
 std::vector<nn::DoubleAttention> A2Blocks::make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,
                                                 double dropout, nn::BlockNorm host) const {
+  return make(owner, std::vector<int64_t>(static_cast<size_t>(stack_layers), dim), causal, dropout, host);
+}
+
+std::vector<nn::DoubleAttention> A2Blocks::make(torch::nn::Module& owner, const std::vector<int64_t>& dims, bool causal,
+                                                double dropout, nn::BlockNorm host) const {
   const auto block_norm = norm == "host" ? host : nn::BlockNorm::none;
   std::vector<nn::DoubleAttention> blocks;
-  const auto chosen = parse_layer_list(layers, stack_layers, "a2_layers");
-  const int64_t m = features > 0 ? features : dim / 4, n = descriptors > 0 ? descriptors : dim / 4;
-  for (int64_t i = 0; i < stack_layers; ++i) {
+  const auto chosen = parse_layer_list(layers, static_cast<int64_t>(dims.size()), "a2_layers");
+  for (size_t i = 0; i < dims.size(); ++i) {
     blocks.emplace_back(nullptr);
-    if (chosen[static_cast<size_t>(i)]) {
-      blocks.back() = owner.register_module("a2_" + std::to_string(i), nn::DoubleAttention(dim, m, n, causal, dropout, block_norm));
+    if (chosen[i]) {
+      const int64_t d = dims[i], m = features > 0 ? features : d / 4, n = descriptors > 0 ? descriptors : d / 4;
+      blocks.back() = owner.register_module("a2_" + std::to_string(i), nn::DoubleAttention(d, m, n, causal, dropout, block_norm));
     }
   }
   return blocks;

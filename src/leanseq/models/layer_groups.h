@@ -37,6 +37,9 @@ struct A2Blocks {
   // host, `host` is the convention of the host's layers (pre-norm or post-norm).
   std::vector<nn::DoubleAttention> make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,
                                         double dropout, nn::BlockNorm host) const;
+  // The same where the width after each layer differs: dims[i] after layer i.
+  std::vector<nn::DoubleAttention> make(torch::nn::Module& owner, const std::vector<int64_t>& dims, bool causal,
+                                        double dropout, nn::BlockNorm host) const;
   bool empty() const { return layers.empty(); }
 };
 

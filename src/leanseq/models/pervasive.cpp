@@ -65,7 +65,6 @@ void PervasiveConfig::validate() const {
   positive(num_layers, "num_layers");
   positive(divide_channels, "divide_channels");
   a2.validate(num_layers, "");
-  if (!a2.empty() && convnet != "resnet") throw ConfigError("model.a2_layers: A2 blocks need convnet resnet");
   if (a2.norm != "none") throw ConfigError("model.a2_norm: the grid's layers have no LayerNorm; only none");
   if (kernel_size < 1 || kernel_size % 2 == 0) {
     throw ConfigError("model.kernel_size: must be odd (the mask keeps the centre row), got " +
@@ -242,23 +241,30 @@ class DenseNet : public GridNet {
  public:
   explicit DenseNet(const PervasiveConfig& c) : memory_efficient_(c.memory_efficient) {
     int64_t channels = c.grid_channels();
+    std::vector<int64_t> widths;  // of the features after each layer
     dense_layers = register_module("dense_layers", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i, channels += c.growth_rate) {
       dense_layers->push_back(DenseLayer(c, channels));
+      widths.push_back(channels + c.growth_rate);
     }
+    a2 = c.a2.make(*this, widths, true, c.convolution_dropout, nn::BlockNorm::none);  // a2_norm is none
     const bool bn = c.norm == "batch";
     transition_norm = make_norm(*this, "transition_norm", bn, channels);
     transition = register_module("transition", nn::make_linear(channels, channels / 2, c.conv_bias));
     channels_ = channels / 2;
     norm_last = make_norm(*this, "norm_last", bn, channels_);
   }
+  // An A2 block after a layer takes the features so far (the input and every output up to that
+  // layer, concatenated) and hands its result on as the features that later layers extend.
   torch::Tensor forward(const torch::Tensor& x, const GridMasks& m) override {
     std::vector<torch::Tensor> features{x};
-    for (const auto& module : *dense_layers) {
+    for (size_t i = 0; i < dense_layers->size(); ++i) {
+      const auto& module = dense_layers[i];
       auto layer = module->as<DenseLayer>();
       features.push_back(run_layer(memory_efficient_, *module,
                                    [layer, m](const std::vector<torch::Tensor>& in) { return layer->forward(in, m); },
                                    features));
+      if (a2[i]) features = {a2[i]->forward_grid(torch::cat(features, -1), m.cells(), true)};
     }
     return finish(features);
   }
@@ -266,12 +272,17 @@ class DenseNet : public GridNet {
     std::vector<torch::Tensor> features{x};
     for (size_t i = 0; i < dense_layers->size(); ++i) {
       features.push_back(dense_layers[i]->as<DenseLayer>()->step(features, m, state.get<nn::GridRowsCache>(i)));
+      if (a2[i]) {
+        features = {a2[i]->step_grid(torch::cat(features, -1), m.cells(),
+                                     state.get<nn::DoubleAttentionCache>(dense_layers->size() + i))};
+      }
     }
     return finish(features);
   }
   int64_t output_channels() const override { return channels_; }
-  size_t slots() const override { return dense_layers->size(); }
+  size_t slots() const override { return 2 * dense_layers->size(); }  // a second per layer for its A2 block
   torch::nn::ModuleList dense_layers;
+  std::vector<nn::DoubleAttention> a2;  // per layer; null where none follows it
   torch::nn::BatchNorm2d transition_norm{nullptr}, norm_last{nullptr};
   nn::Linear transition{nullptr};
 

@@ -38,8 +38,8 @@ struct PervasiveConfig : ModelConfig {
   std::string aggregator = "gated-max";
   int64_t output_dim = 0;  // the projection after pooling (0: decoder_embed_dim)
   bool share_decoder_input_output_embed = false, share_all_embeddings = false;
-  // resnet: A2 blocks in their 2D form after some residual layers; a cell gathers from the rows
-  // <= its own (keys a2_layers, a2_features, a2_descriptors).
+  // A2 blocks in their 2D form after some layers (resnet: on the layer's output; densenet: on the
+  // features so far); a cell gathers from the rows <= its own (keys a2_layers, a2_features, a2_descriptors).
   A2Blocks a2;
   // Recompute each layer's activations in the backward pass instead of keeping them.
   bool memory_efficient = false;
