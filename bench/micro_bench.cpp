@@ -7,6 +7,7 @@
 
 #include "leanseq/core/memory.h"
 #include "leanseq/kernels/aan_gate.h"
+#include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
@@ -61,6 +62,21 @@ void BM_AanGate(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * x.numel());
 }
 BENCHMARK(BM_AanGate)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// The end of a post-norm sublayer in one decoding step at the same sizes: LayerNorm(residual + y)
+// as the two ATen operators (range 0) against the fused pass of kernels::add_layer_norm (range 1).
+void BM_AddLayerNorm(benchmark::State& state) {
+  auto r = torch::randn({320, 1, 512}), y = torch::randn({320, 1, 512});
+  auto w = torch::randn({512}), b = torch::randn({512});
+  torch::NoGradGuard no_grad;
+  for (auto _ : state) {
+    auto out = state.range(0) == 0 ? leanseq::kernels::add_layer_norm_reference(r, y, w, b, 1e-5)
+                                   : leanseq::kernels::add_layer_norm(r, y, w, b, 1e-5);
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * y.numel());
+}
+BENCHMARK(BM_AddLayerNorm)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 // The fused kernel on the same shapes.
 void BM_LabelSmoothedLossFused(benchmark::State& state) {

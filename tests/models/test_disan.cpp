@@ -39,7 +39,9 @@ TEST(Disan, FeatureWiseSoftmaxSumsToOneOverAllowedKeysAndEmptyRowsAreZero) {
         }
         for (int64_t j = 0; j < 5; ++j) {
           const bool allowed = (forward ? j < i : j > i) && j < len;
-          if (!allowed) EXPECT_EQ(r.probs[b][i][j].abs().max().item<double>(), 0.0) << b << " " << i << " " << j;
+          if (!allowed) {
+            EXPECT_EQ(r.probs[b][i][j].abs().max().item<double>(), 0.0) << b << " " << i << " " << j;
+          }
         }
       }
       EXPECT_EQ(r.out[1][4].abs().max().item<double>(), 0.0);  // pads are zero

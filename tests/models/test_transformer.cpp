@@ -9,6 +9,7 @@
 #include "leanseq/models/state_dict.h"
 #include "leanseq/models/transformer.h"
 #include "leanseq/nn/embeddings.h"
+#include "leanseq/nn/linear.h"
 #include "support/fairseq_models.h"
 #include "support/model_checks.h"
 #include "support/fixtures.h"
@@ -21,6 +22,25 @@ std::shared_ptr<Seq2SeqModel> fixture_model(const test::Fixture& fx) {
   return test::fairseq_model(fx, "model_transformer.json");
 }
 }  // namespace
+
+TEST(Transformer, LinearWithReluIsOneOperatorInInferenceAndTheCompositeInTraining) {
+  torch::manual_seed(3);
+  auto fc = nn::make_linear(12, 20);
+  torch::nn::init::normal_(fc->bias);
+  auto x = torch::randn({4, 3, 12}).transpose(0, 1);  // [3, 4, 12], not contiguous
+  const auto ref = torch::relu(torch::linear(x, fc->weight, fc->bias));
+  {
+    torch::NoGradGuard no_grad;
+    auto y = fc->forward_relu(x);
+    ASSERT_EQ(y.sizes(), ref.sizes());
+    EXPECT_LT(test::max_abs_diff(y, ref), 1e-6);
+  }
+  auto y = fc->forward_relu(x);  // recording: differentiable
+  y.sum().backward();
+  auto w = fc->weight.detach().clone().requires_grad_(true);
+  torch::relu(torch::linear(x, w, fc->bias.detach())).sum().backward();
+  EXPECT_LT(test::max_abs_diff(fc->weight.grad(), w.grad()), 1e-6);
+}
 
 TEST(Transformer, ReproducesFairseqForward) {
   LEANSEQ_REQUIRE_FIXTURE("model_transformer", fx);

@@ -17,7 +17,7 @@ AverageAttentionImpl::AverageAttentionImpl(int64_t embed_dim, int64_t ffn_dim, d
 
 torch::Tensor AverageAttentionImpl::mix(const torch::Tensor& x, const torch::Tensor& a) {
   auto g = a;
-  if (fc1) g = fc2(maybe_dropout(torch::relu(fc1(a)), activation_dropout_, is_training()));
+  if (fc1) g = fc2(maybe_dropout(fc1->forward_relu(a), activation_dropout_, is_training()));
   return kernels::aan_gate(gate(torch::cat({x, g}, -1)), x, g);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/dropout.h"
 
 namespace leanseq::nn {
@@ -25,6 +26,16 @@ inline torch::nn::LayerNorm optional_layer_norm(bool present, int64_t dim) {
 // Dropout that costs nothing when p = 0.
 inline torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
   return p > 0 ? kernels::dropout(x, p, training) : x;
+}
+
+// The end of a sublayer: residual + dropout(y), followed by `norm` for post-norm layers; one
+// operator when no gradient is recorded (kernels/add_layer_norm.h). Pre-norm layers normalise
+// their input instead and leave the sum as it is.
+inline torch::Tensor residual_add(const torch::Tensor& residual, const torch::Tensor& y, double dropout, bool training,
+                                  torch::nn::LayerNorm& norm, bool post_norm) {
+  auto h = maybe_dropout(y, dropout, training);
+  if (!post_norm) return residual + h;
+  return kernels::add_layer_norm(residual, h, norm->weight, norm->bias, norm->options.eps());
 }
 
 }  // namespace leanseq::nn

@@ -30,8 +30,7 @@ torch::Tensor conv_block(const torch::Tensor& x, const LightConvLayerOptions& o,
   auto h = o.normalize_before ? norm(x) : x;
   h = linear1(maybe_dropout(h, o.input_dropout, training));
   if (o.glu) h = torch::glu(h, -1);
-  h = x + maybe_dropout(linear2(conv(h)), o.dropout, training);
-  return o.normalize_before ? h : norm(h);
+  return residual_add(x, linear2(conv(h)), o.dropout, training, norm, !o.normalize_before);
 }
 
 void register_conv_block(torch::nn::Module& m, const LightConvLayerOptions& o, int64_t padding_l,
@@ -123,8 +122,7 @@ AttentionResult LightConvDecoderLayerImpl::after_conv(
   if (!o_.encoder_attention) return {feed_forward(x, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), {}};
   auto h = o_.normalize_before ? encoder_attn_layer_norm(x) : x;
   auto r = attend(h);
-  h = x + maybe_dropout(r.out, o_.dropout, is_training());
-  if (!o_.normalize_before) h = encoder_attn_layer_norm(h);
+  h = residual_add(x, r.out, o_.dropout, is_training(), encoder_attn_layer_norm, !o_.normalize_before);
   return {feed_forward(h, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), r.weights};
 }
 

@@ -12,6 +12,9 @@ class LinearImpl : public torch::nn::LinearImpl {
  public:
   using torch::nn::LinearImpl::LinearImpl;
   torch::Tensor forward(const torch::Tensor& input) { return torch::linear(input, weight, bias); }
+  // relu(forward(input)). When no gradient is recorded and there is a bias, one operator (ATen's
+  // _addmm_activation: on CUDA one GEMM with the bias and the ReLU in its epilogue).
+  torch::Tensor forward_relu(const torch::Tensor& input);
 };
 TORCH_MODULE(Linear);
 

@@ -8,11 +8,9 @@ namespace leanseq::nn {
 torch::Tensor feed_forward(const torch::Tensor& x, Linear& fc1, Linear& fc2,
                            torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training) {
   auto h = o.normalize_before ? norm(x) : x;
-  h = fc1(h);
-  h = o.activation == "gelu" ? torch::gelu(h) : torch::relu(h);
+  h = o.activation == "gelu" ? torch::gelu(fc1(h)) : fc1->forward_relu(h);
   h = maybe_dropout(h, o.activation_dropout, training);
-  h = x + maybe_dropout(fc2(h), o.dropout, training);
-  return o.normalize_before ? h : norm(h);
+  return residual_add(x, fc2(h), o.dropout, training, norm, !o.normalize_before);
 }
 
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerLayerOptions& o) : o_(o) {
@@ -35,8 +33,7 @@ torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const
     shared.self_probs = r.probs;
     h = r.out;
   }
-  h = residual + maybe_dropout(h, o_.dropout, is_training());
-  if (!o_.normalize_before) h = self_attn_layer_norm(h);
+  h = residual_add(residual, h, o_.dropout, is_training(), self_attn_layer_norm, !o_.normalize_before);
   return feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training());
 }
 
@@ -62,8 +59,7 @@ template <class Attend>
 torch::Tensor TransformerDecoderLayerImpl::residual_block(const torch::Tensor& x, torch::nn::LayerNorm& norm,
                                                           Attend&& attend) {
   auto h = o_.normalize_before ? norm(x) : x;
-  h = x + maybe_dropout(attend(h), o_.dropout, is_training());
-  return o_.normalize_before ? h : norm(h);
+  return residual_add(x, attend(h), o_.dropout, is_training(), norm, !o_.normalize_before);
 }
 
 template <class Attend>
