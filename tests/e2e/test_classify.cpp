@@ -47,6 +47,20 @@ std::string train_cmd(const std::string& dir, const std::string& arch, const std
          " --set model.classifier_hidden=16 --set model.dropout=0.1 --set model.ffn_dim=32 --set optim.lr=0.005" +
          " --set batch.max_sentences=32 --threads 1";
 }
+
+// dir/{train,valid}.tsv of the sentiment task, and `arch` trained on them for 20 updates with
+// targeted dropout (weight, gamma 0.5, alpha 0.5) into dir/ck; returns the training's output.
+std::string train_with_targeted_dropout(const std::string& dir, const std::string& arch, uint32_t seed) {
+  write_sentiment(dir + "/train.tsv", 300, seed);
+  write_sentiment(dir + "/valid.tsv", 60, seed + 1);
+  std::string out;
+  const int rc = run_command(train_cmd(dir, arch, "") +
+                                 " --set td.type=weight --set td.gamma=0.5 --set td.alpha=0.5 --max-update 20 --save-dir " +
+                                 dir + "/ck",
+                             out);
+  EXPECT_EQ(rc, 0) << out;
+  return out;
+}
 }  // namespace
 
 TEST(EndToEndClassify, DisanLearnsSentimentAndClassifyScoresIt) {
@@ -110,19 +124,12 @@ TEST(EndToEndClassify, PairsTrainWithTheTransformerAndLightConvEncoders) {
 
 TEST(EndToEndClassify, TargetedDropoutTrainsAClassifierThatLoadsPruned) {
   auto dir = temp_dir("clstd");
-  write_sentiment(dir + "/train.tsv", 300, 6);
-  write_sentiment(dir + "/valid.tsv", 60, 7);
-  std::string out;
-  int rc = run_command(train_cmd(dir, "lightconv_classifier", "") +
-                           " --set td.type=weight --set td.gamma=0.5 --set td.alpha=0.5 --max-update 20 --save-dir " +
-                           dir + "/ck",
-                       out);
-  ASSERT_EQ(rc, 0) << out;
+  std::string out = train_with_targeted_dropout(dir, "lightconv_classifier", 6);
   EXPECT_NE(out.find("targeted dropout: weight, gamma 0.50, alpha 0.50; validation prunes"), std::string::npos) << out;
   // The checkpoint holds the dense weights; loading it prunes the targeted half of every unit.
   auto loaded = leanseq::train::load_classifier(dir + "/ck/checkpoint_last.pt");
   EXPECT_GE(leanseq::nn::prunable_sparsity(*loaded.model), 0.45);
-  rc = run_command(train_cmd(dir, "lightconv_classifier", "") + " --set td.type=sometimes --max-update 1 --save-dir " +
+  int rc = run_command(train_cmd(dir, "lightconv_classifier", "") + " --set td.type=sometimes --max-update 1 --save-dir " +
                        dir + "/bad",
                    out);
   EXPECT_EQ(rc, 2) << out;
@@ -131,21 +138,15 @@ TEST(EndToEndClassify, TargetedDropoutTrainsAClassifierThatLoadsPruned) {
 
 TEST(EndToEndClassify, PruneAndThePruningCurveTakeClassifiers) {
   auto dir = temp_dir("clsprune");
-  write_sentiment(dir + "/train.tsv", 300, 8);
-  write_sentiment(dir + "/valid.tsv", 60, 9);
+  train_with_targeted_dropout(dir, "transformer_classifier", 8);
   std::string out;
-  int rc = run_command(train_cmd(dir, "transformer_classifier", "") +
-                           " --set td.type=weight --set td.gamma=0.5 --set td.alpha=0.5 --max-update 20 --save-dir " +
-                           dir + "/ck",
-                       out);
-  ASSERT_EQ(rc, 0) << out;
-  rc = run_command(kCli + " prune --checkpoint " + dir + "/ck/checkpoint_last.pt --method weight --sparsity 0.75 -o " +
+  int rc = run_command(kCli + " prune --checkpoint " + dir + "/ck/checkpoint_last.pt --method weight --sparsity 0.75 -o " +
                        dir + "/p75.pt",
                    out);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("75.00% of the prunable weights are zero"), std::string::npos) << out;
-  // The pruned copy loads at exactly the asked sparsity (3/4 of each 16- or 32-wide row) (no further pruning at gamma 0.5 on load),
-  // records it, and classifies.
+  // The pruned copy loads at exactly the asked sparsity (3/4 of each 16- or 32-wide row; no
+  // further pruning at gamma 0.5 on load), records it, and classifies.
   auto pruned = leanseq::train::load_classifier(dir + "/p75.pt");
   EXPECT_NEAR(leanseq::nn::prunable_sparsity(*pruned.model), 0.75, 1e-3);
   EXPECT_EQ(pruned.config.pruned_method, "weight");
