@@ -13,26 +13,31 @@
 
 namespace leanseq::train {
 
+namespace {
+// A copy of a run's config that records the pruning and evaluates exactly the asked sparsity.
+template <class Config>
+Config pruned_config(Config cfg, const std::string& method, double sparsity) {
+  cfg.pruned_method = method;
+  cfg.pruned_sparsity = sparsity;
+  cfg.td.eval_prune = false;
+  return cfg;
+}
+}  // namespace
+
 double write_pruned_checkpoint(const std::string& checkpoint, const std::string& out, const std::string& method,
                                double sparsity) {
   const auto progress = read_checkpoint(checkpoint).progress;
   if (is_classifier_checkpoint(checkpoint)) {
     auto loaded = load_classifier(checkpoint, /*dense=*/true);
     const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
-    auto cfg = loaded.config;
-    cfg.pruned_method = method;
-    cfg.pruned_sparsity = sparsity;
-    cfg.td.eval_prune = false;  // exactly the asked sparsity from now on
+    auto cfg = pruned_config(loaded.config, method, sparsity);
     save_checkpoint(out, dump_config_yaml(cfg), classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
                     nullptr);
     return zeros;
   }
   auto loaded = load_model(checkpoint, /*dense=*/true);
   const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
-  auto cfg = loaded.config;
-  cfg.pruned_method = method;
-  cfg.pruned_sparsity = sparsity;
-  cfg.td.eval_prune = false;
+  auto cfg = pruned_config(loaded.config, method, sparsity);
   save_checkpoint(out, dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
   return zeros;
 }
