@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +79,17 @@ class OperatorCount {
   static inline thread_local int depth_ = 0;
   at::CallbackHandle handle_;
 };
+
+// Whether an operator of the count launches a kernel on a GPU: views and metadata operators do
+// not (nor `to` to the dtype and device a tensor has, `empty`, or `item`, a read-back).
+bool launches_kernel(const std::string& name) {
+  static const std::set<std::string> no_kernel{
+      "aten::alias",  "aten::as_strided", "aten::chunk",   "aten::contiguous", "aten::detach", "aten::empty",
+      "aten::empty_like", "aten::expand", "aten::expand_as", "aten::item",   "aten::narrow", "aten::permute",
+      "aten::reshape", "aten::select",    "aten::slice",   "aten::split",      "aten::squeeze", "aten::t",
+      "aten::to",      "aten::transpose", "aten::unbind",  "aten::unsqueeze",  "aten::view",   "aten::view_as"};
+  return no_kernel.count(name) == 0;
+}
 
 // Decodes s.sentences; with `count_ops`, counts the operators of the decoding instead of timing it.
 nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, bool count_ops = false) {
@@ -193,8 +205,14 @@ int main(int argc, char** argv) {
         const double steps = static_cast<double>(s.length + 1);
         entry["operators_per_step"] = counted["operators"].get<int64_t>() / steps;
         nlohmann::json per_step = nlohmann::json::object();
-        for (const auto& named : counted["by_name"]) per_step[named[0].get<std::string>()] = named[1].get<int64_t>() / steps;
+        double launching = 0;
+        for (const auto& named : counted["by_name"]) {
+          const auto name = named[0].get<std::string>();
+          per_step[name] = named[1].get<int64_t>() / steps;
+          if (launches_kernel(name)) launching += named[1].get<int64_t>() / steps;
+        }
         entry["operators_per_step_by_name"] = per_step;
+        entry["launching_operators_per_step"] = launching;
       }
       out["contenders"].push_back(entry);
     }
