@@ -15,6 +15,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/models/layer_groups.h"
 #include "leanseq/train/attention_analysis.h"
@@ -27,7 +28,7 @@ namespace leanseq::cli {
 namespace {
 struct AnalyzeArgs {
   std::string checkpoint, data, split = "valid", output_dir;
-  int64_t max_sentences = 500, max_tokens = 4096;
+  int64_t max_sentences = 500, max_tokens = 4096, threads = 0;
   double theta = 0.7;
 };
 
@@ -98,7 +99,7 @@ void run_attention(const AnalyzeArgs& a) {
 struct PruneCurveArgs {
   std::vector<std::string> checkpoints, labels;
   std::string src, ref, tsv, method = "weight", sparsities = "0,30,50,70,90", output_dir;
-  int64_t beam = 5, max_sentences = 64;
+  int64_t beam = 5, max_sentences = 64, threads = 0;
   double lenpen = 1.0;
 };
 
@@ -225,7 +226,9 @@ void add_analyze(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--output-dir,-o", a->output_dir, "where similarity.json, groups.yaml, CSVs and heatmaps go")
       ->required();
+  sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
+    leanseq::set_compute_threads(static_cast<int>(a->threads));
     run_attention(*a);
     exit_code = 0;
   });
@@ -246,7 +249,9 @@ void add_analyze(CLI::App& app, int& exit_code) {
   prune->add_option("--lenpen", p->lenpen, "translation models: length penalty")->capture_default_str();
   prune->add_option("--max-sentences", p->max_sentences, "sentences (examples) per batch")->capture_default_str();
   prune->add_option("--output-dir,-o", p->output_dir, "where prune.json, prune.csv and prune.png go")->required();
+  prune->add_option("--threads", p->threads, kComputeThreadsHelp);
   prune->callback([p, &exit_code] {
+    leanseq::set_compute_threads(static_cast<int>(p->threads));
     run_prune_curve(*p);
     exit_code = 0;
   });

@@ -32,7 +32,7 @@ void add_classify(CLI::App& app, int& exit_code) {
   sub->add_flag("--scores", a->scores, "also print the probability of the predicted label (label<TAB>p)");
   sub->add_option("--report", a->report, "labelled input: write accuracy and per-class scores here as JSON");
   sub->add_option("--batch-size", a->batch, "examples per batch")->capture_default_str()->check(CLI::PositiveNumber);
-  sub->add_option("--threads", a->threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
+  sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
     leanseq::set_compute_threads(static_cast<int>(a->threads));
     auto loaded = train::load_classifier(a->checkpoint);

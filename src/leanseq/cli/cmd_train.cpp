@@ -4,6 +4,7 @@
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/train/classify.h"
 #include "leanseq/train/launcher.h"
@@ -42,7 +43,7 @@ void add_train(CLI::App& app, int& exit_code) {
   sub->add_option("--max-update", a->max_update, "stop after this many updates");
   sub->add_option("--max-epoch", a->max_epoch, "stop after this many epochs");
   sub->add_option("--seed", a->seed, "random seed");
-  sub->add_option("--threads", a->threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
+  sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->add_option("--log-format", a->log_format, "auto, text or json");
   sub->add_flag("--resume", a->resume, "continue from <save-dir>/checkpoint_last.pt");
   sub->add_option("--nproc", a->nproc,

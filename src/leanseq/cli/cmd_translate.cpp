@@ -72,7 +72,7 @@ void add_translate(CLI::App& app, int& exit_code) {
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
                 "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
                 "layer's, averaged over heads, for the other families)");
-  sub->add_option("--threads", a->threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
+  sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
     leanseq::set_compute_threads(static_cast<int>(a->threads));
     if (a->greedy) a->opt.search.beam = 1;

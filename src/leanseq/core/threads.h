@@ -11,6 +11,10 @@ namespace leanseq {
 // Also sets compute_threads().
 void set_compute_threads(int n);
 
+// The help text of every threads option and config key.
+inline constexpr const char* kComputeThreadsHelp =
+    "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)";
+
 // How many threads leanseq's own CPU kernels (kernels/parallel.h) may use: the last n > 0 given to
 // set_compute_threads, else OMP_NUM_THREADS when set (the data-parallel launcher sets it for each
 // worker), else the hardware's thread count. ATen's default can be lower than the last (it counts

@@ -30,7 +30,7 @@ void ClassifyConfig::visit(ConfigVisitor& v) {
   v.field("data.min_count", min_count, "words seen fewer times in training become <unk>");
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");
-  v.field("threads", threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
+  v.field("threads", threads, kComputeThreadsHelp);
   v.field("device", device, "cpu, cuda or cuda:N");
   if (model) {
     PrefixedVisitor pv("model", v);

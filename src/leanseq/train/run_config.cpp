@@ -1,6 +1,7 @@
 #include "leanseq/train/run_config.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/models/registry.h"
 
 namespace leanseq::train {
@@ -11,7 +12,7 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("data", data, "directory written by leanseq prepare");
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");
-  v.field("threads", threads, "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)");
+  v.field("threads", threads, kComputeThreadsHelp);
   v.field("device", device, "where to train: cpu, cuda or cuda:N (CUDA builds; distributed runs: cuda is cuda:LOCAL_RANK)");
   if (model) {
     PrefixedVisitor pv("model", v);
