@@ -5,6 +5,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/models/classifier.h"
+#include "leanseq/models/fconv.h"
 #include "leanseq/models/lightconv.h"
 #include "leanseq/models/pervasive.h"
 #include "leanseq/models/registry.h"
@@ -265,6 +266,44 @@ TEST(DoubleAttention, InsertedIntoLightConvAndThePervasiveGrid) {
   EXPECT_GT(max_abs_diff(dense_with, dense_logits()), 1e-4);
   dc.a2.layers = "3";
   EXPECT_THROW(dcfg->validate(), ConfigError);
+}
+
+TEST(DoubleAttention, InsertedIntoConvS2S) {
+  // fconv_tiny: encoder layers of 32, 32 and 48 channels, decoder layers of 32, 48 and 32.
+  auto cfg = models::registry().preset_config("fconv_tiny");
+  auto& fc = static_cast<models::FConvConfig&>(*cfg);
+  fc.encoder_a2.layers = "0,2";
+  fc.decoder_a2.layers = "1-2";
+  cfg->validate();
+  torch::manual_seed(9);
+  auto model = models::build_model(*cfg, {30, 30, true});
+  auto params = model->named_parameters();
+  ASSERT_NE(params.find("encoder.a2_2.phi.weight"), nullptr);
+  EXPECT_EQ(params["encoder.a2_2.phi.weight"].size(1), 48);
+  EXPECT_EQ(params["encoder.a2_0.phi.weight"].size(1), 32);
+  EXPECT_EQ(params["decoder.a2_1.proj.weight"].size(0), 48);
+  EXPECT_EQ(params.find("decoder.a2_0.phi.weight"), nullptr);
+  for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  model->eval();
+  torch::NoGradGuard ng;
+  // Source pads change nothing for the sentence they pad.
+  auto alone = model->encode(torch::tensor({{5, 6, 7, 2}}, torch::kLong), torch::tensor({4}));
+  auto padded = model->encode(torch::tensor({{5, 6, 7, 2, 1}, {8, 9, 10, 11, 2}}, torch::kLong), torch::tensor({4, 5}));
+  EXPECT_LT(max_abs_diff(alone.out[0], padded.out[0].narrow(0, 0, 4)), 1e-5);
+  // Both sides' blocks are in the path.
+  auto src = torch::tensor({{5, 6, 7, 2}}, torch::kLong), prev = torch::tensor({{2, 8, 9}}, torch::kLong);
+  auto logits = [&] { return model->decode(prev, model->encode(src, torch::tensor({4}))).logits; };
+  for (const char* block : {"encoder.a2_0", "decoder.a2_2"}) {
+    auto before = logits();
+    params[std::string(block) + ".proj.weight"].zero_();
+    params[std::string(block) + ".proj.bias"].zero_();
+    EXPECT_GT(max_abs_diff(before, logits()), 1e-4) << block;
+  }
+  fc.decoder_a2.norm = "host";  // no LayerNorm in ConvS2S
+  EXPECT_THROW(cfg->validate(), ConfigError);
+  fc.decoder_a2.norm = "none";
+  fc.encoder_a2.layers = "3";
+  EXPECT_THROW(cfg->validate(), ConfigError);
 }
 
 TEST(DoubleAttention, LayerListsTakeIndicesAndRanges) {

@@ -155,6 +155,8 @@ void FConvConfig::visit(ConfigVisitor& v) {
   v.field("decoder.attention", decoder_attention, "attention in every decoder layer (True) or a list per layer");
   v.field("dropout", dropout, "dropout probability");
   v.field("share_input_output_embed", share_input_output_embed, "tie the output layer to the decoder embedding");
+  encoder_a2.visit(v, "encoder.");
+  decoder_a2.visit(v, "decoder.");
   v.field("max_source_positions", max_source_positions, "rows of the source position table");
   v.field("max_target_positions", max_target_positions, "rows of the target position table");
 }
@@ -171,8 +173,16 @@ void FConvConfig::validate() const {
     throw ConfigError("model: embedding dimensions must be positive");
   }
   if (dropout < 0 || dropout >= 1) throw ConfigError("model.dropout: expected a probability in [0, 1)");
-  parse_fconv_layers(encoder_layers, "model.encoder.layers");
+  auto enc = parse_fconv_layers(encoder_layers, "model.encoder.layers");
   auto dec = parse_fconv_layers(decoder_layers, "model.decoder.layers");
+  encoder_a2.validate(static_cast<int64_t>(enc.size()), "encoder.");
+  decoder_a2.validate(static_cast<int64_t>(dec.size()), "decoder.");
+  for (const auto* a2 : {&encoder_a2, &decoder_a2}) {
+    if (a2->norm != "none") {
+      throw ConfigError(std::string("model.") + (a2 == &encoder_a2 ? "encoder" : "decoder") +
+                        ".a2_norm: ConvS2S's layers have no LayerNorm; only none");
+    }
+  }
   auto attn = parse_fconv_attention(decoder_attention, dec.size(), "model.decoder.attention");
   if (std::find(attn.begin(), attn.end(), true) == attn.end()) {
     throw ConfigError("model.decoder.attention: at least one decoder layer needs attention (the decoder sees the "
@@ -244,6 +254,14 @@ std::vector<nn::ConvTBC> add_convolutions(torch::nn::Module& owner, const std::v
   return out;
 }
 
+// The A2 blocks after the listed layers of a stack, each as wide as its layer's output.
+std::vector<nn::DoubleAttention> add_a2(torch::nn::Module& owner, const A2Blocks& a2,
+                                        const std::vector<FConvLayerSpec>& specs, bool causal, double dropout) {
+  std::vector<int64_t> widths;
+  for (const auto& s : specs) widths.push_back(s.channels);
+  return a2.make(owner, widths, causal, dropout, nn::BlockNorm::none);
+}
+
 // The residual of layer i: the output `residual` layers back, projected when needed.
 torch::Tensor residual_input(const std::vector<torch::Tensor>& outputs, const FConvLayerSpec& s,
                              nn::WeightNormLinear& projection) {
@@ -263,6 +281,7 @@ FConvEncoderImpl::FConvEncoderImpl(const FConvConfig& cfg, int64_t vocab)
   fc1 = register_module("fc1", nn::WeightNormLinear(E, specs_.front().channels, cfg.dropout));
   projections = add_projections(*this, specs_);
   convolutions = add_convolutions(*this, specs_, cfg.dropout);
+  a2 = add_a2(*this, cfg.encoder_a2, specs_, false, cfg.dropout);
   fc2 = register_module("fc2", nn::WeightNormLinear(specs_.back().channels, E));
 }
 
@@ -281,6 +300,7 @@ EncoderOut FConvEncoderImpl::forward(const torch::Tensor& src) {
     x = convolutions[i]->forward(x, (s.kernel_size - 1) / 2, s.kernel_size / 2);
     x = torch::glu(x, 2);
     if (residual.defined()) x = (x + residual) * kSqrtHalf;
+    if (a2[i]) x = a2[i]->forward(x.transpose(0, 1), any_pad ? padding_mask : torch::Tensor()).transpose(0, 1);
     outputs.push_back(x);
   }
   x = fc2(x.transpose(0, 1));
@@ -307,6 +327,7 @@ FConvDecoderImpl::FConvDecoderImpl(const FConvConfig& cfg, int64_t vocab)
     attention[i] = nn::FConvAttention(specs_[i].channels, E);
     dict->update({{std::to_string(i), attention[i].ptr()}});
   }
+  a2 = add_a2(*this, cfg.decoder_a2, specs_, true, cfg.dropout);
   fc2 = register_module("fc2", nn::WeightNormLinear(specs_.back().channels, cfg.decoder_out_embed_dim));
   if (cfg.share_input_output_embed) {
     tied_fc3 = register_module("fc3", nn::TiedLinear(embed_tokens->weight));
@@ -320,7 +341,7 @@ int64_t FConvDecoderImpl::num_attention_layers() const {
 }
 
 DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut& enc, bool need_attn,
-                                 const std::function<torch::Tensor(size_t, const torch::Tensor&)>& conv) {
+                                 const LayerFn& conv, const LayerFn& global) {
   auto x = fc1(embedded);
   std::vector<torch::Tensor> outputs{x};
   DecoderOut out;
@@ -334,6 +355,7 @@ DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut
       if (need_attn) out.attn = out.attn.defined() ? out.attn + r.attn / n_attn : r.attn / n_attn;
     }
     if (residual.defined()) x = (x + residual) * kSqrtHalf;
+    if (a2[i]) x = global(i, x);
     outputs.push_back(x);
   }
   x = nn::maybe_dropout(fc2(x), dropout_, is_training());
@@ -343,11 +365,15 @@ DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut
 
 DecoderOut FConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
   auto embedded = nn::maybe_dropout(embed_tokens(prev_tokens) + embed_positions(prev_tokens), dropout_, is_training());
-  return run(embedded, enc, need_attn, [&](size_t i, const torch::Tensor& x) {
-    // Causal: K - 1 zeros before the sequence (fairseq pads both sides and drops the last K - 1).
-    auto& c = *convolutions[i];
-    return c.forward(x.transpose(0, 1), c.kernel_size() - 1, 0).transpose(0, 1);
-  });
+  const auto padding = has_a2() ? nn::mask_if_any(prev_tokens.eq(nn::kPadIndex)) : torch::Tensor();
+  return run(
+      embedded, enc, need_attn,
+      [&](size_t i, const torch::Tensor& x) {
+        // Causal: K - 1 zeros before the sequence (fairseq pads both sides and drops the last K - 1).
+        auto& c = *convolutions[i];
+        return c.forward(x.transpose(0, 1), c.kernel_size() - 1, 0).transpose(0, 1);
+      },
+      [&](size_t i, const torch::Tensor& x) { return a2[i]->forward(x, padding); });
 }
 
 DecoderOut FConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
@@ -355,9 +381,13 @@ DecoderOut FConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut&
   const int64_t B = tokens.size(0), n = tokens.size(1);
   auto embedded = nn::maybe_dropout(embed_tokens(tokens) + embed_positions->at_steps(state.steps, n, B, tokens.device()), dropout_,
                                     is_training());
-  auto out = run(embedded, enc, need_attn, [&](size_t i, const torch::Tensor& x) {
-    return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(i));
-  });
+  const auto padding = has_a2() ? nn::mask_if_any(tokens.eq(nn::kPadIndex)) : torch::Tensor();
+  auto out = run(
+      embedded, enc, need_attn,
+      [&](size_t i, const torch::Tensor& x) { return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(i)); },
+      [&](size_t i, const torch::Tensor& x) {
+        return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(specs_.size() + i), padding);
+      });
   state.steps += n;
   return out;
 }

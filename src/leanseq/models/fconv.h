@@ -6,10 +6,12 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/fconv.h"
@@ -41,6 +43,9 @@ struct FConvConfig : ModelConfig {
   std::string decoder_attention = "True";
   double dropout = 0.1;
   bool share_input_output_embed = false;
+  // A2 blocks after some encoder layers and, causal, after some decoder layers (keys
+  // encoder.a2_layers, decoder.a2_layers, ...; their width is that layer's channels).
+  A2Blocks encoder_a2, decoder_a2;
   int64_t max_source_positions = 1024, max_target_positions = 1024;
 
   void visit(ConfigVisitor& v) override;
@@ -63,6 +68,7 @@ class FConvEncoderImpl : public torch::nn::Module {
   // empty where the residual keeps its width.
   std::vector<nn::ConvTBC> convolutions;
   std::vector<nn::WeightNormLinear> projections;
+  std::vector<nn::DoubleAttention> a2;  // per layer; null where none follows it
 
  private:
   std::vector<FConvLayerSpec> specs_;
@@ -77,6 +83,9 @@ class FConvDecoderImpl : public torch::nn::Module {
   DecoderOut forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn);
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state, bool need_attn);
   size_t num_layers() const { return specs_.size(); }
+  bool has_a2() const {
+    return std::any_of(a2.begin(), a2.end(), [](const nn::DoubleAttention& b) { return !b.is_empty(); });
+  }
   int64_t num_attention_layers() const;
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};
@@ -87,12 +96,14 @@ class FConvDecoderImpl : public torch::nn::Module {
   std::vector<nn::ConvTBC> convolutions;
   std::vector<nn::WeightNormLinear> projections;
   std::vector<nn::FConvAttention> attention;
+  std::vector<nn::DoubleAttention> a2;  // per layer; null where none follows it (causal)
 
  private:
   // The stack over batch-major embeddings x [B, T, E]; `conv` runs layer i's convolution on
-  // batch-major input and returns batch-major output.
-  DecoderOut run(const torch::Tensor& embedded, const EncoderOut& enc, bool need_attn,
-                 const std::function<torch::Tensor(size_t, const torch::Tensor&)>& conv);
+  // batch-major input and returns batch-major output, `global` the A2 block after layer i.
+  using LayerFn = std::function<torch::Tensor(size_t, const torch::Tensor&)>;
+  DecoderOut run(const torch::Tensor& embedded, const EncoderOut& enc, bool need_attn, const LayerFn& conv,
+                 const LayerFn& global);
   std::vector<FConvLayerSpec> specs_;
   double dropout_;
 };
@@ -105,7 +116,8 @@ class FConvModel : public Seq2SeqModel {
   DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override {
     return decoder->forward(prev_tokens, enc, need_attn);
   }
-  nn::IncrementalState init_state(const EncoderOut&) override { return nn::IncrementalState(decoder->num_layers()); }
+  // A convolution window per decoder layer, then the running sums of the A2 block after each.
+  nn::IncrementalState init_state(const EncoderOut&) override { return nn::IncrementalState(2 * decoder->num_layers()); }
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                   bool need_attn) override {
     return decoder->step(tokens, enc, state, need_attn);
