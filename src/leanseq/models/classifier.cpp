@@ -42,7 +42,7 @@ std::string ClassifierConfig::summary() const {
   std::ostringstream os;
   os << "text classifier: " << encoder << " encoder, embed " << embed_dim << ", hidden " << hidden_dim;
   if (encoder != "disan") os << ", layers " << layers << ", heads " << heads;
-  os << ", pooling " << pooling_kind() << ", dropout " << dropout;
+  os << ", pooling " << pooling_kind() << ", dropout " << dropout << a2.describe("encoder ");
   return os.str();
 }
 

@@ -164,7 +164,8 @@ void FConvConfig::visit(ConfigVisitor& v) {
 std::string FConvConfig::summary() const {
   std::ostringstream os;
   os << "embed " << encoder_embed_dim << "/" << decoder_embed_dim << ", encoder " << encoder_layers << ", decoder "
-     << decoder_layers << ", out " << decoder_out_embed_dim << ", dropout " << dropout;
+     << decoder_layers << ", out " << decoder_out_embed_dim << ", dropout " << dropout
+     << encoder_a2.describe("encoder ") << decoder_a2.describe("decoder ");
   return os.str();
 }
 

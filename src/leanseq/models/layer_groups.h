@@ -41,6 +41,10 @@ struct A2Blocks {
   std::vector<nn::DoubleAttention> make(torch::nn::Module& owner, const std::vector<int64_t>& dims, bool causal,
                                         double dropout, nn::BlockNorm host) const;
   bool empty() const { return layers.empty(); }
+  // ", A2 after <where> layers 1,3" for a model summary; empty when there are none.
+  std::string describe(const std::string& where) const {
+    return empty() ? "" : ", A2 after " + where + "layers " + layers;
+  }
 };
 
 // Decoding, after decoder layer i: x through the A2 block that follows the layer (x itself where

@@ -90,7 +90,8 @@ std::string LightConvConfig::summary() const {
   std::ostringstream os;
   os << encoder.conv_type << "/" << decoder.conv_type << " conv, layers " << encoder.layers << "+" << decoder.layers
      << ", dim " << encoder.embed_dim << ", ffn " << encoder.ffn_embed_dim << ", heads " << encoder.attention_heads
-     << ", kernels " << encoder.kernel_size_list << " / " << decoder.kernel_size_list << ", dropout " << dropout;
+     << ", kernels " << encoder.kernel_size_list << " / " << decoder.kernel_size_list << ", dropout " << dropout
+     << encoder.a2.describe("encoder ") << decoder.a2.describe("decoder ");
   return os.str();
 }
 
@@ -152,7 +153,7 @@ std::string LightConvLMConfig::summary() const {
   std::ostringstream os;
   os << decoder.conv_type << " conv language model, layers " << decoder.layers << ", dim " << decoder.embed_dim
      << ", ffn " << decoder.ffn_embed_dim << ", heads " << decoder.attention_heads << ", kernels "
-     << decoder.kernel_size_list << ", dropout " << dropout;
+     << decoder.kernel_size_list << ", dropout " << dropout << decoder.a2.describe("");
   return os.str();
 }
 

@@ -52,7 +52,7 @@ std::string PervasiveConfig::summary() const {
   } else {
     os << ", ffn " << ffn_dim;
   }
-  os << ", " << aggregator << " pooling" << (memory_efficient ? ", memory-efficient" : "");
+  os << ", " << aggregator << " pooling" << a2.describe("") << (memory_efficient ? ", memory-efficient" : "");
   return os.str();
 }
 

@@ -51,6 +51,13 @@ std::string TransformerConfig::summary() const {
   std::ostringstream os;
   os << "layers " << encoder.layers << "+" << decoder.layers << ", dim " << encoder.embed_dim << ", ffn "
      << encoder.ffn_embed_dim << ", heads " << encoder.attention_heads << ", dropout " << dropout;
+  // The options that change the architecture, where set.
+  if (encoder_type != "transformer") os << ", " << encoder_type << " encoder";
+  if (!encoder.self_attn_groups.empty()) os << ", encoder SAN blocks " << encoder.self_attn_groups;
+  if (!decoder.self_attn_groups.empty()) os << ", decoder SAN blocks " << decoder.self_attn_groups;
+  if (!decoder.encoder_attn_groups.empty()) os << ", encoder-attention SAN blocks " << decoder.encoder_attn_groups;
+  if (decoder.average_attention) os << ", AAN decoder" << (decoder.average_attention_ffn ? "" : " without FFN");
+  os << encoder.a2.describe("encoder ") << decoder.a2.describe("decoder ");
   return os.str();
 }
 
