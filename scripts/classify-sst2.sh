@@ -3,6 +3,8 @@
 # batches): DiSAN, a mean-pooled Transformer encoder and a mean-pooled LightConv encoder.
 # Prints one JSON line per model (test accuracy of checkpoint_best, wall time).
 # Usage: scripts/classify-sst2.sh [EPOCHS] [OUT_DIR] [ARCHS...]
+# Environment: THREADS (default 2), SEED (default 1), SETS (more config settings for every model,
+# e.g. SETS="model.dropout=0.4 optim.lr_shrink=0.5").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 epochs=${1:-3}
@@ -11,14 +13,16 @@ shift $(( $# > 2 ? 2 : $# ))
 archs=("$@")
 [ ${#archs[@]} -eq 0 ] && archs=(disan transformer_classifier lightconv_classifier)
 data=../shared/data/sst2
+sets=()
+for kv in ${SETS:-}; do sets+=(--set "$kv"); done
 [ -f "$data/train.tsv" ] || { echo "classify-sst2: $data/train.tsv not found (see ../shared/data/sst2/README.txt)" >&2; exit 1; }
 for arch in "${archs[@]}"; do
   dir=$out/$arch
   rm -rf "$dir" && mkdir -p "$out"
   start=$(date +%s)
   build/leanseq train --task classify -a "$arch" --set data.train=$data/train.tsv --set data.valid=$data/dev.tsv \
-    --set data.test=$data/test.tsv --set valid.interval_updates=300 --max-epoch "$epochs" --save-dir "$dir" \
-    --threads "${THREADS:-2}" 2> "$dir.log" || { tail -3 "$dir.log" >&2; exit 1; }
+    --set data.test=$data/test.tsv --set valid.interval_updates=300 ${sets[@]+"${sets[@]}"} --max-epoch "$epochs" \
+    --seed "${SEED:-1}" --save-dir "$dir" --threads "${THREADS:-2}" 2> "$dir.log" || { tail -3 "$dir.log" >&2; exit 1; }
   secs=$(( $(date +%s) - start ))
   python3 - "$arch" "$dir" "$secs" <<'PY'
 import json, sys
