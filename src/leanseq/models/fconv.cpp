@@ -176,14 +176,8 @@ void FConvConfig::validate() const {
   if (dropout < 0 || dropout >= 1) throw ConfigError("model.dropout: expected a probability in [0, 1)");
   auto enc = parse_fconv_layers(encoder_layers, "model.encoder.layers");
   auto dec = parse_fconv_layers(decoder_layers, "model.decoder.layers");
-  encoder_a2.validate(static_cast<int64_t>(enc.size()), "encoder.");
-  decoder_a2.validate(static_cast<int64_t>(dec.size()), "decoder.");
-  for (const auto* a2 : {&encoder_a2, &decoder_a2}) {
-    if (a2->norm != "none") {
-      throw ConfigError(std::string("model.") + (a2 == &encoder_a2 ? "encoder" : "decoder") +
-                        ".a2_norm: ConvS2S's layers have no LayerNorm; only none");
-    }
-  }
+  encoder_a2.validate(static_cast<int64_t>(enc.size()), "encoder.", "ConvS2S's layers");
+  decoder_a2.validate(static_cast<int64_t>(dec.size()), "decoder.", "ConvS2S's layers");
   auto attn = parse_fconv_attention(decoder_attention, dec.size(), "model.decoder.attention");
   if (std::find(attn.begin(), attn.end(), true) == attn.end()) {
     throw ConfigError("model.decoder.attention: at least one decoder layer needs attention (the decoder sees the "

@@ -47,13 +47,16 @@ void A2Blocks::visit(ConfigVisitor& v, const std::string& prefix) {
   v.field(prefix + "a2_norm", norm, "A2: none (X + proj(Z), as the paper) or host (a LayerNorm placed as the host layers')");
 }
 
-void A2Blocks::validate(int64_t stack_layers, const std::string& prefix) const {
+void A2Blocks::validate(int64_t stack_layers, const std::string& prefix, const char* hosts_without_norm) const {
   parse_layer_list(layers, stack_layers, "model." + prefix + "a2_layers");
   if (features < 0 || descriptors < 0) {
     throw ConfigError("model." + prefix + "a2_features and a2_descriptors must be 0 (a quarter of the width) or positive");
   }
   if (norm != "none" && norm != "host") {
     throw ConfigError("model." + prefix + "a2_norm: expected none or host, got '" + norm + "'");
+  }
+  if (hosts_without_norm != nullptr && norm != "none") {
+    throw ConfigError("model." + prefix + "a2_norm: " + hosts_without_norm + " have no LayerNorm; only none");
   }
 }
 

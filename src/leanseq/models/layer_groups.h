@@ -32,7 +32,9 @@ struct A2Blocks {
 
   void visit(ConfigVisitor& v, const std::string& prefix);
   // Throws ConfigError naming model.<prefix>a2_* for a bad list (for `stack_layers` layers) or size.
-  void validate(int64_t stack_layers, const std::string& prefix) const;
+  // `hosts_without_norm` names layers that have no LayerNorm (e.g. "ConvS2S's layers"): there
+  // a2_norm must be none.
+  void validate(int64_t stack_layers, const std::string& prefix, const char* hosts_without_norm = nullptr) const;
   // One block per listed layer, registered on `owner` as a2_<layer>; null elsewhere. With norm
   // host, `host` is the convention of the host's layers (pre-norm or post-norm).
   std::vector<nn::DoubleAttention> make(torch::nn::Module& owner, int64_t stack_layers, int64_t dim, bool causal,

@@ -64,8 +64,7 @@ void PervasiveConfig::validate() const {
   positive(decoder_embed_dim, "decoder_embed_dim");
   positive(num_layers, "num_layers");
   positive(divide_channels, "divide_channels");
-  a2.validate(num_layers, "");
-  if (a2.norm != "none") throw ConfigError("model.a2_norm: the grid's layers have no LayerNorm; only none");
+  a2.validate(num_layers, "", "the grid's layers");
   if (kernel_size < 1 || kernel_size % 2 == 0) {
     throw ConfigError("model.kernel_size: must be odd (the mask keeps the centre row), got " +
                       std::to_string(kernel_size));
