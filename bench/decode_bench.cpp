@@ -91,6 +91,14 @@ bool launches_kernel(const std::string& name) {
   return no_kernel.count(name) == 0;
 }
 
+// Whether an operator of the count is a matrix product. On a GPU each is a cuBLAS call, whose
+// host-side cost is several times that of an elementwise kernel's launch.
+bool matrix_product(const std::string& name) {
+  static const std::set<std::string> products{"aten::_addmm_activation", "aten::addmm", "aten::baddbmm", "aten::bmm",
+                                              "aten::linear", "aten::matmul", "aten::mm"};
+  return products.count(name) > 0;
+}
+
 // Decodes s.sentences; with `count_ops`, counts the operators of the decoding instead of timing it.
 nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, bool count_ops = false) {
   torch::manual_seed(1);
@@ -160,7 +168,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "unmeasured rounds first")->capture_default_str();
   app.add_flag("--count-ops", count_ops,
                "also count the ATen operators each contender's decoding calls, over one batch on the CPU, "
-               "untimed (operators_per_step: per target position of a batch; operators_per_step_by_name: the same by operator)");
+               "untimed (operators_per_step: per target position of a batch; operators_per_step_by_name: the same by operator; "
+               "launching_operators_per_step: those that launch a kernel on a GPU; matrix_products_per_step: the "
+               "matrix products among them)");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-decode-bench", [&] {
     if (rounds < 1 || warmup < 0) throw leanseq::ConfigError("--rounds must be at least 1 and --warmup at least 0");
@@ -205,14 +215,17 @@ int main(int argc, char** argv) {
         const double steps = static_cast<double>(s.length + 1);
         entry["operators_per_step"] = counted["operators"].get<int64_t>() / steps;
         nlohmann::json per_step = nlohmann::json::object();
-        double launching = 0;
+        double launching = 0, products = 0;
         for (const auto& named : counted["by_name"]) {
           const auto name = named[0].get<std::string>();
-          per_step[name] = named[1].get<int64_t>() / steps;
-          if (launches_kernel(name)) launching += named[1].get<int64_t>() / steps;
+          const double n = named[1].get<int64_t>() / steps;
+          per_step[name] = n;
+          if (launches_kernel(name)) launching += n;
+          if (matrix_product(name)) products += n;
         }
         entry["operators_per_step_by_name"] = per_step;
         entry["launching_operators_per_step"] = launching;
+        entry["matrix_products_per_step"] = products;
       }
       out["contenders"].push_back(entry);
     }

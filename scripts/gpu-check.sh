@@ -3,7 +3,7 @@
 # LibTorch): builds the model stack with the CUDA kernels (-DLEANSEQ_MODELS_ONLY=ON, which needs
 # neither ICU nor cairo), runs its tests (the CUDA kernel checks included) and the SAN/AAN
 # decoding benchmark on the GPU (batch 64 at output lengths 30 and 100, batch 1 at 30; with the
-# operator counts of --count-ops, all and those that launch a kernel). JSON results go to $OUT
+# operator counts of --count-ops: all, those that launch a kernel, the matrix products). JSON results go to $OUT
 # (default build-gpu/out). --bench-only skips the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,5 +26,5 @@ for run in "64 30 640" "64 100 320" "1 30 30"; do
   read -r bs len n <<< "$run"
   build-gpu/bench/leanseq-decode-bench --device cuda --arch "$archs" --length "$len" --beam 5 --batch-size "$bs" \
     --sentences "$n" --rounds 5 --count-ops > "$OUT/decode_cuda_b${bs}_l$len.json" 2> "$OUT/decode_cuda_b${bs}_l$len.err"
-  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('batch', j['batch_size'], 'length', j['length'], *[(c['name'], round(c['median_sentences_per_second'], 1), round(c['ratio_to_first'], 2), round(c['operators_per_step']), round(c['launching_operators_per_step'])) for c in j['contenders']])" "$OUT/decode_cuda_b${bs}_l$len.json"
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('batch', j['batch_size'], 'length', j['length'], *[(c['name'], round(c['median_sentences_per_second'], 1), round(c['ratio_to_first'], 2), round(c['operators_per_step']), round(c['launching_operators_per_step']), round(c['matrix_products_per_step'])) for c in j['contenders']])" "$OUT/decode_cuda_b${bs}_l$len.json"
 done

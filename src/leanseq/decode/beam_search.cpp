@@ -149,7 +149,7 @@ void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence)
 
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt) {
-  torch::NoGradGuard no_grad;
+  c10::InferenceMode inference;
   ModelStepDecoder dec(model, src, src_lengths, opt.beam);
   return beam_search(dec, src.size(0), src.size(1), model.max_target_positions(), vocab, opt);
 }
