@@ -37,7 +37,6 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
                                                                    TranslationStats* stats) {
   Timer timer;
   model_->eval();
-  torch::NoGradGuard no_grad;
   auto device = model_->parameters().front().device();
   // Longest first: similar lengths share a batch and the slowest batches start early.
   std::vector<int64_t> order(sources.size());
