@@ -24,7 +24,7 @@ bool load(const std::string& file, json& out) {
 }
 #define LOAD_OR_SKIP(file, var) \
   json var;                     \
-  if (!load(file, var)) GTEST_SKIP() << "../shared/data/sacrebleu is absent";
+  if (!load(file, var)) LEANSEQ_MISSING_SHARED("data/sacrebleu/" << file);
 
 std::vector<std::vector<std::string>> streams(const json& j) {
   return j.get<std::vector<std::vector<std::string>>>();

@@ -74,7 +74,7 @@ void check_fixture(const std::string& name, LightconvImpl impl) {
 
 TEST(Lightconv, LightweightReproducesFairseq) {
   auto names = fixture_names("lightweight_conv_");
-  if (names.empty()) GTEST_SKIP() << "../shared/fixtures/fairseq is absent";
+  if (names.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq");
   EXPECT_EQ(names.size(), 56u);
   for (const auto& n : names) {
     for (auto impl : kImpls) check_fixture(n, impl);
@@ -83,7 +83,7 @@ TEST(Lightconv, LightweightReproducesFairseq) {
 
 TEST(Lightconv, DynamicReproducesFairseqBandSemantics) {
   auto names = fixture_names("dynamic_conv_");
-  if (names.empty()) GTEST_SKIP() << "../shared/fixtures/fairseq is absent";
+  if (names.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq");
   EXPECT_EQ(names.size(), 60u);
   for (const auto& n : names) {
     for (auto impl : kImpls) check_fixture(n, impl);
@@ -216,7 +216,7 @@ TEST(Lightconv, HeadToChannelMappingIsContiguousBlocks) {
 
 TEST(Lightconv, CausalStepsReproduceFairseqIncrementalDecoding) {
   auto names = fixture_names("incremental_");
-  if (names.empty()) GTEST_SKIP() << "../shared/fixtures/fairseq is absent";
+  if (names.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq");
   EXPECT_EQ(names.size(), 12u);
   for (const auto& name : names) {
     test::Fixture fx;

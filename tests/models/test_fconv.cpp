@@ -32,7 +32,7 @@ nn::ConvTBC conv_with_weight(const torch::Tensor& weight, const torch::Tensor& b
 TEST(FConvLayers, ConvTBCReproducesFairseq) {
   for (const char* name : {"conv_tbc_Cin3_Cout5_K4_P0", "conv_tbc_Cin4_Cout6_K3_P1", "conv_tbc_Cin4_Cout6_K3_P2"}) {
     test::Fixture fx;
-    if (!test::load_fixture(name, fx)) GTEST_SKIP() << "../shared/fixtures/fairseq is absent; skipping " << name;
+    if (!test::load_fixture(name, fx)) LEANSEQ_MISSING_SHARED("fixtures/fairseq/" << name);
     const int64_t P = nlohmann::json::parse(fx.json_text)["config"]["padding"];
     auto conv = conv_with_weight(fx.params["weight"], fx.params["bias"]);
     auto x = fx.inputs["x"].clone().requires_grad_(true);

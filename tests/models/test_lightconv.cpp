@@ -40,7 +40,7 @@ const char* kLayerCases[] = {
 TEST(LightConvLayers, ReproduceFairseqForwardAndSteps) {
   for (const std::string name : kLayerCases) {
     test::Fixture fx;
-    if (!test::load_fixture(name, fx)) GTEST_SKIP() << "../shared/fixtures/fairseq is absent";
+    if (!test::load_fixture(name, fx)) LEANSEQ_MISSING_SHARED("fixtures/fairseq/" << name);
     const auto c = nlohmann::json::parse(fx.json_text)["config"];
     const bool decoder = name.find("decoder") != std::string::npos;
     auto params = test::without_unused_conv_bias(fx.params);

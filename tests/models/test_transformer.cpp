@@ -109,7 +109,7 @@ TEST(Positions, SinusoidalMatchesFairseq) {
   for (int64_t D : {8, 16}) {
     std::string name = "sinusoidal_positional_embedding_D" + std::to_string(D);
     test::Fixture fx;
-    if (!test::load_fixture(name, fx)) GTEST_SKIP() << "../shared/fixtures/fairseq is absent";
+    if (!test::load_fixture(name, fx)) LEANSEQ_MISSING_SHARED("fixtures/fairseq/" << name);
     auto tokens = fx.inputs["tokens"];
     EXPECT_TRUE(nn::make_positions(tokens, 1).equal(fx.outputs["positions"]));
     EXPECT_LT(test::max_abs_diff(nn::sinusoidal_table(10, D, 1), fx.outputs["table"]), 1e-6);

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -15,6 +16,13 @@ std::string shared_path(const std::string& rel) {
   std::filesystem::path p = std::filesystem::path(LEANSEQ_SHARED_DIR) / rel;
   if (!std::filesystem::exists(p)) return "";
   return std::filesystem::canonical(p).string();
+}
+
+bool running_under_ci() {
+  const char* ci = std::getenv("CI");
+  if (!ci) return false;
+  const std::string v = ci;
+  return v == "true" || v == "1" || v == "TRUE" || v == "True";
 }
 
 namespace {

@@ -8,8 +8,11 @@
 
 namespace leanseq::test {
 
-// Absolute path of ../shared/<rel>, or "" when ../shared is absent (tests then GTEST_SKIP).
+// Absolute path of ../shared/<rel>, or "" when it is absent (tests then LEANSEQ_MISSING_SHARED).
 std::string shared_path(const std::string& rel);
+
+// Whether the environment says CI (CI=true or 1): then missing reference files fail a test.
+bool running_under_ci();
 
 // One fairseq fixture file (see ../shared/fixtures/fairseq/README.txt).
 struct Fixture {
@@ -38,8 +41,19 @@ std::string temp_dir(const std::string& tag);
 
 }  // namespace leanseq::test
 
-#define LEANSEQ_REQUIRE_FIXTURE(name, var)                                           \
-  ::leanseq::test::Fixture var;                                                   \
-  if (!::leanseq::test::load_fixture(name, var)) {                                \
-    GTEST_SKIP() << "../shared/fixtures/fairseq is absent; skipping fixture " name; \
+// Ends the current test when reference files (`what`, a path under ../shared) are absent: a
+// failure under CI, where they must be there; elsewhere a skip, which ctest reports as skipped
+// (tests/CMakeLists.txt), never as passed.
+#define LEANSEQ_MISSING_SHARED(what)                                                          \
+  do {                                                                                        \
+    if (::leanseq::test::running_under_ci()) {                                                \
+      FAIL() << "../shared/" << what << " is absent, and CI=true requires the reference files"; \
+    }                                                                                         \
+    GTEST_SKIP() << "../shared/" << what << " is absent";                                     \
+  } while (0)
+
+#define LEANSEQ_REQUIRE_FIXTURE(name, var)                                \
+  ::leanseq::test::Fixture var;                                        \
+  if (!::leanseq::test::load_fixture(name, var)) {                     \
+    LEANSEQ_MISSING_SHARED(std::string("fixtures/fairseq/") + name + ".json"); \
   }
