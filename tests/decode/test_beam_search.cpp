@@ -93,27 +93,90 @@ TEST(BeamSearch, MaxLenForcesEosAndLengthPenaltyNormalizes) {
 }
 
 namespace {
-void check_fairseq_beams(test::Fixture& fx, const std::string& name) {
-  auto model = test::fairseq_model(fx, name);
+// A scripted decoder that also attends: each row looks at source position (last token) % S, so
+// the alignment of a hypothesis is fixed by its own prefix, whatever rows the search reorders.
+class AttendingDecoder : public ScriptedDecoder {
+ public:
+  AttendingDecoder(torch::Tensor table, int64_t src_len) : ScriptedDecoder(std::move(table)), src_len_(src_len) {}
+  torch::Tensor step(const torch::Tensor& last, torch::Tensor* attn) override {
+    if (attn) *attn = torch::one_hot(last.remainder(src_len_), src_len_).to(torch::kFloat);
+    return ScriptedDecoder::step(last, attn);
+  }
+
+ private:
+  int64_t src_len_;
+};
+}  // namespace
+
+TEST(BeamSearch, AlignmentFollowsEachHypothesisThroughReorders) {
+  // Several live paths with crossing scores, so beams are reordered at every step.
+  auto table = log_table({
+      {0.1f, 0.0f, 0.1f, 0.0f, 0.4f, 0.2f, 0.2f},
+      {0.1f, 0.0f, 0.1f, 0.0f, 0.4f, 0.2f, 0.2f},
+      {0.0f, 0.0f, 0.0f, 0.0f, 0.3f, 0.3f, 0.4f},
+      {0.1f, 0.0f, 0.1f, 0.0f, 0.4f, 0.2f, 0.2f},
+      {0.0f, 0.0f, 0.2f, 0.0f, 0.1f, 0.3f, 0.4f},
+      {0.0f, 0.0f, 0.3f, 0.0f, 0.4f, 0.2f, 0.1f},
+      {0.0f, 0.0f, 0.25f, 0.0f, 0.3f, 0.35f, 0.1f},
+  });
+  const int64_t S = 5;
+  AttendingDecoder dec(table, S);
   SearchOptions opt;
   opt.beam = 3;
   opt.max_len_b = 6;
-  auto res = generate(*model, fx.inputs["src_tokens"], fx.inputs["src_lengths"], 20, opt);
+  opt.need_attn = true;
+  auto res = beam_search(dec, 2, S, 1024, 7, opt);
+  int checked = 0;
+  for (const auto& hyps : res) {
+    ASSERT_EQ(hyps.size(), 3u);
+    for (const auto& h : hyps) {
+      ASSERT_EQ(h.alignment.size(), h.tokens.size());
+      for (size_t t = 0; t < h.tokens.size(); ++t) {
+        const int64_t fed = t == 0 ? 2 : h.tokens[t - 1];  // </s> starts every hypothesis
+        EXPECT_EQ(h.alignment[t], fed % S) << "target position " << t;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 12);
+}
+
+namespace {
+// Every dimension (vocabulary, batch, beam, hypotheses per sentence, their lengths) and every search
+// option comes from the fixture, so that fixtures of any size are checked for what they hold.
+void check_fairseq_beams(test::Fixture& fx, const std::string& name) {
+  auto model = test::fairseq_model(fx, name);
+  const auto config = nlohmann::json::parse(fx.json_text)["config"];
+  const auto& b = config["beam"];
+  SearchOptions opt;
+  opt.beam = b["beam_size"];
+  opt.max_len_a = b["max_len_a"];
+  opt.max_len_b = b["max_len_b"];
+  opt.lenpen = b["len_penalty"];
+  opt.min_len = b.value("min_len", 1);
+  opt.unk_penalty = b.value("unk_penalty", 0.0);
+  const int64_t vocab = config["vocab_size"];
+  auto res = generate(*model, fx.inputs["src_tokens"], fx.inputs["src_lengths"], vocab, opt);
   auto all_tokens = fx.outputs["beam_all_tokens"];
   auto all_scores = fx.outputs["beam_all_scores"];
   auto all_pos = fx.outputs["beam_all_positional_scores"];
   auto all_len = fx.outputs["beam_all_lengths"];
-  for (int64_t b = 0; b < 3; ++b) {
-    ASSERT_EQ(res[b].size(), 3u) << name;
-    for (int64_t k = 0; k < 3; ++k) {
-      const auto& h = res[b][k];
-      int64_t len = all_len[b][k].item<int64_t>();
-      ASSERT_EQ(static_cast<int64_t>(h.tokens.size()), len) << name << " sentence " << b << " hyp " << k;
+  auto num_hypos = fx.outputs["beam_num_hypos"];
+  const int64_t bsz = fx.inputs["src_tokens"].size(0);
+  ASSERT_EQ(static_cast<int64_t>(res.size()), bsz) << name;
+  ASSERT_EQ(all_tokens.size(0), bsz) << name;
+  for (int64_t s = 0; s < bsz; ++s) {
+    const int64_t hypos = num_hypos[s].item<int64_t>();
+    ASSERT_EQ(static_cast<int64_t>(res[s].size()), hypos) << name << " sentence " << s;
+    for (int64_t k = 0; k < hypos; ++k) {
+      const auto& h = res[s][k];
+      int64_t len = all_len[s][k].item<int64_t>();
+      ASSERT_EQ(static_cast<int64_t>(h.tokens.size()), len) << name << " sentence " << s << " hyp " << k;
       for (int64_t t = 0; t < len; ++t) {
-        EXPECT_EQ(h.tokens[t], all_tokens[b][k][t].item<int64_t>());
-        EXPECT_NEAR(h.positional_scores[t], all_pos[b][k][t].item<float>(), 1e-5);
+        EXPECT_EQ(h.tokens[t], all_tokens[s][k][t].item<int64_t>()) << name << " sentence " << s << " hyp " << k;
+        EXPECT_NEAR(h.positional_scores[t], all_pos[s][k][t].item<float>(), 1e-5);
       }
-      EXPECT_NEAR(h.score, all_scores[b][k].item<float>(), 1e-5);
+      EXPECT_NEAR(h.score, all_scores[s][k].item<float>(), 1e-5);
     }
   }
 }
