@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "e2e/task.h"
+#include "leanseq/train/checkpoint.h"
 #include "support/fixtures.h"
 
 using leanseq::test::run_command;
@@ -55,11 +57,28 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
   rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --x update --output " + dir + "/curve.svg", out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(leanseq::test::read_text(dir + "/curve.svg").find("<svg"), std::string::npos);
-  // Averaging two checkpoints gives a loadable checkpoint.
-  rc = run_command(kCli + " average --inputs " + dir + "/ck/checkpoint_last.pt " + dir +
-                       "/ck/checkpoint_best.pt --output " + dir + "/avg.pt",
+  // Averaging three checkpoints gives the element-wise mean of their parameters, and it translates.
+  const std::vector<std::string> inputs{dir + "/ck/checkpoint1.pt", dir + "/ck/checkpoint2.pt",
+                                        dir + "/ck/checkpoint_last.pt"};
+  rc = run_command(kCli + " average --inputs " + inputs[0] + " " + inputs[1] + " " + inputs[2] + " --output " + dir +
+                       "/avg.pt",
                    out);
-  EXPECT_EQ(rc, 0) << out;
+  ASSERT_EQ(rc, 0) << out;
+  {
+    std::vector<leanseq::train::Checkpoint> in;
+    for (const auto& p : inputs) in.push_back(leanseq::train::read_checkpoint(p));
+    auto avg = leanseq::train::read_checkpoint(dir + "/avg.pt");
+    ASSERT_EQ(avg.model_tensors.size(), in[0].model_tensors.size());
+    double spread = 0;  // how far the inputs are apart: averaging equal tensors would prove nothing
+    for (const auto& [name, value] : avg.model_tensors) {
+      auto expected = (in[0].model_tensors.at(name).to(torch::kDouble) + in[1].model_tensors.at(name).to(torch::kDouble) +
+                       in[2].model_tensors.at(name).to(torch::kDouble)) /
+                      3;
+      EXPECT_LT(leanseq::test::max_abs_diff(value, expected), 1e-6) << name;
+      spread = std::max(spread, leanseq::test::max_abs_diff(in[0].model_tensors.at(name), in[2].model_tensors.at(name)));
+    }
+    EXPECT_GT(spread, 1e-3);
+  }
   rc = run_command("echo 'a1 a2 a3' | " + kCli + " translate --checkpoint " + dir + "/avg.pt --greedy", out);
   EXPECT_EQ(rc, 0) << out;
   // Alignments: one "s-t" pair per target subword, after a tab.
@@ -67,10 +86,24 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
                        "/ck/checkpoint_best.pt --print-alignment 2>/dev/null",
                    out);
   EXPECT_EQ(rc, 0) << out;
+  // One "source-target" pair per target piece but the final </s>: targets 0, 1, 2, ... in order,
+  // each source a position of the 6 pieces and </s> of "a1 a2 a3" ("\u2581a" "1" ...). Which
+  // position the search picks is checked exactly in tests/decode (a decoder with known
+  // attention) and by the ConvS2S test below (a model whose alignment is the copy diagonal).
   auto tab = out.find('\t');
   ASSERT_NE(tab, std::string::npos) << out;
-  EXPECT_NE(out.find("-0", tab), std::string::npos) << out;
-  EXPECT_NE(out.find("-1", tab), std::string::npos) << out;
+  std::istringstream pairs(out.substr(tab + 1, out.find('\n', tab) - tab - 1));
+  int64_t expected_target = 0;
+  for (std::string pair; pairs >> pair; ++expected_target) {
+    const auto dash = pair.find('-');
+    ASSERT_NE(dash, std::string::npos) << pair;
+    const int64_t source = std::stoll(pair.substr(0, dash)), target = std::stoll(pair.substr(dash + 1));
+    EXPECT_EQ(target, expected_target) << out;
+    EXPECT_GE(source, 0) << out;
+    EXPECT_LE(source, 6) << out;
+  }
+  EXPECT_GE(expected_target, 3) << out;
+  std::cout << "alignment: " << out;
 }
 
 TEST(EndToEnd, SanFromTheAnalysisOfABaselineAndAnAanDecoderLearn) {
@@ -317,6 +350,30 @@ TEST(EndToEnd, BadInputsGiveOneClearLineAndExitCodes) {
   EXPECT_EQ(rc, 2);
   rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/ref.txt --metric meteor", out);
   EXPECT_EQ(rc, 2);
+}
+
+TEST(EndToEnd, UnknownCommandsAndOptionsAreNamed) {
+  std::string out;
+  int rc = run_command(kCli + " frobnicate", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("leanseq: unknown command 'frobnicate'; the commands are: prepare, train, translate"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
+  rc = run_command(kCli + " analyze frobnicate", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("leanseq analyze: unknown command 'frobnicate'; the commands are: attention, prune"),
+            std::string::npos)
+      << out;
+  rc = run_command(kCli + " score --ref a --frobnicate=3", out);  // --hyp missing too
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("leanseq score: unknown option '--frobnicate'; its options are: "), std::string::npos) << out;
+  EXPECT_NE(out.find("--ref"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
+  // A command alone still asks for what it needs; the commands themselves still run.
+  rc = run_command(kCli, out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(run_command(kCli + " --version", out), 0) << out;
 }
 
 TEST(EndToEnd, ListArchsPrintsNamesFirst) {

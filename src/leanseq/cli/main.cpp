@@ -11,12 +11,68 @@
 
 namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// "leanseq analyze" for the subcommand path of `app`.
+std::string command_path(const CLI::App* app) {
+  std::string path;
+  for (; app; app = app->get_parent()) path = app->get_name() + (path.empty() ? "" : " " + path);
+  return path;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The first word that names no command where one is expected ("leanseq frobnicate", "leanseq
+// analyze frobnicate") gets one line that names it and lists the commands there; returns false
+// when the command path is fine (or stops at an option, left to CLI11).
+bool unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    auto subs = at->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty() || word.empty() || word[0] == '-') return false;
+    CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (auto* s : subs) {
+      names.push_back(s->get_name());
+      if (s->check_name(word)) next = s;
+    }
+    if (!next) {
+      std::cerr << command_path(at) << ": unknown command '" << word << "'; the commands are: " << join(names) << "\n";
+      return true;
+    }
+    at = next;
+  }
+  return false;
+}
+
+// An argument the deepest parsed subcommand does not take, named with that command's options;
+// false when there is none (the parse failed for another reason).
+bool unexpected_argument(CLI::App& app) {
+  CLI::App* at = &app;
+  for (auto subs = at->get_subcommands(); !subs.empty(); subs = at->get_subcommands()) at = subs.front();
+  const auto rest = at->remaining();
+  if (rest.empty()) return false;
+  const std::string& word = rest.front();
+  std::vector<std::string> options;
+  for (const auto* o : at->get_options()) {
+    const std::string names = o->get_name();
+    if (!names.empty() && names[0] == '-') options.push_back(names);
+  }
+  const bool is_option = word[0] == '-';
+  std::cerr << command_path(at) << ": " << (is_option ? "unknown option '" : "unexpected argument '")
+            << word.substr(0, word.find('=')) << "'; its options are: " << join(options) << "\n";
+  return true;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   leanseq::retain_freed_memory();
   leanseq::cli::set_program_args(argc, argv);
-  CLI::App app{"leanseq: sequence-to-sequence models that pay less attention"};
+  CLI::App app{"leanseq: sequence-to-sequence models that pay less attention", "leanseq"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "leanseq 0.1.0");
   int exit_code = 0;
@@ -33,11 +89,13 @@ int main(int argc, char** argv) {
   leanseq::cli::add_analyze(app, exit_code);
   leanseq::cli::add_classify(app, exit_code);
   leanseq::cli::add_prune(app, exit_code);
+  if (unknown_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "leanseq: " << first_line(e.what()) << " (see --help)\n";
+    // An unknown option is named before anything it may have hidden (a required one, say).
+    if (!unexpected_argument(app)) std::cerr << "leanseq: " << first_line(e.what()) << " (see --help)\n";
     return 2;
   } catch (const leanseq::Error& e) {
     std::cerr << "leanseq: error: " << first_line(e.what()) << "\n";
