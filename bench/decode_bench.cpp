@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "leanseq/core/error.h"
-#include "leanseq/core/memory.h"
+#include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/registry.h"
@@ -144,7 +144,7 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, boo
 }  // namespace
 
 int main(int argc, char** argv) {
-  leanseq::retain_freed_memory();
+  leanseq::start_program(argv);
   CLI::App app{"leanseq decoding speed at a fixed output length"};
   Settings s;
   std::vector<std::string> archs;

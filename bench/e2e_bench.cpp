@@ -11,7 +11,7 @@
 
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
-#include "leanseq/core/memory.h"
+#include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/data/prepare.h"
@@ -131,7 +131,7 @@ const std::vector<std::string> kRates = {"train_target_tokens_per_second", "tran
 }  // namespace
 
 int main(int argc, char** argv) {
-  leanseq::retain_freed_memory();
+  leanseq::start_program(argv);
   CLI::App app{"leanseq end-to-end benchmark"};
   Settings s;
   std::vector<std::string> archs, configs, checkpoints;

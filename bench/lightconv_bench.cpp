@@ -11,7 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "leanseq/core/memory.h"
+#include "leanseq/core/startup.h"
 #include "leanseq/kernels/lightconv.h"
 #include "leanseq/kernels/lightconv_ref.h"
 #include "leanseq/nn/attention.h"
@@ -107,7 +107,7 @@ nlohmann::json length_scaling(int repeats, int64_t C, int64_t heads, int64_t max
 }  // namespace
 
 int main(int argc, char** argv) {
-  leanseq::retain_freed_memory();
+  leanseq::start_program(argv);
   CLI::App app{"leanseq lightweight/dynamic convolution benchmarks (prints JSON)"};
   int repeats = 5;
   int64_t batch = 50, length = 80, channels = 512, decode_rows = 320, max_T = 4096;

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "leanseq/core/memory.h"
+#include "leanseq/core/startup.h"
 #include "leanseq/kernels/aan_gate.h"
 #include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/dropout.h"
@@ -208,7 +208,7 @@ BENCHMARK(BM_GradientAllReduce)->Arg(1)->Arg(25)->Arg(1024)->Unit(benchmark::kMi
 }  // namespace
 
 int main(int argc, char** argv) {
-  leanseq::retain_freed_memory();
+  leanseq::start_program(argv);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -11,7 +11,7 @@
 
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
-#include "leanseq/core/memory.h"
+#include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
@@ -69,7 +69,7 @@ nlohmann::json train(const Contender& c, const Settings& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  leanseq::retain_freed_memory();
+  leanseq::start_program(argv);
   leanseq::count_cpu_tensor_memory();
   CLI::App app{"leanseq training speed and activation memory at a fixed batch shape"};
   Settings s;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "leanseq/cli/commands.h"
+#include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
@@ -80,6 +81,7 @@ void add_translate(CLI::App& app, int& exit_code) {
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
     if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
     auto lt = train::load_translator(a->checkpoint);
+    log::info(blas_summary());
     decode::TranslationStats stats;
     if (a->interactive) {
       bool prompt = isatty(0);

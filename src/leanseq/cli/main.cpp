@@ -7,7 +7,7 @@
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
-#include "leanseq/core/memory.h"
+#include "leanseq/core/startup.h"
 
 namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -70,7 +70,7 @@ bool unexpected_argument(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  leanseq::retain_freed_memory();
+  leanseq::start_program(argv);
   leanseq::cli::set_program_args(argc, argv);
   CLI::App app{"leanseq: sequence-to-sequence models that pay less attention", "leanseq"};
   app.require_subcommand(1);

@@ -11,6 +11,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/blas.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
@@ -235,6 +236,7 @@ struct Trainer::Impl {
     log::info("model " + cfg.arch + " (" + cfg.model->summary() + "), " + std::to_string(models::count_parameters(*model)) +
               " parameters, on " + device.str() + "; " + std::to_string(train->size()) + " training pairs, " + std::to_string(valid->size()) +
               " valid");
+    log::info(blas_summary());
   }
 
   // Pairs over batch.max_source_len / max_target_len: an error naming the first, or (too_long:

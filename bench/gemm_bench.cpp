@@ -1,0 +1,118 @@
+// Float32 matrix products as the models run them (torch::mm, a linear layer's shapes), in GF/s per
+// shape and per OpenBLAS kernel family, next to the core's peak. Each family runs in a child
+// process of this program started with OPENBLAS_CORETYPE set to it ("as started": the environment
+// this program was given, after start_program's choice), since OpenBLAS picks its kernels when it
+// is loaded. Families the CPU cannot run are left out. Prints one JSON object (bench/README.md).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "errors.h"
+#include "leanseq/core/blas.h"
+#include "leanseq/core/startup.h"
+#include "leanseq/core/threads.h"
+#include "median.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Shape {
+  int64_t m, k, n;  // [m, k] x [k, n]
+};
+
+// Rows of a training batch (about 320 sentences x 1 position, or 4000 tokens) against the
+// Transformer's projections (512 -> 512, 512 -> 2048, 2048 -> 512, 512 -> 8000), and a square one.
+const std::vector<Shape> kShapes = {{320, 512, 2048}, {4096, 512, 512}, {4096, 512, 2048}, {4096, 2048, 512},
+                                    {320, 512, 8000}, {1024, 1024, 1024}};
+
+// GF/s of each shape, medians of `rounds` timed runs of enough products for about 0.2 s each.
+nlohmann::json measure(int rounds) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : kShapes) {
+    auto a = torch::randn({s.m, s.k}), b = torch::randn({s.k, s.n});
+    auto out = torch::mm(a, b);
+    const double flops = 2.0 * s.m * s.k * s.n;
+    auto t0 = Clock::now();
+    torch::mm_out(out, a, b);
+    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int reps = std::max(1, static_cast<int>(0.2 / std::max(once, 1e-6)));
+    std::vector<double> gflops;
+    for (int r = 0; r < rounds; ++r) {
+      t0 = Clock::now();
+      for (int i = 0; i < reps; ++i) torch::mm_out(out, a, b);
+      gflops.push_back(flops * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+    }
+    rows.push_back({{"m", s.m}, {"k", s.k}, {"n", s.n}, {"gflops", leanseq::bench::median(gflops)}});
+  }
+  return rows;
+}
+
+// The cores' nominal clock (GHz) from /proc/cpuinfo, 0 when unknown.
+double clock_ghz() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cpu MHz", 0) == 0) return std::stod(line.substr(line.find(':') + 1)) / 1000;
+  }
+  return 0;
+}
+
+nlohmann::json run_child(const std::string& self, const std::string& coretype, int rounds, int threads) {
+  const std::string env =
+      coretype.empty() ? "" : "env -u LEANSEQ_SET_OPENBLAS_CORETYPE OPENBLAS_CORETYPE=" + coretype + " ";
+  const std::string cmd =
+      env + self + " --child --rounds " + std::to_string(rounds) + " --threads " + std::to_string(threads);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot start " + cmd);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
+  if (pclose(pipe) != 0) throw std::runtime_error("the measuring child failed: " + cmd);
+  return nlohmann::json::parse(text);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  leanseq::start_program(argv);
+  CLI::App app{"leanseq-gemm-bench: float32 products per OpenBLAS kernel family, in GF/s against the core's peak"};
+  int rounds = 5, threads = 1;
+  bool child = false;
+  app.add_option("--rounds", rounds, "timed rounds per shape (median)")->capture_default_str();
+  app.add_option("--threads", threads, "compute threads")->capture_default_str();
+  app.add_flag("--child", child, "internal: measure in this process and print its rows");
+  CLI11_PARSE(app, argc, argv);
+  return leanseq::bench::run_reporting_errors("leanseq-gemm-bench", [&] {
+    if (rounds < 1 || threads < 1) throw leanseq::ConfigError("--rounds and --threads must be at least 1");
+    leanseq::set_compute_threads(threads);
+    if (child) {
+      std::cout << nlohmann::json{{"blas", leanseq::blas_summary()}, {"shapes", measure(rounds)}}.dump() << "\n";
+      return;
+    }
+    const auto cpu = leanseq::detect_cpu_vector_support();
+    const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512cd;
+    const double ghz = clock_ghz();
+    // Two FMA pipes of 16 (AVX-512) or 8 (AVX2) floats, two operations each, per cycle.
+    const double peak_per_core = ghz * 2 * (avx512 ? 16 : 8) * 2;
+    std::vector<std::string> families{"", "PRESCOTT"};
+    if (cpu.avx2 && cpu.fma) families.push_back("HASWELL");
+    if (avx512) families.push_back("SKYLAKEX");
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto& f : families) {
+      auto r = run_child(argv[0], f, rounds, threads);
+      r["coretype"] = f.empty() ? "as started" : f;
+      for (auto& row : r["shapes"]) row["of_peak"] = peak_per_core > 0 ? row["gflops"].get<double>() / (peak_per_core * threads) : 0.0;
+      results.push_back(r);
+    }
+    std::cout << nlohmann::json{{"benchmark", "gemm_float32"},
+                                {"threads", threads},
+                                {"clock_ghz", ghz},
+                                {"peak_gflops_per_core", peak_per_core},
+                                {"families", results}}
+                     .dump()
+              << "\n";
+  });
+}

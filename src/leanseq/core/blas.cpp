@@ -1,0 +1,111 @@
+#include "leanseq/core/blas.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+namespace leanseq {
+
+namespace {
+
+// Marks a process whose OPENBLAS_CORETYPE leanseq set (for the log line; it also stops a loop).
+constexpr const char* kMarker = "LEANSEQ_SET_OPENBLAS_CORETYPE";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// How wide the float32 kernels of an OpenBLAS core family are: 3 AVX-512, 2 AVX2 + FMA, 1 AVX,
+// 0 SSE (Prescott and its kin) or unknown.
+int kernel_rank(const std::string& core) {
+  const std::string c = lower(core);
+  for (const char* k : {"skylakex", "cooperlake", "sapphirerapids"}) {
+    if (c == k) return 3;
+  }
+  for (const char* k : {"haswell", "zen", "skylake"}) {
+    if (c == k) return 2;
+  }
+  return c == "sandybridge" ? 1 : 0;
+}
+
+// The best family for a CPU, as an OPENBLAS_CORETYPE value, and its rank.
+std::pair<std::string, int> best_family(const CpuVectorSupport& cpu) {
+  if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512cd) return {"SKYLAKEX", 3};
+  if (cpu.avx2 && cpu.fma) return {"HASWELL", 2};
+  if (cpu.avx) return {"SANDYBRIDGE", 1};
+  return {"", 0};
+}
+
+template <class F>
+F openblas_entry(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+std::string loaded_openblas_core() {
+  using Name = char* (*)();
+  auto* f = openblas_entry<Name>("openblas_get_corename");
+  const char* core = f ? f() : nullptr;
+  return core ? core : "";
+}
+
+}  // namespace
+
+CpuVectorSupport detect_cpu_vector_support() {
+  CpuVectorSupport s;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  s.avx = __builtin_cpu_supports("avx");
+  s.avx2 = __builtin_cpu_supports("avx2");
+  s.fma = __builtin_cpu_supports("fma");
+  s.avx512f = __builtin_cpu_supports("avx512f");
+  s.avx512bw = __builtin_cpu_supports("avx512bw");
+  s.avx512vl = __builtin_cpu_supports("avx512vl");
+  s.avx512dq = __builtin_cpu_supports("avx512dq");
+  s.avx512cd = __builtin_cpu_supports("avx512cd");
+#endif
+  return s;
+}
+
+std::string openblas_coretype_to_request(const std::string& loaded_core, const CpuVectorSupport& cpu,
+                                         const char* user_setting) {
+  if (user_setting != nullptr || loaded_core.empty()) return "";
+  const auto [family, rank] = best_family(cpu);
+  return rank > kernel_rank(loaded_core) ? family : "";
+}
+
+void ensure_fast_blas(char** argv) {
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  const std::string request = openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(), user);
+  if (request.empty() || std::getenv(kMarker) != nullptr) return;
+  setenv("OPENBLAS_CORETYPE", request.c_str(), 1);
+  setenv(kMarker, "1", 1);
+  execv("/proc/self/exe", argv);
+  // Not re-executed (no /proc, say): run on with the library's choice, and say so in the log.
+  unsetenv("OPENBLAS_CORETYPE");
+  setenv(kMarker, "failed", 1);
+}
+
+std::string blas_summary() {
+  using Config = char* (*)();
+  auto* config = openblas_entry<Config>("openblas_get_config");
+  if (!config) return "BLAS: not OpenBLAS (the library LibTorch was linked with chooses its own kernels)";
+  std::string version = config();
+  version = version.substr(0, version.find(' ', version.find(' ') + 1));  // "OpenBLAS 0.3.21"
+  std::string line = "BLAS: " + version + ", " + loaded_openblas_core() + " kernels";
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  const char* marker = std::getenv(kMarker);
+  if (marker && std::string(marker) == "failed") {
+    line += " (the CPU supports better ones, but the program could not restart with OPENBLAS_CORETYPE set)";
+  } else if (marker) {
+    line += " (OPENBLAS_CORETYPE=" + std::string(user ? user : "") + " set by leanseq for this CPU)";
+  } else if (user) {
+    line += " (OPENBLAS_CORETYPE=" + std::string(user) + " from the environment)";
+  }
+  return line;
+}
+
+}  // namespace leanseq

@@ -1,0 +1,34 @@
+// The BLAS kernels behind LibTorch's float32 products. Debian's OpenBLAS (0.3.21, built for every
+// x86 core it knows) picks its kernels from the CPU model at load time and takes the CPUs it does
+// not recognise (recent AMD EPYC among them) for a Prescott: SSE3 kernels at about a fifth of what
+// the same core does with its AVX-512 kernels. OpenBLAS reads OPENBLAS_CORETYPE only when it is
+// loaded, so the fix must come before the process starts: ensure_fast_blas() re-executes the
+// program once with OPENBLAS_CORETYPE set to the best kernel family the CPU supports, unless the
+// user set that variable (then it is respected) or the library already runs kernels that good.
+#pragma once
+#include <string>
+
+namespace leanseq {
+
+// What the CPU can run, as far as OpenBLAS's kernel families are concerned.
+struct CpuVectorSupport {
+  bool avx = false, avx2 = false, fma = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512cd = false;
+};
+CpuVectorSupport detect_cpu_vector_support();
+
+// The OPENBLAS_CORETYPE value to run with, or "" to leave the library as it is: given the kernel
+// family the loaded OpenBLAS chose (openblas_get_corename(), "" when the BLAS is not OpenBLAS),
+// what the CPU supports, and the user's OPENBLAS_CORETYPE (nullptr when unset).
+std::string openblas_coretype_to_request(const std::string& loaded_core, const CpuVectorSupport& cpu,
+                                         const char* user_setting);
+
+// Called first in main(): re-executes the program with OPENBLAS_CORETYPE set when
+// openblas_coretype_to_request() asks for it, and returns otherwise (also when the re-execution
+// is impossible: the program then runs on with the library's own choice).
+void ensure_fast_blas(char** argv);
+
+// One line for start-up logs: the BLAS library, its kernel family, and how it was chosen.
+std::string blas_summary();
+
+}  // namespace leanseq
