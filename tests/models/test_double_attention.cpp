@@ -114,6 +114,34 @@ TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
   EXPECT_LT(max_abs_diff(rest, blk(x.index_select(0, order)).narrow(1, 4, 3)), 1e-5);
 }
 
+TEST(DoubleAttention, ChunkedCausalPassEqualsTheMaskedOneWithItsGradients) {
+  // The linear-time form (running sums across chunks) against the whole-sequence masked [T, T]
+  // product, with pads, chunks that do and do not divide the length, values and gradients.
+  torch::manual_seed(7);
+  nn::DoubleAttention blk(8, 4, 5, true, 0.0, nn::BlockNorm::pre);
+  blk->train(false);
+  auto x0 = torch::randn({3, 23, 8}) * 2;
+  auto pads = torch::zeros({3, 23}, torch::kBool);
+  pads.index_put_({2, torch::indexing::Slice(17)}, true);
+  auto run = [&](int64_t chunk) {
+    blk->set_causal_chunk(chunk);
+    blk->zero_grad();
+    auto x = x0.clone().requires_grad_(true);
+    auto y = blk(x, pads);
+    (y * torch::linspace(-1, 1, y.numel()).view(y.sizes())).sum().backward();
+    return std::make_pair(y.detach(), x.grad());
+  };
+  const auto [masked, masked_grad] = run(0);
+  const auto masked_phi = blk->phi->weight.grad().clone();
+  EXPECT_EQ(nn::DoubleAttentionImpl::kDefaultCausalChunk, 64);
+  for (int64_t chunk : {1, 4, 5, 22, 64}) {
+    const auto [y, grad] = run(chunk);
+    EXPECT_LT(max_abs_diff(y, masked), 1e-5) << "chunk " << chunk;
+    EXPECT_LT(max_abs_diff(grad, masked_grad), 1e-5) << "chunk " << chunk;
+    EXPECT_LT(max_abs_diff(blk->phi->weight.grad(), masked_phi), 1e-5) << "chunk " << chunk;
+  }
+}
+
 TEST(DoubleAttention, GridFormGathersFromTheGridOrItsEarlierRows) {
   auto blk = eval_block(4, 6, 4, 3, true);
   torch::NoGradGuard ng;

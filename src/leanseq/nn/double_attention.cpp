@@ -7,6 +7,31 @@ namespace leanseq::nn {
 
 namespace {
 constexpr double kMaskedLogit = -1e30;
+
+// The causal gather-distribute over a sequence: z_t = sum_{s <= t} a_s sum_k (d_tk / den_tk) e_sk with
+// den_t = sum_{s <= t} e_s. a [B, T, m], e [B, T, n] (exponentiated logits, 0 at excluded
+// positions), d [B, T, n] -> z [B, T, m]. The sequence is cut into N chunks of `chunk` positions:
+// inside a chunk, a masked [c, c] product; across chunks, the sums a^T e of the chunks before
+// ([B, N, m, n], an exclusive prefix sum over chunks). Time and memory grow linearly with T; a
+// chunk as long as the sequence is the plain masked [T, T] form.
+torch::Tensor causal_sequence(const torch::Tensor& a, const torch::Tensor& e, const torch::Tensor& d, int64_t chunk) {
+  const int64_t B = a.size(0), T = a.size(1), m = a.size(2), n = e.size(2);
+  auto q = d / e.cumsum(1).clamp_min(1e-30);  // [B, T, n]
+  if (chunk <= 0 || chunk >= T) {
+    return torch::bmm(torch::bmm(q, e.transpose(1, 2)).tril(), a);
+  }
+  const int64_t N = (T + chunk - 1) / chunk, pad = N * chunk - T;
+  auto split = [&](const torch::Tensor& x) {  // [B, T, C] -> [B * N, chunk, C], zeros after T
+    auto padded = pad ? torch::constant_pad_nd(x, {0, 0, 0, pad}) : x;
+    return padded.reshape({B * N, chunk, x.size(2)});
+  };
+  auto ac = split(a), ec = split(e), qc = split(q);
+  auto z = torch::bmm(torch::bmm(qc, ec.transpose(1, 2)).tril(), ac);   // [B * N, chunk, m]
+  auto sums = torch::bmm(ac.transpose(1, 2), ec).view({B, N, m, n});   // each chunk's a^T e
+  auto before = (sums.cumsum(1) - sums).view({B * N, m, n});            // the chunks before each
+  z = z + torch::bmm(qc, before.transpose(1, 2));
+  return z.view({B, N * chunk, m}).narrow(1, 0, T);
+}
 }  // namespace
 
 DoubleAttentionImpl::DoubleAttentionImpl(int64_t dim, int64_t m, int64_t n, bool causal, double dropout, BlockNorm norm)
@@ -49,13 +74,10 @@ torch::Tensor DoubleAttentionImpl::full_groups(const torch::Tensor& x, const tor
     auto ref = std::get<0>(logits.reshape({B, G * P, n}).max(1, true)).detach().unsqueeze(1);  // [B, 1, 1, n]
     auto e = torch::exp(logits - ref);
     if (excluded.defined()) e = e.masked_fill(excluded.unsqueeze(-1), 0.0);
-    auto den = e.sum(2, true).cumsum(1).clamp_min(1e-30);  // [B, G, 1, n]
     if (P == 1) {
-      // A sequence: z_t = sum_{s <= t} A_s sum_k (d_tk / den_tk) e_sk, a masked [T, T] product
-      // (cheaper than [T, m, n] prefix states at sentence lengths, and the same values).
-      auto w = torch::bmm((d / den).squeeze(2), e.squeeze(2).transpose(1, 2)).tril();  // [B, T, T]
-      z = torch::bmm(w, a.squeeze(2)).unsqueeze(2);
+      z = causal_sequence(a.squeeze(2), e.squeeze(2), d.squeeze(2), causal_chunk_).unsqueeze(2);
     } else {
+      auto den = e.sum(2, true).cumsum(1).clamp_min(1e-30);       // [B, G, 1, n]
       auto num = torch::matmul(a.transpose(2, 3), e).cumsum(1);  // [B, G, m, n]
       z = torch::matmul(d, (num / den).transpose(2, 3));           // [B, G, P, m]
     }

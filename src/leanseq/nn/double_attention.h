@@ -9,7 +9,9 @@
 //
 // The causal form gathers, for position t, only positions s <= t, through running sums: its
 // step-by-step decoding carries (running max, numerator [B, m, n], denominator [B, n]) in a
-// DoubleAttentionCache.
+// DoubleAttentionCache. Its full (training) pass over a sequence goes in chunks of
+// causal_chunk() positions: a masked product inside a chunk, running sums across chunks, so its
+// time and memory are linear in the length (docs/a2.md has the measurements).
 #pragma once
 #include <torch/torch.h>
 
@@ -32,6 +34,11 @@ class DoubleAttentionImpl : public torch::nn::Module {
   torch::Tensor step(const torch::Tensor& x, DoubleAttentionCache& cache, const torch::Tensor& token_padding = {});
   // The distribution over descriptors at each position [B, T, n] (for tests and analysis).
   torch::Tensor distribute_weights(const torch::Tensor& x);
+  // Positions per chunk of the causal full pass over a sequence; 0: the whole sequence in one
+  // masked [T, T] product (quadratic; the reference the chunked form is tested against).
+  static constexpr int64_t kDefaultCausalChunk = 64;
+  int64_t causal_chunk() const { return causal_chunk_; }
+  void set_causal_chunk(int64_t chunk) { causal_chunk_ = chunk; }
 
   // The 2D form over a channels-last grid x [B, H, W, C] (Pervasive Attention's target x source
   // grid): every cell gathers from the whole grid or, with causal_rows, from the rows <= its own
@@ -60,6 +67,7 @@ class DoubleAttentionImpl : public torch::nn::Module {
   bool causal_;
   double dropout_;
   BlockNorm norm_;
+  int64_t causal_chunk_ = kDefaultCausalChunk;
 };
 TORCH_MODULE(DoubleAttention);
 
