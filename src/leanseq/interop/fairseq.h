@@ -1,0 +1,56 @@
+// fairseq checkpoints (0.9 to 0.12) as leanseq checkpoints. The options fairseq saved (`args`, a
+// flat argparse.Namespace, or `cfg.model` in newer files) choose the leanseq family and set its
+// keys through one table per family; an option that changes the network and that leanseq does not
+// build is refused by name, never ignored. The state dict keeps fairseq's names, which are
+// leanseq's, less what fairseq stores beside the weights (version buffers, the sinusoidal tables'
+// _float_tensor, unused conv biases), with the legacy fused attention projection split and half
+// precision widened. Dictionaries come from the data directory, with fairseq's padding to a
+// multiple of 8 (madeupword0000, ...) as the embeddings were sized.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "leanseq/core/config.h"
+#include "leanseq/interop/pickle.h"
+
+namespace leanseq::interop {
+
+// The model options of a fairseq checkpoint as JSON (the Namespace's attributes), from `root`:
+// args when present, else cfg.model. Throws CheckpointError naming `origin` when neither is there.
+nlohmann::json fairseq_model_args(const PyRef& root, const std::string& origin);
+
+// The leanseq config values (arch + model.* keys) for fairseq model options: the family from
+// args["arch"] (or "_name"), every option that shapes the network mapped. Throws ConfigError naming
+// the fairseq option and its value for what leanseq cannot build.
+ConfigValues fairseq_config_values(const nlohmann::json& args, const std::string& origin);
+
+// A fairseq state dict of a model of leanseq `family`, renamed and reshaped for leanseq: drops
+// version/_float_tensor buffers and the copies kept for other code paths, splits legacy
+// in_proj_weight/bias into q/k/v, renames list-held layer norms, widens float16/bfloat16, and
+// names the output projection as leanseq does (decoder.embed_out, or with `tied_output` the
+// decoder's input embedding, when fairseq saved none).
+std::map<std::string, torch::Tensor> fairseq_state_dict(std::map<std::string, torch::Tensor> tensors,
+                                                        const std::string& family, bool tied_output);
+
+struct FairseqImportOptions {
+  std::string checkpoint;   // fairseq's .pt
+  std::string data_dir;     // holds dict.<src>.txt and dict.<tgt>.txt
+  std::string out;          // the leanseq checkpoint to write
+  std::string spm;          // SentencePiece model of both sides
+  std::string source_lang, target_lang;  // default: the checkpoint's task options
+};
+
+struct FairseqImportResult {
+  std::string fairseq_arch, leanseq_arch, source_lang, target_lang;
+  int64_t parameters = 0, src_vocab = 0, tgt_vocab = 0;
+};
+
+// Reads, maps, checks that the weights load into the leanseq model (every tensor, no other), and
+// writes `out` atomically. Errors name the file and the problem.
+FairseqImportResult import_fairseq(const FairseqImportOptions& opt);
+
+}  // namespace leanseq::interop
