@@ -1,6 +1,8 @@
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -10,18 +12,21 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/interop/torch_file.h"
 #include "leanseq/train/inference.h"
 
 namespace leanseq::cli {
 
 namespace {
+enum class OutputFormat { text, fairseq };
+
 struct TranslateArgs {
   std::string checkpoint, input = "-", output = "-";
   decode::TranslateOptions opt;
+  OutputFormat output_format = OutputFormat::text;
   bool greedy = false, interactive = false, scores = false, alignment = false;
   int64_t threads = 0;
 };
-
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
 std::string alignment_pairs(const decode::Hypothesis& h) {
@@ -32,7 +37,58 @@ std::string alignment_pairs(const decode::Hypothesis& h) {
   return out;
 }
 
-std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const TranslateArgs& a) {
+// Python's repr of a float32 score widened to double, as fairseq prints H and D scores.
+std::string score_text(double v) {
+  char buf[64];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+// fairseq-generate's and fairseq-interactive's lines: S (the source subwords), then per hypothesis
+// H (score, subwords), D (score, detokenized text; the subwords for --input-format tokens, as
+// fairseq-generate without a subword pipeline prints them) and P (each token's log-probability,
+// </s> last), and A (alignment pairs) with --print-alignment. Like fairseq, the scores of these
+// lines are in base 2 (log-probabilities divided by ln 2).
+std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
+                           const decode::Translator& tr, const TranslateArgs& a) {
+  auto join = [](const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+    return out;
+  };
+  auto src = tr.encode_source(line, a.opt.input_format);
+  src.pop_back();  // </s>
+  std::ostringstream os;
+  const std::string id = std::to_string(index);
+  os << "S-" << id << "\t" << join(tr.src_dict().decode(src)) << "\n";
+  for (const auto& h : hyps) {
+    const double ln2 = std::log(2.0);
+    const std::string score = score_text(static_cast<double>(static_cast<float>(h.hyp.score)) / ln2);
+    const std::string pieces = join(h.pieces);
+    os << "H-" << id << "\t" << score << "\t" << pieces << "\n";
+    os << "D-" << id << "\t" << score << "\t" << (a.opt.input_format == decode::InputFormat::raw ? h.text : pieces)
+       << "\n";
+    os << "P-" << id << "\t";
+    for (size_t t = 0; t < h.hyp.positional_scores.size(); ++t) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4f", h.hyp.positional_scores[t] / ln2);
+      os << (t ? " " : "") << buf;
+    }
+    os << "\n";
+    if (a.alignment) os << "A-" << id << "\t" << alignment_pairs(h.hyp) << "\n";
+  }
+  return os.str();
+}
+
+
+std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
+                        const decode::Translator& tr, const TranslateArgs& a) {
+  if (a.output_format == OutputFormat::fairseq) return format_fairseq(hyps, index, line, tr, a);
   std::ostringstream os;
   auto tail = [&](const decode::TranslationHyp& h) { return a.alignment ? "\t" + alignment_pairs(h.hyp) : ""; };
   if (a.opt.search.nbest <= 1 && !a.scores) {
@@ -47,6 +103,17 @@ std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t 
     os << index << "\t" << k << "\t" << hyps[k].hyp.score << "\t" << hyps[k].text << tail(hyps[k]) << "\n";
   }
   return os.str();
+}
+// A checkpoint leanseq cannot read that is a fairseq one gets the command that imports it.
+train::LoadedTranslator load_translator_or_explain(const std::string& path) {
+  try {
+    return train::load_translator(path);
+  } catch (const CheckpointError&) {
+    if (!interop::is_torch_pickle_file(path)) throw;
+    throw CheckpointError(path + " is a fairseq checkpoint: import it first with 'leanseq import-fairseq --checkpoint " +
+                          path + " --data-dir <the directory of its dict.*.txt> --spm <its SentencePiece model> --out " +
+                          path.substr(0, path.rfind(".pt")) + ".leanseq.pt', then translate with that file");
+  }
 }
 }  // namespace
 
@@ -73,6 +140,17 @@ void add_translate(CLI::App& app, int& exit_code) {
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
                 "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
                 "layer's, averaged over heads, for the other families)");
+  sub->add_option("--input-format", a->opt.input_format,
+                  "raw: text, split by the model's subword pipeline; tokens: subword tokens separated by spaces")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, decode::InputFormat>{{"raw", decode::InputFormat::raw},
+                                                     {"tokens", decode::InputFormat::tokens}}))
+      ->default_str("raw");
+  sub->add_option("--output-format", a->output_format,
+                  "text: one translation per line; fairseq: fairseq-generate/interactive's S-, H-, D-, P- lines")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, OutputFormat>{{"text", OutputFormat::text}, {"fairseq", OutputFormat::fairseq}}))
+      ->default_str("text");
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
     leanseq::set_compute_threads(static_cast<int>(a->threads));
@@ -80,7 +158,7 @@ void add_translate(CLI::App& app, int& exit_code) {
     a->opt.search.need_attn = a->alignment;
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
     if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
-    auto lt = train::load_translator(a->checkpoint);
+    auto lt = load_translator_or_explain(a->checkpoint);
     log::info(blas_summary());
     decode::TranslationStats stats;
     if (a->interactive) {
@@ -93,7 +171,7 @@ void add_translate(CLI::App& app, int& exit_code) {
           std::cerr << "leanseq: <stdin>:" << index + 1 << ": invalid UTF-8, skipped\n";
         } else {
           auto res = lt.translator->translate({line}, a->opt, &stats);
-          std::cout << format_hyps(res[0], index, *a) << std::flush;
+          std::cout << format_hyps(res[0], index, line, *lt.translator, *a) << std::flush;
         }
         ++index;
         if (prompt) std::cerr << "> " << std::flush;
@@ -102,7 +180,7 @@ void add_translate(CLI::App& app, int& exit_code) {
       auto lines = io::read_lines(a->input);
       auto res = lt.translator->translate(lines, a->opt, &stats);
       std::ostringstream os;
-      for (size_t i = 0; i < res.size(); ++i) os << format_hyps(res[i], i, *a);
+      for (size_t i = 0; i < res.size(); ++i) os << format_hyps(res[i], i, lines[i], *lt.translator, *a);
       if (a->output == "-") {
         std::cout << os.str() << std::flush;
       } else {

@@ -1,6 +1,7 @@
 #include "leanseq/decode/translator.h"
 
 #include <numeric>
+#include <sstream>
 
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
@@ -16,8 +17,12 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictio
       src_spm_(std::move(src_spm)),
       tgt_spm_(std::move(tgt_spm)) {}
 
-std::vector<int64_t> Translator::encode_source(const std::string& line) const {
-  return src_dict_.encode(src_spm_->encode(line));
+std::vector<int64_t> Translator::encode_source(const std::string& line, InputFormat format) const {
+  if (format == InputFormat::raw) return src_dict_.encode(src_spm_->encode(line));
+  std::vector<std::string> tokens;
+  std::istringstream words(line);
+  for (std::string w; words >> w;) tokens.push_back(w);
+  return src_dict_.encode(tokens);
 }
 
 std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
@@ -28,7 +33,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector
                                                                const TranslateOptions& opt, TranslationStats* stats) {
   std::vector<std::vector<int64_t>> sources;
   sources.reserve(lines.size());
-  for (const auto& l : lines) sources.push_back(encode_source(l));
+  for (const auto& l : lines) sources.push_back(encode_source(l, opt.input_format));
   return translate_ids(sources, opt, stats);
 }
 

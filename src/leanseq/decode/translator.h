@@ -12,8 +12,13 @@
 
 namespace leanseq::decode {
 
+// How input lines are read: raw text (the model's subword pipeline splits it) or subword tokens
+// separated by spaces (as fairseq-generate reads binarized text; unknown ones become <unk>).
+enum class InputFormat { raw, tokens };
+
 struct TranslateOptions {
   SearchOptions search;
+  InputFormat input_format = InputFormat::raw;
   int64_t max_sentences = 64;  // sentences per batch
   int64_t max_tokens = 0;      // source tokens per batch (0: no limit)
 };
@@ -41,7 +46,8 @@ class Translator {
   std::vector<std::vector<TranslationHyp>> translate_ids(const std::vector<std::vector<int64_t>>& sources,
                                                          const TranslateOptions& opt, TranslationStats* stats = nullptr);
 
-  std::vector<int64_t> encode_source(const std::string& line) const;
+  // A line as source ids ending with </s>, read as `format` says.
+  std::vector<int64_t> encode_source(const std::string& line, InputFormat format = InputFormat::raw) const;
   std::string detokenize(const std::vector<int64_t>& target_ids) const;  // stops at </s>
   const data::Dictionary& tgt_dict() const { return tgt_dict_; }
   const data::Dictionary& src_dict() const { return src_dict_; }

@@ -1,0 +1,165 @@
+// Real fairseq 0.12.2 checkpoints (../shared/fixtures/fairseq-pt) imported with `leanseq
+// import-fairseq` and decoded by `leanseq translate`: the H lines (tokens) of fairseq-generate at
+// beam 5, beam 1 and n-best 3 with lenpen 1.2, their scores and per-token scores within 1e-4, and
+// fairseq-interactive's D lines from raw text. Then the bad files: each one line and exit 1.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "e2e/task.h"
+
+using leanseq::test::kCli;
+using leanseq::test::read_text;
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+
+namespace {
+
+const char* kFixtures[] = {"transformer", "transformer_legacy", "lightconv_glu", "dynamicconv", "fconv"};
+
+struct Hyp {
+  double score = 0;
+  std::string tokens, detok;
+  std::vector<double> positional;
+};
+
+// id -> hypotheses in rank order, from fairseq's H/D/P lines.
+std::map<int, std::vector<Hyp>> parse(const std::string& text) {
+  std::map<int, std::vector<Hyp>> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < 3 || line[1] != '-' || (line[0] != 'H' && line[0] != 'D' && line[0] != 'P')) continue;
+    const auto tab = line.find('\t');
+    const int id = std::stoi(line.substr(2, tab - 2));
+    auto& hyps = out[id];
+    const std::string rest = line.substr(tab + 1);
+    if (line[0] == 'H') {
+      Hyp h;
+      const auto t2 = rest.find('\t');
+      h.score = std::stod(rest.substr(0, t2));
+      h.tokens = t2 == std::string::npos ? "" : rest.substr(t2 + 1);
+      hyps.push_back(h);
+    } else if (line[0] == 'D') {
+      const auto t2 = rest.find('\t');
+      hyps.back().detok = t2 == std::string::npos ? "" : rest.substr(t2 + 1);
+    } else {
+      std::istringstream ps(rest);
+      for (double v; ps >> v;) hyps.back().positional.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::string import(const std::string& fixture, const std::string& dir) {
+  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/" + fixture);
+  const std::string out = dir + "/" + fixture + ".pt";
+  std::string log;
+  const int rc = run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src + " --spm " +
+                                 src + "/spm.model --source-lang de --target-lang en --out " + out,
+                             log);
+  EXPECT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("imported fairseq"), std::string::npos) << log;
+  return out;
+}
+
+void compare(const std::string& what, const std::string& expected_text, const std::string& actual_text, bool detok) {
+  const auto expected = parse(expected_text), actual = parse(actual_text);
+  ASSERT_EQ(expected.size(), 50u) << what;
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (const auto& [id, hyps] : expected) {
+    const auto& got = actual.at(id);
+    ASSERT_EQ(got.size(), hyps.size()) << what << " sentence " << id;
+    for (size_t k = 0; k < hyps.size(); ++k) {
+      EXPECT_EQ(got[k].tokens, hyps[k].tokens) << what << " sentence " << id << " hypothesis " << k;
+      EXPECT_NEAR(got[k].score, hyps[k].score, 1e-4) << what << " sentence " << id << " hypothesis " << k;
+      if (detok) EXPECT_EQ(got[k].detok, hyps[k].detok) << what << " sentence " << id;
+      ASSERT_EQ(got[k].positional.size(), hyps[k].positional.size()) << what << " sentence " << id;
+      for (size_t t = 0; t < hyps[k].positional.size(); ++t) {
+        // Both printed with 4 decimals: one unit of the last one apart at most.
+        EXPECT_NEAR(got[k].positional[t], hyps[k].positional[t], 1.5e-4) << what << " sentence " << id;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(ImportFairseqFixture, ReproducesFairseqGenerateAndInteractive) {
+  if (leanseq::test::shared_path("fixtures/fairseq-pt").empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const auto dir = temp_dir("import");
+  for (const char* fixture : kFixtures) {
+    const std::string src = leanseq::test::shared_path(std::string("fixtures/fairseq-pt/") + fixture);
+    const std::string ck = import(fixture, dir);
+    const std::vector<std::pair<std::string, std::string>> runs = {
+        {"gen.beam5.txt", "--beam 5"}, {"gen.beam1.txt", "--beam 1"}, {"gen.nbest3_lenpen1.2.txt", "--beam 5 --nbest 3 --lenpen 1.2"}};
+    for (const auto& [file, flags] : runs) {
+      std::string out;
+      const int rc = run_command(kCli + " translate --checkpoint " + ck + " " + flags + " -i " + src +
+                                     "/test.tok.de --input-format tokens --output-format fairseq 2>/dev/null",
+                                 out);
+      ASSERT_EQ(rc, 0) << out;
+      compare(std::string(fixture) + " " + file, read_text(src + "/" + file), out, false);
+    }
+    std::string out;
+    const int rc = run_command(kCli + " translate --checkpoint " + ck + " --beam 5 -i " + src +
+                                   "/input.de --output-format fairseq 2>/dev/null",
+                               out);
+    ASSERT_EQ(rc, 0) << out;
+    compare(std::string(fixture) + " interactive.beam5.txt", read_text(src + "/interactive.beam5.txt"), out, true);
+  }
+}
+
+TEST(ImportFairseqFixture, BadFilesGiveOneLineNamingTheFile) {
+  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer_legacy");
+  if (src.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/transformer_legacy");
+  const auto dir = temp_dir("import-bad");
+  const std::string model = read_text(src + "/model.pt");
+  auto run_import = [&](const std::string& file, const std::string& data_dir, std::string& out) {
+    return run_command(kCli + " import-fairseq --checkpoint " + file + " --data-dir " + data_dir + " --spm " + src +
+                           "/spm.model --source-lang de --target-lang en --out " + dir + "/out.pt",
+                       out);
+  };
+  auto expect_error = [&](const std::string& name, const std::string& bytes, const std::string& message) {
+    const std::string file = dir + "/" + name;
+    std::ofstream(file, std::ios::binary) << bytes;
+    std::string out;
+    EXPECT_EQ(run_import(file, src, out), 1) << name << ": " << out;
+    EXPECT_NE(out.find(file + ": "), std::string::npos) << name << ": " << out;
+    EXPECT_NE(out.find(message), std::string::npos) << name << ": " << out;
+    EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out.pt")) << name;
+  };
+  expect_error("truncated.pt", model.substr(0, model.size() / 2), "truncated");
+  expect_error("text.pt", "this is not a checkpoint\n", "neither a zip archive nor torch's legacy format");
+  // The legacy header, then a pickle that would call os.system: refused, nothing run.
+  const std::string header = model.substr(0, 137);  // magic, protocol and system information
+  expect_error("foreign.pt", header + std::string("\x80\x02" "cos\nsystem\nq\x00X\x05\x00\x00\x00touchq\x01\x85R.", 30),
+               "refuses the pickled reference to 'os.system'");
+  // The same model under an arch name leanseq does not know.
+  std::string renamed = model;
+  const std::string arch = std::string("X\x0b\x00\x00\x00", 5) + "transformer";
+  for (size_t at = renamed.find(arch); at != std::string::npos; at = renamed.find(arch, at + 1)) {
+    renamed.replace(at + 5, 11, "transformXr");
+  }
+  expect_error("arch.pt", renamed, "fairseq arch 'transformXr' is not supported");
+  // A data directory without the dictionaries.
+  std::filesystem::create_directories(dir + "/empty");
+  std::string out;
+  EXPECT_EQ(run_import(src + "/model.pt", dir + "/empty", out), 1) << out;
+  EXPECT_NE(out.find(dir + "/empty/dict.de.txt: source dictionary not found"), std::string::npos) << out;
+}
+
+TEST(ImportFairseqFixture, TranslateNamesTheImportForAFairseqFile) {
+  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/fconv");
+  if (src.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/fconv");
+  std::string out;
+  const int rc = run_command("echo Hallo | " + kCli + " translate --checkpoint " + src + "/model.pt", out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(src + "/model.pt is a fairseq checkpoint: import it first with 'leanseq import-fairseq --checkpoint " +
+                     src + "/model.pt --data-dir "),
+            std::string::npos)
+      << out;
+}

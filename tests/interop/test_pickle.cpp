@@ -1,0 +1,171 @@
+// The restricted unpickler and torch.save's file formats (interop/): what it builds from hand-made
+// pickles, what it refuses, the fairseq option mapping, and a bounded fuzz run over the real fairseq
+// checkpoints (../shared/fixtures/fairseq-pt): truncated, flipped and forged-length copies must end
+// in a clear error, never a crash or an allocation beyond the input.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+
+#include "leanseq/interop/fairseq.h"
+#include "leanseq/interop/pickle.h"
+#include "leanseq/interop/torch_file.h"
+#include "support/fixtures.h"
+
+using namespace leanseq::interop;
+using Kind = PyValue::Kind;
+
+namespace {
+PyRef load(const std::string& bytes) {
+  size_t pos = 0;
+  return unpickle(bytes, pos, {"test.pkl"});
+}
+// Bytes from their hex digits (the pickles below were checked with Python's pickle.loads).
+std::string pkl(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+}  // namespace
+
+TEST(Pickle, BuildsScalarsContainersOrderedDictAndNamespace) {
+  // {'a': 1, 'b': [2.5, 'x'], 'c': (None, True), 'd': -2} at protocol 2
+  const std::string p = pkl(
+      "80027d7100285801000000614b015801000000625d710128474004000000000000580100000078655801000000634e888658010000"
+      "00648a01fe752e");
+  auto v = load(p);
+  ASSERT_EQ(v->kind, Kind::dict);
+  EXPECT_EQ(v->get("a")->i, 1);
+  ASSERT_EQ(v->get("b")->items.size(), 2u);
+  EXPECT_DOUBLE_EQ(v->get("b")->items[0]->f, 2.5);
+  EXPECT_EQ(v->get("b")->items[1]->s, "x");
+  EXPECT_EQ(v->get("c")->kind, Kind::tuple);
+  EXPECT_TRUE(v->get("c")->items[1]->b);
+  EXPECT_EQ(v->get("d")->i, -2);
+  // OrderedDict([('k', 3)]) and a Namespace(arch='fconv') with memo use.
+  const std::string od =
+      pkl("800263636f6c6c656374696f6e730a4f726465726564446963740a71005d710158010000006b4b038671026185522e");
+  auto d = load(od);
+  ASSERT_EQ(d->kind, Kind::dict);
+  EXPECT_EQ(d->get("k")->i, 3);
+  const std::string ns =
+      pkl("80026361726770617273650a4e616d6573706163650a710029817d580400000061726368580500000066636f6e7673622e");
+  auto n = load(ns);
+  ASSERT_EQ(n->kind, Kind::ns);
+  EXPECT_EQ(n->get("arch")->s, "fconv");
+}
+
+TEST(Pickle, RefusesForeignGlobalsAndMalformedStreams) {
+  for (const std::string name : {"os\nsystem\n", "builtins\neval\n", "subprocess\nPopen\n", "torch\nload\n"}) {
+    const std::string p = pkl("8002") + "c" + name + pkl("580100000078710085522e");
+    try {
+      load(p);
+      ADD_FAILURE() << "accepted " << name;
+    } catch (const PickleError& e) {
+      EXPECT_NE(std::string(e.what()).find("refuses the pickled reference"), std::string::npos) << e.what();
+    }
+  }
+  // Truncated, a length past the end, an unknown opcode, an unset memo entry, deep nesting.
+  EXPECT_THROW(load(pkl("80027d71002858010000")), PickleError);     // truncated
+  EXPECT_THROW(load(pkl("800258ffffff7f6162632e")), PickleError);   // a length past the end
+  EXPECT_THROW(load(pkl("8002ff2e")), PickleError);                 // an unknown opcode
+  EXPECT_THROW(load(pkl("800268072e")), PickleError);               // an unset memo entry
+  // Lists nested n deep: [] memoized, then n times [memo 0] memoized in its place.
+  auto nested = [](int n) {
+    std::string p = pkl("80025d710030");
+    for (int i = 0; i < n; ++i) p += pkl("5d680061710030");
+    return p + pkl("68002e");
+  };
+  EXPECT_EQ(load(nested(100))->depth, 100);
+  EXPECT_THROW(load(nested(1000)), PickleError);
+  // A tensor rebuild whose storage is not a torch storage.
+  EXPECT_THROW(load(pkl("8002") + "ctorch._utils\n_rebuild_tensor_v2\n" + pkl("284b014b00297452" "2e")), PickleError);
+}
+
+TEST(FairseqOptions, MapEveryShapingOptionAndRefuseWhatIsNotBuilt) {
+  nlohmann::json args = {{"arch", "lightconv_iwslt_de_en"}, {"encoder_embed_dim", 64}, {"encoder_kernel_size_list", {3, 7}},
+                         {"decoder_kernel_size_list", "[3, 7]"}, {"encoder_glu", "True"}, {"decoder_conv_type", "lightweight"}};
+  auto v = fairseq_config_values(args, "m.pt");
+  EXPECT_EQ(v.values.at("arch"), "lightconv");
+  EXPECT_EQ(v.values.at("model.encoder.kernel_size_list"), "3,7");
+  EXPECT_EQ(v.values.at("model.decoder.kernel_size_list"), "3,7");
+  EXPECT_EQ(v.values.at("model.encoder.glu"), "true");
+  EXPECT_EQ(v.values.at("model.decoder.embed_dim"), "64");  // fairseq's default: the encoder's
+  EXPECT_EQ(v.values.at("model.decoder.conv_dim"), "64");
+  EXPECT_EQ(v.values.at("model.decoder.conv_type"), "lightweight");
+  nlohmann::json t = {{"arch", "transformer"}, {"layernorm_embedding", true}};
+  try {
+    fairseq_config_values(t, "m.pt");
+    ADD_FAILURE() << "layernorm_embedding accepted";
+  } catch (const leanseq::CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.pt: fairseq option layernorm_embedding=true"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(fairseq_config_values({{"arch", "transformer"}, {"decoder_output_dim", 32}, {"decoder_embed_dim", 64}}, "m.pt"),
+               leanseq::CheckpointError);
+  EXPECT_NO_THROW(fairseq_config_values({{"arch", "transformer"}, {"decoder_output_dim", 64}, {"decoder_embed_dim", 64}}, "m.pt"));
+  EXPECT_THROW(fairseq_config_values({{"arch", "transformer_lm"}}, "m.pt"), leanseq::CheckpointError);
+  EXPECT_THROW(fairseq_config_values({{"arch", "bart_large"}}, "m.pt"), leanseq::CheckpointError);
+}
+
+namespace {
+// Reads a torch file and every tensor of its model, as the importer does.
+void read_all(const std::string& path) {
+  TorchFile f(path);
+  fairseq_model_args(f.root(), path);
+  auto model = f.root()->get("model");
+  if (!model) return;
+  for (const auto& [k, v] : model->entries) {
+    if (v->kind == Kind::tensor) f.tensor(*v->tensor);
+  }
+}
+}  // namespace
+
+TEST(TorchFileFixture, BothFormatsReadAndMutatedCopiesFailCleanly) {
+  const std::string dir = leanseq::test::shared_path("fixtures/fairseq-pt");
+  if (dir.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const std::string tmp = leanseq::test::temp_dir("fuzz") + "/mutated.pt";
+  std::mt19937_64 rng(20261125);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  int runs = 0, errors = 0;
+  for (const char* name : {"transformer_legacy", "fconv"}) {
+    const std::string original = leanseq::test::read_text(dir + "/" + name + "/model.pt");
+    ASSERT_NO_THROW(read_all(dir + "/" + name + "/model.pt")) << name;
+    for (int i = 0; i < 1000 && std::chrono::steady_clock::now() < deadline; ++i, ++runs) {
+      std::string bytes = original;
+      // Damage the parts that hold structure more often: the start (headers, pickles) and the
+      // end (the zip directory); sometimes anywhere.
+      auto where = [&]() -> size_t {
+        const size_t n = bytes.size();
+        switch (rng() % 3) {
+          case 0: return rng() % std::min<size_t>(n, 60000);
+          case 1: return n - 1 - rng() % std::min<size_t>(n, 30000);
+          default: return rng() % n;
+        }
+      };
+      switch (i % 3) {
+        case 0: bytes.resize(where()); break;  // truncated
+        case 1:
+          for (int k = 0; k < 4; ++k) bytes[where()] ^= static_cast<char>(1 + rng() % 255);  // flipped
+          break;
+        default: {  // a forged length or offset
+          const size_t at = where();
+          for (size_t k = 0; k < 4 && at + k < bytes.size(); ++k) bytes[at + k] = k == 3 ? '\x7f' : '\xff';
+        }
+      }
+      std::ofstream(tmp, std::ios::binary | std::ios::trunc) << bytes;
+      try {
+        read_all(tmp);
+      } catch (const leanseq::Error&) {
+        ++errors;
+      } catch (const c10::Error&) {
+        ++errors;
+      } catch (const std::bad_alloc&) {
+        ADD_FAILURE() << name << " mutation " << i << ": an allocation beyond the input";
+      }
+    }
+  }
+  std::cout << runs << " mutated files, " << errors << " refused with an error, the rest still readable\n";
+  EXPECT_GT(runs, 50);
+  EXPECT_GT(errors, runs / 4);
+}
