@@ -1,0 +1,194 @@
+#include "leanseq/text/bpe.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "leanseq/core/error.h"
+
+namespace leanseq::text {
+
+namespace {
+
+const char* kStrip = "\r\n ";
+
+std::string strip(const std::string& s) {
+  const auto b = s.find_first_not_of(kStrip);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(kStrip) - b + 1);
+}
+
+// The code points of a UTF-8 string, each as its bytes (invalid bytes one by one).
+std::vector<std::string> code_points(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    if (i + n > s.size()) n = 1;
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+const std::string kEndOfWord = "</w>";
+
+}  // namespace
+
+Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const std::vector<std::string>& glossaries,
+                   std::string separator) {
+  Bpe bpe;
+  bpe.separator_ = std::move(separator);
+  std::istringstream in(codes);
+  std::string line;
+  int64_t number = 0, rank = 0;
+  bool first = true;
+  while (std::getline(in, line)) {
+    ++number;
+    if (first) {
+      first = false;
+      if (line.rfind("#version:", 0) == 0) {
+        const std::string v = strip(line.substr(9));
+        bpe.word_final_suffix_ = v != "0.1";
+        continue;
+      }
+      bpe.word_final_suffix_ = false;  // no header: version 0.1
+    }
+    const std::string item = strip(line);
+    if (item.empty() && in.peek() == std::char_traits<char>::eof()) break;  // the final newline
+    const auto space = item.find(' ');
+    if (space == std::string::npos || item.find(' ', space + 1) != std::string::npos) {
+      throw DataError(origin + ":" + std::to_string(number) + ": a BPE merge must be two subwords separated by a space, got '" +
+                      item + "'");
+    }
+    bpe.ranks_.emplace(std::make_pair(item.substr(0, space), item.substr(space + 1)), static_cast<int>(rank++));
+  }
+  for (const auto& g : glossaries) {
+    try {
+      bpe.glossaries_.emplace_back(g);
+      bpe.glossary_texts_.push_back(g);
+    } catch (const std::regex_error& e) {
+      throw ConfigError("glossary '" + g + "': not a regular expression (" + e.what() + ")");
+    }
+  }
+  return bpe;
+}
+
+Bpe Bpe::from_file(const std::string& path, const std::vector<std::string>& glossaries) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw DataError(path + ": BPE codes not found");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return from_text(ss.str(), path, glossaries);
+}
+
+std::vector<std::string> Bpe::encode_word(const std::string& orig) const {
+  if (auto it = cache_.find(orig); it != cache_.end()) return it->second;
+  for (const auto& g : glossaries_) {
+    if (std::regex_match(orig, g)) return cache_[orig] = {orig};
+  }
+  auto word = code_points(orig);
+  if (word.size() <= 1) return word;
+  if (word_final_suffix_) {
+    word.back() += kEndOfWord;
+  } else {
+    word.push_back(kEndOfWord);
+  }
+  while (word.size() > 1) {
+    // The pair of the earliest merge, and every position it occurs at.
+    int best = std::numeric_limits<int>::max();
+    std::pair<std::string, std::string> bigram;
+    for (size_t i = 0; i + 1 < word.size(); ++i) {
+      auto it = ranks_.find({word[i], word[i + 1]});
+      if (it != ranks_.end() && it->second < best) {
+        best = it->second;
+        bigram = it->first;
+      }
+    }
+    if (best == std::numeric_limits<int>::max()) break;
+    std::vector<std::string> merged;
+    for (size_t i = 0; i < word.size();) {
+      if (i + 1 < word.size() && word[i] == bigram.first && word[i + 1] == bigram.second) {
+        merged.push_back(word[i] + word[i + 1]);
+        i += 2;
+      } else {
+        merged.push_back(word[i++]);
+      }
+    }
+    word = std::move(merged);
+  }
+  if (word.back() == kEndOfWord) {
+    word.pop_back();
+  } else if (word.back().size() >= kEndOfWord.size() &&
+             word.back().compare(word.back().size() - kEndOfWord.size(), kEndOfWord.size(), kEndOfWord) == 0) {
+    word.back().resize(word.back().size() - kEndOfWord.size());
+  }
+  return cache_[orig] = word;
+}
+
+std::vector<std::string> Bpe::segment_word(const std::string& word) const {
+  // Glossary matches inside the word are cut out, one glossary after the other.
+  std::vector<std::string> segments{word};
+  for (const auto& g : glossaries_) {
+    std::vector<std::string> next;
+    for (const auto& s : segments) {
+      if (std::regex_match(s, g) || !std::regex_search(s, g)) {
+        next.push_back(s);
+        continue;
+      }
+      size_t last = 0;
+      for (auto it = std::sregex_iterator(s.begin(), s.end(), g); it != std::sregex_iterator(); ++it) {
+        const auto at = static_cast<size_t>(it->position(0));
+        if (at > last) next.push_back(s.substr(last, at - last));
+        if (it->length(0) > 0) next.push_back(it->str(0));
+        last = at + static_cast<size_t>(it->length(0));
+      }
+      const std::string ending = strip(s.substr(last));
+      if (!ending.empty()) next.push_back(ending);
+    }
+    segments = std::move(next);
+  }
+  std::vector<std::string> out;
+  for (const auto& s : segments) {
+    for (auto& piece : encode_word(s)) out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+std::string Bpe::apply_line(const std::string& line) const {
+  const auto begin = line.find_first_not_of(kStrip);
+  if (begin == std::string::npos) return line;
+  const auto end = line.find_last_not_of(kStrip) + 1;
+  std::string out = line.substr(0, begin);
+  const std::string body = line.substr(begin, end - begin);
+  bool first = true;
+  for (size_t i = 0; i <= body.size();) {
+    size_t j = body.find(' ', i);
+    if (j == std::string::npos) j = body.size();
+    const std::string word = body.substr(i, j - i);
+    i = j + 1;
+    if (word.empty()) continue;
+    const auto pieces = segment_word(word);
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      out += (first ? "" : " ") + pieces[k] + (k + 1 < pieces.size() ? separator_ : "");
+      first = false;
+    }
+  }
+  return out + line.substr(end);
+}
+
+std::string Bpe::remove(const std::string& segmented) const {
+  std::string s = segmented + " ", out;
+  const std::string joint = separator_ + " ";
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, joint.size(), joint) == 0) {
+      i += joint.size();
+    } else {
+      out += s[i++];
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace leanseq::text

@@ -1,0 +1,41 @@
+// subword-nmt's BPE segmentation (apply_bpe), for the models that fairseq users trained on Moses +
+// BPE data: merge operations from a codes file (versions 0.1 and 0.2), applied in their order to
+// each whitespace-separated word; every subword but a word's last gets the separator ("@@"), so
+// that "@@ " joins them back. Glossaries (regular expressions) are never split: a word that matches
+// one whole is kept, and matches inside a word are cut out and kept.
+#pragma once
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace leanseq::text {
+
+class Bpe {
+ public:
+  // Throws DataError naming `origin` and the line for a malformed codes file.
+  static Bpe from_text(const std::string& codes, const std::string& origin, const std::vector<std::string>& glossaries = {},
+                       std::string separator = "@@");
+  static Bpe from_file(const std::string& path, const std::vector<std::string>& glossaries = {});
+
+  // A whitespace-tokenized line segmented; leading and trailing whitespace kept as it was.
+  std::string apply_line(const std::string& line) const;
+  // The subwords of one word (without separators).
+  std::vector<std::string> encode_word(const std::string& word) const;
+  // "@@ " joins removed: the words back ("Män@@ ner" -> "Männer").
+  std::string remove(const std::string& segmented) const;
+
+ private:
+  std::vector<std::string> segment_word(const std::string& word) const;
+  std::map<std::pair<std::string, std::string>, int> ranks_;
+  bool word_final_suffix_ = true;  // codes version 0.2 (else 0.1: "</w>" as a separate symbol)
+  std::string separator_ = "@@";
+  std::vector<std::regex> glossaries_;
+  std::vector<std::string> glossary_texts_;
+  mutable std::unordered_map<std::string, std::vector<std::string>> cache_;
+};
+
+}  // namespace leanseq::text

@@ -1,0 +1,84 @@
+// The Moses tokenizer/detokenizer and subword-nmt BPE (text/): sacremoses' and subword-nmt's own
+// outputs on 300 Multi30k lines per language (../shared/fixtures/fairseq-pt/tokenizers), and the
+// cases those lines do not reach: contractions, numbers, prefixes, glossaries, codes versions.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "leanseq/core/error.h"
+#include "leanseq/text/bpe.h"
+#include "leanseq/text/moses.h"
+#include "support/fixtures.h"
+
+using namespace leanseq::text;
+
+namespace {
+std::vector<std::string> lines(const std::string& path) {
+  std::istringstream in(leanseq::test::read_text(path));
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+}  // namespace
+
+TEST(MosesFixture, TokenizerDetokenizerAndBpeReproduceSacremosesAndSubwordNmt) {
+  const std::string dir = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
+  if (dir.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/tokenizers");
+  const auto bpe = Bpe::from_file(dir + "/bpecodes");
+  for (const std::string lang : {"en", "de"}) {
+    const auto input = lines(dir + "/input." + lang), tok = lines(dir + "/" + lang + ".moses.tok"),
+               noescape = lines(dir + "/" + lang + ".moses.noescape.tok"),
+               detok = lines(dir + "/" + lang + ".moses.detok"), segmented = lines(dir + "/" + lang + ".bpe");
+    ASSERT_EQ(input.size(), 300u);
+    ASSERT_EQ(tok.size(), input.size());
+    MosesOptions escaped, plain;
+    escaped.lang = plain.lang = lang;
+    plain.escape = false;
+    MosesTokenizer t(escaped), t_plain(plain);
+    MosesDetokenizer d(lang);
+    for (size_t i = 0; i < input.size(); ++i) {
+      EXPECT_EQ(t.tokenize(input[i]), tok[i]) << lang << " line " << i + 1;
+      EXPECT_EQ(t_plain.tokenize(input[i]), noescape[i]) << lang << " line " << i + 1;
+      EXPECT_EQ(d.detokenize(tok[i]), detok[i]) << lang << " line " << i + 1;
+      EXPECT_EQ(bpe.apply_line(tok[i]), segmented[i]) << lang << " line " << i + 1;
+      EXPECT_EQ(bpe.remove(segmented[i]), tok[i]) << lang << " line " << i + 1;
+    }
+  }
+}
+
+TEST(Moses, TheRulesTheCorpusDoesNotReach) {
+  MosesOptions en;
+  MosesTokenizer t(en);
+  EXPECT_EQ(t.tokenize("He can't go, it's Mr. Smith's 5,300 $ car (really)..."),
+            "He can &apos;t go , it &apos;s Mr. Smith &apos;s 5,300 $ car ( really ) ...");
+  EXPECT_EQ(t.tokenize("Visit Acme Corp. today. See page No. 5 or No. Way."),
+            "Visit Acme Corp. today . See page No. 5 or No . Way .");
+  EXPECT_EQ(t.tokenize("a & b | <c> [d]"), "a &amp; b &#124; &lt; c &gt; &#91; d &#93;");
+  en.aggressive_dash_splits = true;
+  EXPECT_EQ(MosesTokenizer(en).tokenize("well-known e-mail"), "well @-@ known e @-@ mail");
+  MosesDetokenizer d("en");
+  EXPECT_EQ(d.detokenize("&quot; Hello , &quot; he said : &quot; it &apos;s $ 5 ( now ) . &quot;"),
+            "\"Hello,\" he said: \"it's $5 (now).\"");
+  EXPECT_EQ(d.detokenize("well @-@ known"), "well-known");
+  MosesOptions fr;
+  fr.lang = "fr";
+  EXPECT_EQ(MosesTokenizer(fr).tokenize("l'homme"), "l&apos; homme");
+  EXPECT_EQ(MosesDetokenizer("fr").detokenize("l&apos; homme"), "l'homme");
+}
+
+TEST(Bpe, MergesInOrderKeepsGlossariesAndReadsBothVersions) {
+  const auto bpe = Bpe::from_text("#version: 0.2\nl o\nlo w</w>\ne r</w>\nn e\n", "codes", {"USA", "[0-9]+"});
+  EXPECT_EQ(bpe.apply_line("low lower newer"), "low lo@@ w@@ er ne@@ w@@ er");
+  // A glossary word is kept whole, inside a word it is cut out; spaces around the line stay.
+  EXPECT_EQ(bpe.apply_line("  USA lowUSA 2026low \n"), "  USA low@@ USA 2026@@ low \n");
+  EXPECT_EQ(bpe.remove("lo@@ w@@ er ne@@ w"), "lower new");
+  // Version 0.1: the end of a word is a symbol of its own.
+  const auto v01 = Bpe::from_text("l o\nlo w\nlow </w>\n", "codes");
+  EXPECT_EQ(v01.apply_line("low lows"), "low low@@ s");
+  try {
+    Bpe::from_text("#version: 0.2\nl o\nthree parts here\n", "codes.txt");
+    ADD_FAILURE() << "a malformed line was accepted";
+  } catch (const leanseq::DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("codes.txt:3:"), std::string::npos) << e.what();
+  }
+}
