@@ -376,6 +376,26 @@ TEST(EndToEnd, UnknownCommandsAndOptionsAreNamed) {
   EXPECT_EQ(run_command(kCli + " --version", out), 0) << out;
 }
 
+TEST(EndToEnd, TokenizeIsALineFilterBothWays) {
+  auto dir = temp_dir("tokenize");
+  std::ofstream(dir + "/codes") << "#version: 0.2\nM ä\nMä n\nn e\ne r</w>\n";
+  std::string out;
+  // One line out per line in, an invalid one as an empty line with a warning naming it.
+  int rc = run_command("{ printf 'Männer, \"hier\".\\nbad \\377\\nok.\\n' | " + kCli + " tokenize -l de 2>/dev/null; }", out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "Männer , &quot; hier &quot; .\n\nok .\n");
+  rc = run_command("{ printf 'bad \\377\\n' | " + kCli + " tokenize -l de 2>&1 >/dev/null; }", out);
+  EXPECT_NE(out.find("leanseq: <stdin>:1: invalid UTF-8"), std::string::npos) << out;
+  rc = run_command("echo 'Männer, \"hier\".' | " + kCli + " tokenize -l de --no-escape --bpe-codes " + dir + "/codes", out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "Män@@ ne@@ r , \" h@@ i@@ er \" .\n");  // merges in the codes' order
+  rc = run_command("echo 'Män@@ n@@ er , &quot; hier &quot; .' | " + kCli + " tokenize -l de -d --bpe-codes " + dir + "/codes",
+                   out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "Männer, \"hier\".\n");
+  EXPECT_EQ(run_command(kCli + " tokenize -l de --glossaries x < /dev/null", out), 2) << out;
+}
+
 TEST(EndToEnd, ListArchsPrintsNamesFirst) {
   std::string out;
   ASSERT_EQ(run_command(kCli + " list-archs", out), 0);

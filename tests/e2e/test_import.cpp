@@ -112,6 +112,40 @@ TEST(ImportFairseqFixture, ReproducesFairseqGenerateAndInteractive) {
   }
 }
 
+TEST(ImportFairseqFixture, AMosesAndBpeModelTranslatesRawTextThroughThatPipeline) {
+  // The fconv checkpoint imported as if its data had been Moses-tokenized and BPE-segmented: the
+  // checkpoint carries the codes, translate tokenizes and segments its input with them and joins
+  // and detokenizes its output (the words are poor: the model was trained on SentencePiece).
+  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/fconv");
+  const std::string tok = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
+  if (src.empty() || tok.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const auto dir = temp_dir("import-moses");
+  std::string out;
+  int rc = run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src +
+                           " --tokenizer moses --bpe-codes " + tok + "/bpecodes --source-lang de --target-lang en --out " +
+                           dir + "/m.pt",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  rc = run_command("echo 'Zwei junge Männer, im Freien.' | " + kCli + " translate --checkpoint " + dir +
+                       "/m.pt --output-format fairseq 2>/dev/null",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  // The source went through Moses ("Männer ," split) and BPE (the codes' pieces, "@@" joins).
+  EXPECT_NE(out.find("S-0\t"), std::string::npos) << out;
+  EXPECT_NE(out.find(" , "), std::string::npos) << out;
+  auto d = out.substr(out.find("D-0\t"));
+  d = d.substr(d.find('\t', 4) + 1);
+  d = d.substr(0, d.find('\n'));
+  EXPECT_EQ(d.find("@@"), std::string::npos) << d;
+  EXPECT_EQ(d.find(" ."), std::string::npos) << "detokenized: " << d;
+  // --bpe-codes without --tokenizer, and both pipelines at once, are usage errors.
+  EXPECT_EQ(run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src + " --bpe-codes " + tok +
+                            "/bpecodes --out " + dir + "/x.pt",
+                        out),
+            2)
+      << out;
+}
+
 TEST(ImportFairseqFixture, BadFilesGiveOneLineNamingTheFile) {
   const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer_legacy");
   if (src.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/transformer_legacy");

@@ -8,6 +8,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/text/bpe.h"
 #include "leanseq/text/moses.h"
+#include "leanseq/text/moses_bpe.h"
 #include "support/fixtures.h"
 
 using namespace leanseq::text;
@@ -80,5 +81,25 @@ TEST(Bpe, MergesInOrderKeepsGlossariesAndReadsBothVersions) {
     ADD_FAILURE() << "a malformed line was accepted";
   } catch (const leanseq::DataError& e) {
     EXPECT_NE(std::string(e.what()).find("codes.txt:3:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MosesFixture, ThePipelineOfImportedModelsEncodesAndDecodesAsFairseq) {
+  // What translate does with a model imported with --tokenizer moses --bpe-codes: raw text to
+  // BPE pieces (fairseq's encode_fn), pieces to text (its decode_fn).
+  const std::string dir = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
+  if (dir.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/tokenizers");
+  const std::string codes = leanseq::test::read_text(dir + "/bpecodes");
+  for (const std::string lang : {"en", "de"}) {
+    MosesBpePipeline pipeline(lang, codes, "bpecodes");
+    const auto input = lines(dir + "/input." + lang), segmented = lines(dir + "/" + lang + ".bpe"),
+               detok = lines(dir + "/" + lang + ".moses.detok");
+    for (size_t i = 0; i < input.size(); ++i) {
+      std::vector<std::string> pieces;
+      std::istringstream words(segmented[i]);
+      for (std::string w; words >> w;) pieces.push_back(w);
+      EXPECT_EQ(pipeline.encode(input[i]), pieces) << lang << " line " << i + 1;
+      EXPECT_EQ(pipeline.decode(pieces), detok[i]) << lang << " line " << i + 1;
+    }
   }
 }

@@ -18,7 +18,13 @@ void add_import_fairseq(CLI::App& app, int& exit_code) {
   sub->add_option("--data-dir", o->data_dir, "the directory with fairseq's dict.<src>.txt and dict.<tgt>.txt")
       ->required();
   sub->add_option("--out,-o", o->out, "the leanseq checkpoint to write")->required();
-  sub->add_option("--spm", o->spm, "the SentencePiece model the data was encoded with (both languages)")->required();
+  auto* spm = sub->add_option("--spm", o->spm, "the SentencePiece model the data was encoded with (both languages)");
+  auto* tokenizer = sub->add_option("--tokenizer", o->tokenizer,
+                                    "moses: the data was Moses-tokenized (fairseq's --tokenizer moses)")
+                        ->check(CLI::IsMember({"moses"}));
+  sub->add_option("--bpe-codes", o->bpe_codes, "subword-nmt codes the Moses tokens were segmented with")
+      ->needs(tokenizer);
+  spm->excludes(tokenizer);
   sub->add_option("--source-lang", o->source_lang, "source language (default: the checkpoint's)");
   sub->add_option("--target-lang", o->target_lang, "target language (default: the checkpoint's)");
   sub->callback([o, &exit_code] {

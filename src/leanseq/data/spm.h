@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "leanseq/data/text_pipeline.h"
+
 namespace leanseq::data {
 
 struct SpmTrainOptions {
@@ -17,14 +19,14 @@ struct SpmTrainOptions {
   int64_t input_sentence_size = 2000000;
 };
 
-class SentencePiece {
+class SentencePiece : public TextPipeline {
  public:
   explicit SentencePiece(const std::string& model_path);
-  ~SentencePiece();
+  ~SentencePiece() override;
   SentencePiece(const SentencePiece&) = delete;
   SentencePiece& operator=(const SentencePiece&) = delete;
-  std::vector<std::string> encode(const std::string& text) const;
-  std::string decode(const std::vector<std::string>& pieces) const;
+  std::vector<std::string> encode(const std::string& text) const override;
+  std::string decode(const std::vector<std::string>& pieces) const override;
   const std::string& path() const { return path_; }
 
   // Trains a model on the lines of `inputs`, writing `<model_prefix>.model` and `.vocab`.

@@ -9,16 +9,16 @@
 namespace leanseq::decode {
 
 Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictionary src_dict,
-                       data::Dictionary tgt_dict, std::shared_ptr<data::SentencePiece> src_spm,
-                       std::shared_ptr<data::SentencePiece> tgt_spm)
+                       data::Dictionary tgt_dict, std::shared_ptr<const data::TextPipeline> src_text,
+                       std::shared_ptr<const data::TextPipeline> tgt_text)
     : model_(std::move(model)),
       src_dict_(std::move(src_dict)),
       tgt_dict_(std::move(tgt_dict)),
-      src_spm_(std::move(src_spm)),
-      tgt_spm_(std::move(tgt_spm)) {}
+      src_text_(std::move(src_text)),
+      tgt_text_(std::move(tgt_text)) {}
 
 std::vector<int64_t> Translator::encode_source(const std::string& line, InputFormat format) const {
-  if (format == InputFormat::raw) return src_dict_.encode(src_spm_->encode(line));
+  if (format == InputFormat::raw) return src_dict_.encode(src_text_->encode(line));
   std::vector<std::string> tokens;
   std::istringstream words(line);
   for (std::string w; words >> w;) tokens.push_back(w);
@@ -26,7 +26,7 @@ std::vector<int64_t> Translator::encode_source(const std::string& line, InputFor
 }
 
 std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
-  return tgt_spm_->decode(tgt_dict_.decode(ids));
+  return tgt_text_->decode(tgt_dict_.decode(ids));
 }
 
 std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector<std::string>& lines,
@@ -72,7 +72,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
         TranslationHyp t;
         t.hyp = hyps[b][k];
         t.pieces = tgt_dict_.decode(t.hyp.tokens);
-        t.text = tgt_spm_->decode(t.pieces);
+        t.text = tgt_text_->decode(t.pieces);
         out.push_back(std::move(t));
       }
       if (stats && !hyps[b].empty()) stats->target_tokens += static_cast<int64_t>(hyps[b][0].tokens.size());

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "leanseq/data/dictionary.h"
-#include "leanseq/data/spm.h"
+#include "leanseq/data/text_pipeline.h"
 #include "leanseq/decode/beam_search.h"
 #include "leanseq/models/seq2seq.h"
 
@@ -36,8 +36,9 @@ struct TranslationStats {
 
 class Translator {
  public:
+  // src_text and tgt_text: the subword pipelines of the two sides (SentencePiece, or Moses + BPE).
   Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictionary src_dict, data::Dictionary tgt_dict,
-             std::shared_ptr<data::SentencePiece> src_spm, std::shared_ptr<data::SentencePiece> tgt_spm);
+             std::shared_ptr<const data::TextPipeline> src_text, std::shared_ptr<const data::TextPipeline> tgt_text);
 
   // n-best translations of each line, in input order.
   std::vector<std::vector<TranslationHyp>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
@@ -51,12 +52,12 @@ class Translator {
   std::string detokenize(const std::vector<int64_t>& target_ids) const;  // stops at </s>
   const data::Dictionary& tgt_dict() const { return tgt_dict_; }
   const data::Dictionary& src_dict() const { return src_dict_; }
-  std::vector<std::string> source_pieces(const std::string& line) const { return src_spm_->encode(line); }
+  std::vector<std::string> source_pieces(const std::string& line) const { return src_text_->encode(line); }
 
  private:
   std::shared_ptr<models::Seq2SeqModel> model_;
   data::Dictionary src_dict_, tgt_dict_;
-  std::shared_ptr<data::SentencePiece> src_spm_, tgt_spm_;
+  std::shared_ptr<const data::TextPipeline> src_text_, tgt_text_;
 };
 
 }  // namespace leanseq::decode

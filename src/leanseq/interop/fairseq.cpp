@@ -11,6 +11,7 @@
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
+#include "leanseq/text/bpe.h"
 #include "leanseq/train/checkpoint.h"
 #include "leanseq/train/run_config.h"
 
@@ -444,8 +445,20 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   vocab.src_dict = padded_dictionary(read_file(src_path, "source dictionary"), rows("encoder.embed_tokens.weight"), src_path);
   vocab.tgt_dict = padded_dictionary(read_file(tgt_path, "target dictionary"), rows("decoder.embed_tokens.weight"), tgt_path);
   vocab.joint = vocab.src_dict == vocab.tgt_dict;
-  if (opt.spm.empty()) throw ConfigError("import-fairseq: --spm is required (the SentencePiece model of both languages)");
-  vocab.src_spm = vocab.tgt_spm = read_file(opt.spm, "SentencePiece model");
+  if (opt.spm.empty() == opt.tokenizer.empty()) {
+    throw ConfigError("import-fairseq: give the model's text pipeline: --spm MODEL, or --tokenizer moses [--bpe-codes CODES]");
+  }
+  if (!opt.bpe_codes.empty() && opt.tokenizer.empty()) throw ConfigError("import-fairseq: --bpe-codes goes with --tokenizer moses");
+  if (!opt.spm.empty()) {
+    vocab.src_spm = vocab.tgt_spm = read_file(opt.spm, "SentencePiece model");
+  } else {
+    if (opt.tokenizer != "moses") throw ConfigError("import-fairseq: --tokenizer must be moses, got '" + opt.tokenizer + "'");
+    vocab.tokenizer = opt.tokenizer;
+    if (!opt.bpe_codes.empty()) {
+      vocab.bpe_codes = read_file(opt.bpe_codes, "BPE codes");
+      text::Bpe::from_text(vocab.bpe_codes, opt.bpe_codes);  // a malformed file is refused now, not at translation
+    }
+  }
   result.src_vocab = data::Dictionary::parse(vocab.src_dict, src_path).size();
   result.tgt_vocab = data::Dictionary::parse(vocab.tgt_dict, tgt_path).size();
 

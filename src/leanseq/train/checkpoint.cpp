@@ -58,6 +58,8 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   write_string(ar, "vocab.src_spm", vocab.src_spm);
   write_string(ar, "vocab.tgt_spm", vocab.tgt_spm);
   ar.write("vocab.joint", torch::tensor({static_cast<int64_t>(vocab.joint)}));
+  write_string(ar, "vocab.tokenizer", vocab.tokenizer);
+  write_string(ar, "vocab.bpe_codes", vocab.bpe_codes);
   ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates, progress.lr_shrinks,
                                           progress.validations_since_best}));
   ar.write("progress.floats",
@@ -107,6 +109,10 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
     torch::Tensor joint, ints, floats;
     ar.read("vocab.joint", joint);
     ck.vocab.joint = joint.item<int64_t>() != 0;
+    // Checkpoints written before imports had a text pipeline of their own lack these two.
+    torch::Tensor text;
+    if (ar.try_read("vocab.tokenizer", text)) ck.vocab.tokenizer = tensor_bytes(text);
+    if (ar.try_read("vocab.bpe_codes", text)) ck.vocab.bpe_codes = tensor_bytes(text);
     ar.read("progress.ints", ints);
     ar.read("progress.floats", floats);
     ck.progress.epoch = ints[0].item<int64_t>();

@@ -30,6 +30,9 @@ struct VocabFiles {
   std::string src_dict, tgt_dict;  // dict.txt contents
   std::string src_spm, tgt_spm;    // SentencePiece model bytes
   bool joint = false;
+  // Instead of SentencePiece (imported models): "moses", Moses tokenization of src_lang/tgt_lang
+  // text, then BPE with `bpe_codes` (subword-nmt's codes file) when it is not empty.
+  std::string tokenizer, bpe_codes;
 };
 
 struct Checkpoint {

@@ -7,6 +7,8 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/data/dictionary.h"
+#include "leanseq/data/spm.h"
+#include "leanseq/text/moses_bpe.h"
 
 namespace leanseq::train {
 
@@ -29,11 +31,20 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
                       ") does not translate; evaluate it with 'leanseq eval-lm'");
   }
   const auto& v = out.loaded.vocab;
-  auto src_spm = spm_from_bytes(v.src_spm, "src");
-  auto tgt_spm = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, "tgt");
-  out.translator = std::make_unique<decode::Translator>(out.loaded.model, data::Dictionary::parse(v.src_dict, checkpoint_path + " (source dictionary)"),
-                                                        data::Dictionary::parse(v.tgt_dict, checkpoint_path + " (target dictionary)"), src_spm,
-                                                        tgt_spm);
+  std::shared_ptr<const data::TextPipeline> src_text, tgt_text;
+  if (v.tokenizer == "moses") {
+    src_text = std::make_shared<text::MosesBpePipeline>(v.src_lang, v.bpe_codes, checkpoint_path + " (BPE codes)");
+    tgt_text = std::make_shared<text::MosesBpePipeline>(v.tgt_lang, v.bpe_codes, checkpoint_path + " (BPE codes)");
+  } else if (!v.tokenizer.empty()) {
+    throw CheckpointError(checkpoint_path + ": unknown text pipeline '" + v.tokenizer + "'");
+  } else {
+    auto src_spm = spm_from_bytes(v.src_spm, "src");
+    src_text = src_spm;
+    tgt_text = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, "tgt");
+  }
+  out.translator = std::make_unique<decode::Translator>(
+      out.loaded.model, data::Dictionary::parse(v.src_dict, checkpoint_path + " (source dictionary)"),
+      data::Dictionary::parse(v.tgt_dict, checkpoint_path + " (target dictionary)"), src_text, tgt_text);
   return out;
 }
 
