@@ -1,8 +1,10 @@
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -10,8 +12,11 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/core/timer.h"
+#include "leanseq/decode/stream.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/train/inference.h"
 
@@ -25,7 +30,7 @@ struct TranslateArgs {
   decode::TranslateOptions opt;
   OutputFormat output_format = OutputFormat::text;
   bool greedy = false, interactive = false, scores = false, alignment = false;
-  int64_t threads = 0;
+  int64_t threads = 0, buffer_size = 1000;
 };
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
@@ -135,7 +140,12 @@ void add_translate(CLI::App& app, int& exit_code) {
   sub->add_option("--batch-size", a->opt.max_sentences, "sentences per batch")->capture_default_str();
   sub->add_option("--max-tokens", a->opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
   sub->add_flag("--print-scores", a->scores, "print index, rank and score before each translation");
-  sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read");
+  sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read (a prompt on a terminal)");
+  sub->add_option("--buffer-size", a->buffer_size,
+                  "lines read and translated together (sorted by length into batches); a pause in piped input "
+                  "translates what has been read at once")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_flag("--print-alignment", a->alignment,
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
                 "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
@@ -161,37 +171,55 @@ void add_translate(CLI::App& app, int& exit_code) {
     auto lt = load_translator_or_explain(a->checkpoint);
     log::info(blas_summary());
     decode::TranslationStats stats;
-    if (a->interactive) {
-      bool prompt = isatty(0);
-      std::string line;
-      size_t index = 0;
+    io::LineReader in(a->input);
+    const bool prompt = a->interactive && a->input == "-" && isatty(0);
+    const bool progress = !a->interactive && in.size() > 0 && isatty(2);
+    const int64_t buffer = a->interactive ? 1 : a->buffer_size;
+    Timer clock;
+    auto run = [&](std::ostream& out) {
       if (prompt) std::cerr << "> " << std::flush;
-      while (std::getline(std::cin, line)) {
-        if (io::utf8_invalid_offset(line) >= 0) {
-          std::cerr << "leanseq: <stdin>:" << index + 1 << ": invalid UTF-8, skipped\n";
-        } else {
-          auto res = lt.translator->translate({line}, a->opt, &stats);
-          std::cout << format_hyps(res[0], index, line, *lt.translator, *a) << std::flush;
+      auto emit = [&](const decode::StreamItem& item) {
+        if (item.skipped) {
+          std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": " << item.skipped
+                    << ", an empty translation written\n";
+          if (a->output_format == OutputFormat::text) out << "\n";
+          return;
         }
-        ++index;
+        out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.line, *lt.translator, *a);
+      };
+      auto chunk_done = [&] {
+        out << std::flush;
+        if (progress) {
+          const double done = static_cast<double>(in.bytes_read()) / static_cast<double>(in.size());
+          const double rate = stats.seconds > 0 ? stats.sentences / stats.seconds : 0;
+          const double eta = done > 0 ? clock.seconds() * (1 - done) / done : 0;
+          std::fprintf(stderr, "\r%ld lines, %.1f sentences/s, %.0f%% read, ETA %.0f s   ",
+                       static_cast<long>(stats.sentences), rate, 100 * done, eta);
+        }
         if (prompt) std::cerr << "> " << std::flush;
-      }
+      };
+      decode::translate_stream(*lt.translator, a->opt, in, buffer, emit, &stats, chunk_done);
+      if (progress) std::fprintf(stderr, "\n");
+    };
+    if (a->output == "-") {
+      run(std::cout);
     } else {
-      auto lines = io::read_lines(a->input);
-      auto res = lt.translator->translate(lines, a->opt, &stats);
-      std::ostringstream os;
-      for (size_t i = 0; i < res.size(); ++i) os << format_hyps(res[i], i, lines[i], *lt.translator, *a);
-      if (a->output == "-") {
-        std::cout << os.str() << std::flush;
-      } else {
-        io::atomic_write_text(a->output, os.str());
-      }
+      io::atomic_write(a->output, [&](const std::string& tmp) {
+        std::ofstream f(tmp, std::ios::binary);
+        if (!f) throw DataError(a->output + ": cannot write");
+        run(f);
+        if (!f) throw DataError(a->output + ": write failed");
+      });
     }
     char buf[256];
-    std::snprintf(buf, sizeof buf, "translated %ld sentences (%ld target tokens) in %.1f s: %.2f sentences/s, %.1f tokens/s",
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    std::snprintf(buf, sizeof buf,
+                  "translated %ld sentences (%ld target tokens) in %.1f s: %.2f sentences/s, %.1f tokens/s; peak "
+                  "memory %.0f MiB",
                   static_cast<long>(stats.sentences), static_cast<long>(stats.target_tokens), stats.seconds,
                   stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
-                  stats.seconds > 0 ? stats.target_tokens / stats.seconds : 0.0);
+                  stats.seconds > 0 ? stats.target_tokens / stats.seconds : 0.0, usage.ru_maxrss / 1024.0);
     log::info(buf);
     exit_code = 0;
   });

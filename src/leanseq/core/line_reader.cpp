@@ -1,0 +1,76 @@
+#include "leanseq/core/line_reader.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "leanseq/core/error.h"
+
+namespace leanseq::io {
+
+LineReader::LineReader(const std::string& path) : name_(path == "-" ? "<stdin>" : path) {
+  if (path == "-") {
+    fd_ = 0;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw DataError(path + ": cannot open (" + std::strerror(errno) + ")");
+    owned_ = true;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
+}
+
+LineReader::~LineReader() {
+  if (owned_) ::close(fd_);
+}
+
+bool LineReader::fill() {
+  if (eof_) return false;
+  if (pos_ > 0 && pos_ == buffer_.size()) buffer_.clear(), pos_ = 0;
+  char chunk[1 << 16];
+  ssize_t n;
+  do {
+    n = ::read(fd_, chunk, sizeof chunk);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) throw DataError(name_ + ": read failed (" + std::strerror(errno) + ")");
+  if (n == 0) {
+    eof_ = true;
+    return false;
+  }
+  // Keep the buffer bounded: drop what has been consumed before growing it.
+  if (pos_ > 0) buffer_.erase(0, pos_), pos_ = 0;
+  buffer_.append(chunk, static_cast<size_t>(n));
+  bytes_read_ += static_cast<uint64_t>(n);
+  return true;
+}
+
+bool LineReader::next(std::string& line) {
+  while (true) {
+    const size_t nl = buffer_.find('\n', pos_);
+    if (nl != std::string::npos) {
+      line.assign(buffer_, pos_, nl - pos_);
+      pos_ = nl + 1;
+      break;
+    }
+    if (!fill()) {
+      if (pos_ >= buffer_.size()) return false;
+      line.assign(buffer_, pos_, std::string::npos);  // a last line without '\n'
+      pos_ = buffer_.size();
+      break;
+    }
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return true;
+}
+
+bool LineReader::ready() {
+  if (eof_ || buffer_.find('\n', pos_) != std::string::npos) return true;
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+}  // namespace leanseq::io

@@ -1,0 +1,50 @@
+#include "leanseq/decode/stream.h"
+
+#include "leanseq/core/io.h"
+
+namespace leanseq::decode {
+
+int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io::LineReader& in, int64_t buffer_size,
+                         const std::function<void(const StreamItem&)>& emit, TranslationStats* stats,
+                         const std::function<void()>& chunk_done) {
+  int64_t index = 0;
+  bool more = true;
+  std::vector<std::string> lines;
+  while (more) {
+    lines.clear();
+    std::string line;
+    // Block for the first line of a chunk only; after that, take what is there.
+    while (static_cast<int64_t>(lines.size()) < buffer_size && (lines.empty() || in.ready())) {
+      if (!in.next(line)) {
+        more = false;
+        break;
+      }
+      lines.push_back(std::move(line));
+    }
+    if (lines.empty()) break;
+    std::vector<std::string> todo;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].empty() || io::utf8_invalid_offset(lines[i]) >= 0) continue;
+      where.push_back(i);
+      todo.push_back(lines[i]);
+    }
+    const auto results = translator.translate(todo, opt, stats);
+    size_t k = 0;
+    for (size_t i = 0; i < lines.size(); ++i, ++index) {
+      StreamItem item;
+      item.index = index;
+      item.line = &lines[i];
+      if (k < where.size() && where[k] == i) {
+        item.hyps = &results[k++];
+      } else {
+        item.skipped = lines[i].empty() ? "empty line" : "invalid UTF-8";
+      }
+      emit(item);
+    }
+    if (chunk_done) chunk_done();
+  }
+  return index;
+}
+
+}  // namespace leanseq::decode

@@ -1,0 +1,29 @@
+// Translation of a stream of lines with memory bounded by a chunk, not by the input: lines are
+// read into chunks of at most `buffer_size` (fewer when the input pauses: what has been read is
+// translated at once), each chunk is batched by length and translated, and its results are handed
+// on in input order. Empty lines and lines that are not valid UTF-8 are not translated; they are
+// handed on with the reason, so that the output keeps one line per input line.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "leanseq/core/line_reader.h"
+#include "leanseq/decode/translator.h"
+
+namespace leanseq::decode {
+
+struct StreamItem {
+  int64_t index = 0;                          // 0-based line number
+  const std::string* line = nullptr;
+  const std::vector<TranslationHyp>* hyps = nullptr;  // nullptr when skipped
+  const char* skipped = nullptr;              // why: "empty line" or "invalid UTF-8"
+};
+
+// Calls `emit` for every line in input order, and `chunk_done` after each chunk (to flush output
+// and report progress). Returns the number of lines read.
+int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io::LineReader& in, int64_t buffer_size,
+                         const std::function<void(const StreamItem&)>& emit, TranslationStats* stats,
+                         const std::function<void()>& chunk_done = {});
+
+}  // namespace leanseq::decode

@@ -1,0 +1,111 @@
+// `leanseq translate` as a stream: output while a pipe's input is still open, memory bounded by the
+// chunk and not by the input, one output line per input line whatever the lines hold.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "e2e/task.h"
+
+using leanseq::test::kCli;
+using leanseq::test::read_text;
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+
+namespace {
+// A transformer_tiny checkpoint trained for a few updates on the synthetic task (once per run).
+const std::string& checkpoint() {
+  static const std::string path = [] {
+    const auto dir = temp_dir("translate");
+    const auto data = leanseq::test::prepare_task(dir);
+    std::string out;
+    const int rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                                   "/ck --max-update 30 --seed 1 --set batch.max_tokens=1000 --set optim.lr=0.003",
+                               out);
+    EXPECT_EQ(rc, 0) << out;
+    return dir + "/ck/checkpoint_last.pt";
+  }();
+  return path;
+}
+
+double peak_mib(const std::string& log) {
+  std::smatch m;
+  const std::regex re("peak memory ([0-9]+) MiB");
+  return std::regex_search(log, m, re) ? std::stod(m[1]) : -1;
+}
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST(TranslateStream, APipeGetsItsFirstLinesBeforeTheInputCloses) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("pipe");
+  // Three lines, then 10 s of silence, then two more: the first translations must come out
+  // during the silence. Each output line is stamped with the seconds since the pipeline began.
+  const std::string script = dir + "/pipe.sh";
+  std::ofstream(script) << "start=$(date +%s.%N)\n"
+                        << "(printf 'a1 a2\\na3\\na4 a5\\n'; sleep 10; printf 'a6\\na7\\n') | " << kCli
+                        << " translate --checkpoint " << ck << " --beam 2 --max-len-b 4 2>/dev/null |"
+                        << " while IFS= read -r l; do echo \"$(echo \"$(date +%s.%N) - $start\" | bc) $l\"; done\n";
+  std::string out;
+  ASSERT_EQ(run_command("bash " + script, out), 0) << out;
+  std::istringstream lines(out);
+  std::vector<double> at;
+  for (std::string l; std::getline(lines, l);) at.push_back(std::stod(l.substr(0, l.find(' '))));
+  ASSERT_EQ(at.size(), 5u) << out;
+  EXPECT_LT(at[2], 9.0) << "the first three lines waited for the end of the input:\n" << out;
+  EXPECT_GE(at[3], 10.0) << out;
+}
+
+TEST(TranslateStream, EmptyAndInvalidLinesKeepOneOutputLinePerInputLine) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("lines");
+  std::ofstream(dir + "/in.txt", std::ios::binary) << "a1 a2\n\nbad \xff\xfe\na3\n   \na4";
+  std::string out;
+  const int rc = run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt -o " + dir +
+                                 "/out.txt --beam 2 --max-len-b 4 --buffer-size 2",
+                             out);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string result = read_text(dir + "/out.txt");
+  EXPECT_EQ(count_lines(result), 6u) << result;
+  std::istringstream in(result);
+  std::vector<std::string> got;
+  for (std::string l; std::getline(in, l);) got.push_back(l);
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_FALSE(got[0].empty());
+  EXPECT_TRUE(got[1].empty());
+  EXPECT_TRUE(got[2].empty());
+  EXPECT_FALSE(got[3].empty());
+  EXPECT_FALSE(got[5].empty());
+  EXPECT_NE(out.find(dir + "/in.txt:2: empty line"), std::string::npos) << out;
+  EXPECT_NE(out.find(dir + "/in.txt:3: invalid UTF-8"), std::string::npos) << out;
+  // The same lines one chunk at a time or all at once: the same translations.
+  std::string all;
+  ASSERT_EQ(run_command("{ " + kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --beam 2 --max-len-b 4 2>/dev/null; }",
+                        all),
+            0);
+  EXPECT_EQ(all, result);
+}
+
+TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("memory");
+  auto write = [&](const std::string& name, int n) {
+    std::ofstream f(dir + "/" + name);
+    for (int i = 0; i < n; ++i) f << "a" << i % 20 << " a" << (i * 7) % 20 << " a" << (i * 3) % 20 << "\n";
+  };
+  write("small.txt", 1000);
+  write("large.txt", 60000);
+  std::string small, large;
+  const std::string flags = " --greedy --max-len-b 1 --buffer-size 1000 --batch-size 500 -o /dev/null";
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/small.txt" + flags, small), 0) << small;
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/large.txt" + flags, large), 0) << large;
+  const double a = peak_mib(small), b = peak_mib(large);
+  ASSERT_GT(a, 0) << small;
+  ASSERT_GT(b, 0) << large;
+  std::cout << "peak memory: 1,000 lines " << a << " MiB, 60,000 lines " << b << " MiB\n";
+  EXPECT_LT(b - a, 64) << "1,000 lines: " << a << " MiB, 60,000 lines: " << b << " MiB";
+  EXPECT_NE(large.find("translated 60000 sentences"), std::string::npos) << large;
+}
