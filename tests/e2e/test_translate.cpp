@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "e2e/task.h"
@@ -108,4 +109,57 @@ TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {
   std::cout << "peak memory: 1,000 lines " << a << " MiB, 60,000 lines " << b << " MiB\n";
   EXPECT_LT(b - a, 64) << "1,000 lines: " << a << " MiB, 60,000 lines: " << b << " MiB";
   EXPECT_NE(large.find("translated 60000 sentences"), std::string::npos) << large;
+}
+
+TEST(TranslateOptions, PrefixNoRepeatNgramAndAMissingDevice) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("options");
+  std::ofstream(dir + "/in.txt") << "a1 a2 a3\na4 a5\na6 a7 a8 a9\n";
+  std::ofstream(dir + "/prefixes.txt") << "b7\nb8 b9\nb1\n";
+  std::string out;
+  // Every translation starts with the prefix given, one for all or one per line.
+  int rc = run_command("{ " + kCli + " translate --checkpoint " + ck + " -i " + dir +
+                           "/in.txt --beam 3 --max-len-b 6 --prefix b5 2>/dev/null; }",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  std::istringstream lines(out);
+  int n = 0;
+  for (std::string l; std::getline(lines, l); ++n) EXPECT_EQ(l.rfind("b5", 0), 0u) << l;
+  EXPECT_EQ(n, 3);
+  rc = run_command("{ " + kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --beam 3 --max-len-b 6 --prefix-file " +
+                       dir + "/prefixes.txt 2>/dev/null; }",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  std::istringstream per_line(out);
+  for (const std::string p : {"b7", "b8 b9", "b1"}) {
+    std::string l;
+    std::getline(per_line, l);
+    EXPECT_EQ(l.rfind(p, 0), 0u) << l << " should start with " << p;
+  }
+  // No repeated bigram of subword tokens in any hypothesis of the 3-best lists.
+  rc = run_command("{ " + kCli + " translate --checkpoint " + ck + " -i " + dir +
+                       "/in.txt --beam 3 --nbest 3 --max-len-b 12 --no-repeat-ngram-size 2 --output-format fairseq 2>/dev/null; }",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  std::istringstream hyps(out);
+  int checked = 0;
+  for (std::string l; std::getline(hyps, l);) {
+    if (l.rfind("H-", 0) != 0) continue;
+    std::istringstream words(l.substr(l.find('\t', l.find('\t') + 1) + 1));
+    std::vector<std::string> w{"</s>"};
+    for (std::string x; words >> x;) w.push_back(x);
+    std::set<std::pair<std::string, std::string>> seen;
+    for (size_t i = 0; i + 1 < w.size(); ++i) EXPECT_TRUE(seen.insert({w[i], w[i + 1]}).second) << l;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 9);
+  // A device that is not there: one line naming it, exit 2.
+  rc = run_command("echo a1 | " + kCli + " translate --checkpoint " + ck + " --device cuda:7", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--device: cuda:7: "), std::string::npos) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
+  std::ofstream(dir + "/short.txt") << "b1\n";
+  rc = run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --prefix-file " + dir + "/short.txt", out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find(dir + "/short.txt: has 1 lines, fewer than the input"), std::string::npos) << out;
 }

@@ -31,6 +31,7 @@ struct TranslateArgs {
   OutputFormat output_format = OutputFormat::text;
   bool greedy = false, interactive = false, scores = false, alignment = false;
   int64_t threads = 0, buffer_size = 1000;
+  std::string device = "cpu", prefix_file;
 };
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
@@ -162,14 +163,25 @@ void add_translate(CLI::App& app, int& exit_code) {
           std::map<std::string, OutputFormat>{{"text", OutputFormat::text}, {"fairseq", OutputFormat::fairseq}}))
       ->default_str("text");
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
+  sub->add_option("--device", a->device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str();
+  auto* prefix = sub->add_option("--prefix", a->opt.prefix, "text every translation starts with (then the search goes on)");
+  sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line")->excludes(prefix);
+  sub->add_option("--no-repeat-ngram-size", a->opt.search.no_repeat_ngram_size,
+                  "no translation repeats an n-gram of this many tokens (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--min-len", a->opt.search.min_len, "translations have at least this many tokens before </s>")
+      ->capture_default_str();
   sub->callback([a, &exit_code] {
+    const torch::Device device = train::resolve_device(a->device, "--device");
     leanseq::set_compute_threads(static_cast<int>(a->threads));
     if (a->greedy) a->opt.search.beam = 1;
     a->opt.search.need_attn = a->alignment;
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
     if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
     auto lt = load_translator_or_explain(a->checkpoint);
-    log::info(blas_summary());
+    lt.loaded.model->to(device);
+    log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());
     decode::TranslationStats stats;
     io::LineReader in(a->input);
     const bool prompt = a->interactive && a->input == "-" && isatty(0);
@@ -198,7 +210,9 @@ void add_translate(CLI::App& app, int& exit_code) {
         }
         if (prompt) std::cerr << "> " << std::flush;
       };
-      decode::translate_stream(*lt.translator, a->opt, in, buffer, emit, &stats, chunk_done);
+      std::unique_ptr<io::LineReader> prefixes;
+      if (!a->prefix_file.empty()) prefixes = std::make_unique<io::LineReader>(a->prefix_file);
+      decode::translate_stream(*lt.translator, a->opt, in, buffer, emit, &stats, chunk_done, prefixes.get());
       if (progress) std::fprintf(stderr, "\n");
     };
     if (a->output == "-") {

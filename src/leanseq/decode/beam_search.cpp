@@ -8,10 +8,33 @@ namespace leanseq::decode {
 namespace {
 constexpr int64_t kPad = 1, kEos = 2, kUnk = 3;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// fairseq's NGramRepeatBlock: in every row, the tokens that would complete an n-gram the row has
+// already produced (its leading </s> included) get -inf. tokens: [N, >= step + 1] on the CPU.
+void block_repeated_ngrams(const torch::Tensor& tokens, torch::Tensor& lprobs, int64_t step, int64_t n) {
+  if (step + 2 - n < 0) return;
+  auto tk = tokens.accessor<int64_t, 2>();
+  std::vector<int64_t> rows, cols;
+  for (int64_t r = 0; r < tokens.size(0); ++r) {
+    // The n-1 tokens that end the row now, then every earlier place they occur.
+    for (int64_t i = 0; i + n - 1 <= step; ++i) {
+      bool same = true;
+      for (int64_t k = 0; k < n - 1 && same; ++k) same = tk[r][i + k] == tk[r][step + 2 - n + k];
+      if (same && i + n - 1 <= step) {
+        rows.push_back(r);
+        cols.push_back(tk[r][i + n - 1]);
+      }
+    }
+  }
+  if (rows.empty()) return;
+  const auto on = torch::TensorOptions().dtype(torch::kLong).device(lprobs.device());
+  lprobs.index_put_({torch::tensor(rows, on), torch::tensor(cols, on)}, kNegInf);
+}
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
-                                                 int64_t max_positions, int64_t vocab, const SearchOptions& opt) {
+                                                 int64_t max_positions, int64_t vocab, const SearchOptions& opt,
+                                                 const std::vector<std::vector<int64_t>>* prefixes) {
   const int64_t beam = opt.beam;
   TORCH_CHECK(beam >= 1, "beam size must be at least 1");
   const int64_t max_len =
@@ -45,7 +68,22 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       lprobs.fill_(kNegInf);
       lprobs.select(1, kEos).copy_(eos_col);
     }
-    if (step < opt.min_len) lprobs.select(1, kEos).fill_(kNegInf);
+    // A forced prefix token keeps its own log-probability and nothing else is possible; while any
+    // sentence is in its prefix the minimum length is not applied (fairseq's order).
+    bool in_prefix = false;
+    if (prefixes && step < max_len) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const auto& p = (*prefixes)[active[g]];
+        if (step >= static_cast<int64_t>(p.size())) continue;
+        in_prefix = true;
+        auto rows = lprobs.narrow(0, g * beam, beam);
+        auto keep = rows.select(1, p[step]).clone();
+        rows.fill_(kNegInf);
+        rows.select(1, p[step]).copy_(keep);
+      }
+    }
+    if (!in_prefix && step < opt.min_len) lprobs.select(1, kEos).fill_(kNegInf);
+    if (opt.no_repeat_ngram_size > 0) block_repeated_ngrams(tokens, lprobs, step, opt.no_repeat_ngram_size);
 
     auto lp = lprobs.view({groups, beam, vocab});
     if (step == 0) {
@@ -148,10 +186,11 @@ void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence)
 }
 
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
-                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt) {
+                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
+                                              const std::vector<std::vector<int64_t>>* prefixes) {
   c10::InferenceMode inference;
   ModelStepDecoder dec(model, src, src_lengths, opt.beam);
-  return beam_search(dec, src.size(0), src.size(1), model.max_target_positions(), vocab, opt);
+  return beam_search(dec, src.size(0), src.size(1), model.max_target_positions(), vocab, opt, prefixes);
 }
 
 }  // namespace leanseq::decode

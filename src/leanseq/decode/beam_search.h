@@ -19,6 +19,7 @@ struct SearchOptions {
   double unk_penalty = 0.0; // subtracted from <unk>'s log-prob
   int64_t nbest = 1;
   bool need_attn = false;   // collect encoder attention per output token (alignments)
+  int64_t no_repeat_ngram_size = 0;  // no hypothesis repeats an n-gram of this size (0: off)
 };
 
 struct Hypothesis {
@@ -41,8 +42,11 @@ class StepDecoder {
 
 // Decodes `bsz` sentences; returns, per sentence, its finalized hypotheses best first (beam of
 // them). max_positions bounds max_len as in fairseq (max_len <= max_positions - 1).
+// `prefixes` (one per sentence, may be empty, without </s>): target tokens every hypothesis of the
+// sentence starts with, as fairseq's prefix_tokens (forced with their own log-probabilities).
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
-                                                 int64_t max_positions, int64_t vocab, const SearchOptions& opt);
+                                                 int64_t max_positions, int64_t vocab, const SearchOptions& opt,
+                                                 const std::vector<std::vector<int64_t>>* prefixes = nullptr);
 
 // A StepDecoder over a Seq2SeqModel: encodes once, expands the encoder output to `beam` rows per
 // sentence, and steps with the model's incremental state.
@@ -61,6 +65,7 @@ class ModelStepDecoder : public StepDecoder {
 
 // Convenience: beam search over a model for one padded source batch.
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
-                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt);
+                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
+                                              const std::vector<std::vector<int64_t>>* prefixes = nullptr);
 
 }  // namespace leanseq::decode

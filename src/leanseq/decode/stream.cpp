@@ -1,12 +1,13 @@
 #include "leanseq/decode/stream.h"
 
+#include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 
 namespace leanseq::decode {
 
 int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io::LineReader& in, int64_t buffer_size,
                          const std::function<void(const StreamItem&)>& emit, TranslationStats* stats,
-                         const std::function<void()>& chunk_done) {
+                         const std::function<void()>& chunk_done, io::LineReader* prefixes) {
   int64_t index = 0;
   bool more = true;
   std::vector<std::string> lines;
@@ -22,14 +23,20 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       lines.push_back(std::move(line));
     }
     if (lines.empty()) break;
-    std::vector<std::string> todo;
+    std::vector<std::string> todo, todo_prefixes;
     std::vector<size_t> where;
     for (size_t i = 0; i < lines.size(); ++i) {
+      std::string prefix;
+      if (prefixes && !prefixes->next(prefix)) {
+        throw DataError(prefixes->name() + ": has " + std::to_string(index + static_cast<int64_t>(i)) +
+                        " lines, fewer than the input");
+      }
       if (lines[i].empty() || io::utf8_invalid_offset(lines[i]) >= 0) continue;
       where.push_back(i);
       todo.push_back(lines[i]);
+      todo_prefixes.push_back(std::move(prefix));
     }
-    const auto results = translator.translate(todo, opt, stats);
+    const auto results = translator.translate(todo, opt, stats, prefixes ? &todo_prefixes : nullptr);
     size_t k = 0;
     for (size_t i = 0; i < lines.size(); ++i, ++index) {
       StreamItem item;

@@ -22,8 +22,10 @@ struct StreamItem {
 
 // Calls `emit` for every line in input order, and `chunk_done` after each chunk (to flush output
 // and report progress). Returns the number of lines read.
+// `prefixes`, when given, holds one target prefix per input line (fairseq's prefix_tokens), read in
+// step with `in`; a missing line is a DataError naming the file.
 int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io::LineReader& in, int64_t buffer_size,
                          const std::function<void(const StreamItem&)>& emit, TranslationStats* stats,
-                         const std::function<void()>& chunk_done = {});
+                         const std::function<void()>& chunk_done = {}, io::LineReader* prefixes = nullptr);
 
 }  // namespace leanseq::decode

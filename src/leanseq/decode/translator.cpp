@@ -29,17 +29,26 @@ std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
   return tgt_text_->decode(tgt_dict_.decode(ids));
 }
 
+std::vector<int64_t> Translator::encode_prefix(const std::string& text) const {
+  return tgt_dict_.encode(tgt_text_->encode(text), false);
+}
+
 std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector<std::string>& lines,
-                                                               const TranslateOptions& opt, TranslationStats* stats) {
+                                                               const TranslateOptions& opt, TranslationStats* stats,
+                                                               const std::vector<std::string>* prefixes) {
   std::vector<std::vector<int64_t>> sources;
   sources.reserve(lines.size());
   for (const auto& l : lines) sources.push_back(encode_source(l, opt.input_format));
-  return translate_ids(sources, opt, stats);
+  if (!prefixes && opt.prefix.empty()) return translate_ids(sources, opt, stats);
+  std::vector<std::vector<int64_t>> ids;
+  const auto shared = opt.prefix.empty() ? std::vector<int64_t>{} : encode_prefix(opt.prefix);
+  for (size_t i = 0; i < lines.size(); ++i) ids.push_back(prefixes ? encode_prefix((*prefixes)[i]) : shared);
+  return translate_ids(sources, opt, stats, &ids);
 }
 
 std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::vector<std::vector<int64_t>>& sources,
-                                                                   const TranslateOptions& opt,
-                                                                   TranslationStats* stats) {
+                                                                   const TranslateOptions& opt, TranslationStats* stats,
+                                                                   const std::vector<std::vector<int64_t>>* prefixes) {
   Timer timer;
   model_->eval();
   auto device = model_->parameters().front().device();
@@ -65,7 +74,12 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
     std::vector<std::vector<int64_t>> src;
     for (int64_t id : ids) src.push_back(sources[id]);
     auto batch = data::collate(src, {}, ids);
-    auto hyps = generate(*model_, batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search);
+    std::vector<std::vector<int64_t>> batch_prefixes;
+    if (prefixes) {
+      for (int64_t id : ids) batch_prefixes.push_back((*prefixes)[id]);
+    }
+    auto hyps = generate(*model_, batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
+                         prefixes ? &batch_prefixes : nullptr);
     for (size_t b = 0; b < ids.size(); ++b) {
       auto& out = results[ids[b]];
       for (int64_t k = 0; k < opt.search.nbest && k < static_cast<int64_t>(hyps[b].size()); ++k) {

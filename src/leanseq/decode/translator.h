@@ -19,6 +19,7 @@ enum class InputFormat { raw, tokens };
 struct TranslateOptions {
   SearchOptions search;
   InputFormat input_format = InputFormat::raw;
+  std::string prefix;          // target text every translation starts with (fairseq's prefix_tokens)
   int64_t max_sentences = 64;  // sentences per batch
   int64_t max_tokens = 0;      // source tokens per batch (0: no limit)
 };
@@ -40,12 +41,18 @@ class Translator {
   Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictionary src_dict, data::Dictionary tgt_dict,
              std::shared_ptr<const data::TextPipeline> src_text, std::shared_ptr<const data::TextPipeline> tgt_text);
 
-  // n-best translations of each line, in input order.
+  // n-best translations of each line, in input order. `prefixes` (one per line, or nullptr for
+  // opt.prefix on every line): target text each translation must start with.
   std::vector<std::vector<TranslationHyp>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
-                                                     TranslationStats* stats = nullptr);
-  // Translates already-encoded sources (each ending with </s>).
+                                                     TranslationStats* stats = nullptr,
+                                                     const std::vector<std::string>* prefixes = nullptr);
+  // Translates already-encoded sources (each ending with </s>), with target prefixes as ids
+  // (without </s>; one per source, or nullptr).
   std::vector<std::vector<TranslationHyp>> translate_ids(const std::vector<std::vector<int64_t>>& sources,
-                                                         const TranslateOptions& opt, TranslationStats* stats = nullptr);
+                                                         const TranslateOptions& opt, TranslationStats* stats = nullptr,
+                                                         const std::vector<std::vector<int64_t>>* prefixes = nullptr);
+  // Target text as ids without </s>, as a prefix.
+  std::vector<int64_t> encode_prefix(const std::string& text) const;
 
   // A line as source ids ending with </s>, read as `format` says.
   std::vector<int64_t> encode_source(const std::string& line, InputFormat format = InputFormat::raw) const;

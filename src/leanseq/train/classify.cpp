@@ -230,10 +230,7 @@ struct ClassifyRun {
 
   void setup(bool resume) {
     leanseq::set_compute_threads(static_cast<int>(cfg.threads));
-    device = torch::Device(cfg.device);
-    if (device.is_cuda() && !torch::cuda::is_available()) {
-      throw ConfigError("device: " + cfg.device + ": no CUDA GPU is visible (or this LibTorch has no CUDA)");
-    }
+    device = resolve_device(cfg.device, "device");
     auto train_ds = data::read_text_tsv(cfg.train_file, std::nullopt, true);
     auto valid_ds = data::read_text_tsv(cfg.valid_file, train_ds.pair, true);
     std::optional<data::TextDataset> test_ds;

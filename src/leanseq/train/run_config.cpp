@@ -106,6 +106,21 @@ void check_device_name(const std::string& device, const std::string& key) {
   if (!known_device) throw ConfigError(key + ": '" + device + "' is not cpu, cuda or cuda:N");
 }
 
+torch::Device resolve_device(const std::string& name, const std::string& key, int default_index) {
+  check_device_name(name, key);
+  torch::Device d(name);
+  if (!d.is_cuda()) return d;
+  if (!torch::cuda::is_available()) {
+    throw ConfigError(key + ": " + name + ": no CUDA GPU is visible (or this LibTorch has no CUDA)");
+  }
+  if (!d.has_index()) d = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(default_index));
+  if (d.index() >= static_cast<int>(torch::cuda::device_count())) {
+    throw ConfigError(key + ": " + d.str() + ": this machine has " + std::to_string(torch::cuda::device_count()) +
+                      " GPU(s)");
+  }
+  return d;
+}
+
 data::BatchingOptions RunConfig::batching() const {
   data::BatchingOptions bo;
   bo.max_tokens = max_tokens;

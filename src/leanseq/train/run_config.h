@@ -76,6 +76,10 @@ struct RunConfig : Configurable {
 
 // Throws ConfigError naming `key` unless `device` is cpu, cuda or cuda:N.
 void check_device_name(const std::string& device, const std::string& key = "device");
+// The device `name` (cpu, cuda or cuda:N; a plain cuda is cuda:`default_index`), after checking
+// that it is there: ConfigError naming `key` and the device when this LibTorch has no CUDA, no GPU
+// is visible or the index is past the GPUs.
+torch::Device resolve_device(const std::string& name, const std::string& key, int default_index = 0);
 
 // Builds a RunConfig from layered values ("arch" selects the preset first).
 RunConfig resolve_run_config(const ConfigValues& values);

@@ -82,18 +82,7 @@ struct Trainer::Impl {
   // The training device: `device` of the config, where a plain "cuda" means the GPU of this
   // rank's LOCAL_RANK.
   void choose_device(const std::optional<DistributedEnv>& env) {
-    torch::Device d(cfg.device);
-    if (d.is_cuda()) {
-      if (!torch::cuda::is_available()) {
-        throw ConfigError("device: " + cfg.device + ": no CUDA GPU is visible (or this LibTorch has no CUDA)");
-      }
-      if (!d.has_index()) d = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env ? env->local_rank : 0));
-      if (d.index() >= static_cast<int>(torch::cuda::device_count())) {
-        throw ConfigError("device: " + d.str() + ": this machine has " + std::to_string(torch::cuda::device_count()) +
-                          " GPU(s)");
-      }
-    }
-    device = d;
+    device = resolve_device(cfg.device, "device", env ? env->local_rank : 0);
   }
 
   // Joins the process group when the environment names one (WORLD_SIZE set, even to 1). Ranks
