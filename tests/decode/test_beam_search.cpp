@@ -162,6 +162,81 @@ TEST(BeamSearch, APrefixStartsEveryHypothesisWithItsOwnScores) {
   EXPECT_NEAR(res[0][0].positional_scores[1], std::log(0.09), 1e-5);
 }
 
+TEST(Sampling, TopPKeepsTheSmallestSetReachingP) {
+  // Binary fractions, so that the sums are exact and "reaches" is tested at its edge.
+  auto probs = torch::tensor({0.125f, 0.5f, 0.125f, 0.25f}).view({1, 4});
+  auto check = [&](double p, std::vector<int64_t> ids, std::vector<float> kept) {
+    auto [k, i] = top_p(probs, p);
+    std::vector<int64_t> got_ids;
+    std::vector<float> got;
+    for (int64_t j = 0; j < k.size(1); ++j) {
+      if (k[0][j].item<float>() > 0) got_ids.push_back(i[0][j].item<int64_t>()), got.push_back(k[0][j].item<float>());
+    }
+    EXPECT_EQ(got_ids, ids) << "p = " << p;
+    EXPECT_EQ(got, kept) << "p = " << p;
+  };
+  check(0.4, {1}, {0.5f});           // 0.5 alone reaches 0.4
+  check(0.5, {1}, {0.5f});           // exactly p is enough
+  check(0.7, {1, 3}, {0.5f, 0.25f});  // 0.5 does not, 0.75 does
+  check(0.75, {1, 3}, {0.5f, 0.25f});
+  auto [k, i] = top_p(probs, 0.8);    // a tie at the edge: one of the two 0.125 is enough
+  EXPECT_EQ((k > 0).sum().item<int64_t>(), 3);
+  EXPECT_EQ((std::get<0>(top_p(probs, 1.0)) > 0).sum().item<int64_t>(), 4);
+}
+
+TEST(Sampling, SamplesAreReproduciblePerSeedDifferentAcrossSeedsAndTopOneIsGreedy) {
+  auto table = log_table({
+      {0.01f, 0.0f, 0.1f, 0.01f, 0.3f, 0.3f, 0.28f},
+      {0.01f, 0.0f, 0.1f, 0.01f, 0.3f, 0.3f, 0.28f},
+      {0.0f, 0.0f, 0.01f, 0.01f, 0.34f, 0.33f, 0.31f},
+      {0.0f, 0.0f, 0.1f, 0.01f, 0.3f, 0.3f, 0.29f},
+      {0.0f, 0.0f, 0.15f, 0.01f, 0.3f, 0.29f, 0.25f},
+      {0.0f, 0.0f, 0.15f, 0.01f, 0.29f, 0.3f, 0.25f},
+      {0.0f, 0.0f, 0.15f, 0.01f, 0.25f, 0.29f, 0.3f},
+  });
+  SearchOptions opt;
+  opt.beam = 5;
+  opt.nbest = 5;
+  opt.max_len_b = 10;
+  opt.sampling = true;
+  auto run = [&](uint64_t seed) {
+    torch::manual_seed(seed);
+    ScriptedDecoder dec(table);
+    std::vector<std::vector<int64_t>> out;
+    for (const auto& hyps : beam_search(dec, 3, 3, 1024, 7, opt)) {
+      EXPECT_EQ(hyps.size(), 5u);  // every sample ends (at the latest at max_len)
+      for (const auto& h : hyps) out.push_back(h.tokens);
+    }
+    return out;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+  // Scores are the samples' own log-probabilities, length-normalised, best first.
+  torch::manual_seed(3);
+  ScriptedDecoder dec(table);
+  for (const auto& hyps : beam_search(dec, 1, 3, 1024, 7, opt)) {
+    for (size_t k = 0; k < hyps.size(); ++k) {
+      double sum = 0;
+      int64_t last = 2;
+      for (size_t t = 0; t < hyps[k].tokens.size(); ++t) {
+        EXPECT_NEAR(hyps[k].positional_scores[t], table[last][hyps[k].tokens[t]].item<float>(), 1e-5);
+        sum += hyps[k].positional_scores[t];
+        last = hyps[k].tokens[t];
+      }
+      EXPECT_NEAR(hyps[k].score, sum / static_cast<double>(hyps[k].tokens.size()), 1e-5);
+      if (k > 0) EXPECT_GE(hyps[k - 1].score, hyps[k].score);
+    }
+  }
+  // Sampling from the single most likely token is greedy search.
+  opt.sampling_topk = 1;
+  opt.beam = opt.nbest = 1;
+  ScriptedDecoder sampled(table), greedy(table);
+  SearchOptions g;
+  g.beam = 1;
+  g.max_len_b = 10;
+  EXPECT_EQ(beam_search(sampled, 2, 3, 1024, 7, opt)[0][0].tokens, beam_search(greedy, 2, 3, 1024, 7, g)[0][0].tokens);
+}
+
 namespace {
 // A scripted decoder that also attends: each row looks at source position (last token) % S, so
 // the alignment of a hypothesis is fixed by its own prefix, whatever rows the search reorders.

@@ -111,7 +111,7 @@ TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {
   EXPECT_NE(large.find("translated 60000 sentences"), std::string::npos) << large;
 }
 
-TEST(TranslateOptions, PrefixNoRepeatNgramAndAMissingDevice) {
+TEST(TranslateOptions, PrefixNoRepeatNgramSamplingAndAMissingDevice) {
   const auto& ck = checkpoint();
   const auto dir = temp_dir("options");
   std::ofstream(dir + "/in.txt") << "a1 a2 a3\na4 a5\na6 a7 a8 a9\n";
@@ -153,6 +153,20 @@ TEST(TranslateOptions, PrefixNoRepeatNgramAndAMissingDevice) {
     ++checked;
   }
   EXPECT_EQ(checked, 9);
+  // Sampling: the same seed gives the same samples, another seed others.
+  auto sample = [&](int seed) {
+    std::string o;
+    EXPECT_EQ(run_command("{ " + kCli + " translate --checkpoint " + ck + " -i " + dir +
+                              "/in.txt --sampling --beam 4 --nbest 4 --max-len-b 8 --temperature 1.5 --seed " +
+                              std::to_string(seed) + " 2>/dev/null; }",
+                          o),
+              0)
+        << o;
+    return o;
+  };
+  EXPECT_EQ(sample(5), sample(5));
+  EXPECT_NE(sample(5), sample(6));
+  EXPECT_EQ(run_command(kCli + " translate --checkpoint " + ck + " --sampling-topp 0.9 < /dev/null", out), 2) << out;
   // A device that is not there: one line naming it, exit 2.
   rc = run_command("echo a1 | " + kCli + " translate --checkpoint " + ck + " --device cuda:7", out);
   EXPECT_EQ(rc, 2) << out;

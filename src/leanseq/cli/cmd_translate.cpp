@@ -32,6 +32,7 @@ struct TranslateArgs {
   bool greedy = false, interactive = false, scores = false, alignment = false;
   int64_t threads = 0, buffer_size = 1000;
   std::string device = "cpu", prefix_file;
+  int64_t seed = 1;
 };
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
@@ -172,6 +173,18 @@ void add_translate(CLI::App& app, int& exit_code) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--min-len", a->opt.search.min_len, "translations have at least this many tokens before </s>")
       ->capture_default_str();
+  sub->add_flag("--sampling", a->opt.search.sampling,
+                "sample instead of searching: --beam samples per sentence (--nbest of them printed, best first)");
+  sub->add_option("--sampling-topk", a->opt.search.sampling_topk, "sample from the K most likely tokens only")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--sampling-topp", a->opt.search.sampling_topp,
+                  "sample from the smallest set of tokens whose probability reaches P")
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--temperature", a->opt.search.temperature, "logits are divided by T (sampling and search)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--seed", a->seed, "random seed of sampling (the same seed and threads: the same samples)")
+      ->capture_default_str();
   sub->callback([a, &exit_code] {
     const torch::Device device = train::resolve_device(a->device, "--device");
     leanseq::set_compute_threads(static_cast<int>(a->threads));
@@ -179,6 +192,13 @@ void add_translate(CLI::App& app, int& exit_code) {
     a->opt.search.need_attn = a->alignment;
     if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
     if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
+    if (!a->opt.search.sampling && (a->opt.search.sampling_topk > 0 || a->opt.search.sampling_topp > 0)) {
+      throw ConfigError("--sampling-topk and --sampling-topp go with --sampling");
+    }
+    if (a->opt.search.sampling_topk > 0 && a->opt.search.sampling_topp > 0) {
+      throw ConfigError("--sampling-topk and --sampling-topp: give one of them");
+    }
+    torch::manual_seed(static_cast<uint64_t>(a->seed));
     auto lt = load_translator_or_explain(a->checkpoint);
     lt.loaded.model->to(device);
     log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());

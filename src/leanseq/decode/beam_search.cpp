@@ -30,7 +30,54 @@ void block_repeated_ngrams(const torch::Tensor& tokens, torch::Tensor& lprobs, i
   const auto on = torch::TensorOptions().dtype(torch::kLong).device(lprobs.device());
   lprobs.index_put_({torch::tensor(rows, on), torch::tensor(cols, on)}, kNegInf);
 }
+// Sampling's candidates: one token drawn for every row (at step 0, `beam` draws from each
+// sentence's first row), scored with its log-probability plus the row's score so far. Returns
+// [groups, beam] scores and ids (row-in-group * vocab + token), in row order.
+std::pair<torch::Tensor, torch::Tensor> sample_candidates(const torch::Tensor& lprobs, const torch::Tensor& scores,
+                                                          int64_t step, int64_t groups, int64_t beam, int64_t vocab,
+                                                          const SearchOptions& opt) {
+  auto lp = lprobs.view({groups, beam, vocab});
+  if (step == 0) lp = lp.narrow(1, 0, 1);
+  torch::Tensor probs, ids;  // [G, B', K] probabilities and their tokens
+  if (opt.sampling_topp > 0) {
+    std::tie(probs, ids) = top_p(lp.exp(), opt.sampling_topp);
+  } else if (opt.sampling_topk > 0) {
+    auto top = lp.topk(std::min<int64_t>(opt.sampling_topk, vocab), -1);
+    probs = std::get<0>(top).exp();
+    ids = std::get<1>(top);
+  } else {
+    probs = lp.exp();
+  }
+  // A row whose every token is impossible (-inf everywhere) draws anything; its score stays -inf.
+  probs = probs.masked_fill(probs.sum(-1, true).eq(0), 1.0);
+  const int64_t k = probs.size(-1);
+  torch::Tensor drawn;  // [G, beam] columns of probs
+  if (step == 0) {
+    drawn = torch::multinomial(probs.view({groups, k}), beam, true);
+    probs = probs.expand({groups, beam, k});
+    if (ids.defined()) ids = ids.expand({groups, beam, k});
+  } else {
+    drawn = torch::multinomial(probs.reshape({groups * beam, k}), 1, true).view({groups, beam});
+  }
+  auto token_lp = lp.expand({groups, beam, vocab});
+  auto tokens = ids.defined() ? ids.gather(2, drawn.unsqueeze(-1)).squeeze(-1) : drawn;
+  auto cand = token_lp.gather(2, tokens.unsqueeze(-1)).squeeze(-1);  // the token's own log-probability
+  if (step > 0) cand = cand + scores.view({groups, beam}).to(cand.device());
+  auto rows = torch::arange(beam, tokens.options()).view({1, beam});
+  return {cand.to(torch::kFloat).cpu().contiguous(), (rows * vocab + tokens).cpu().contiguous()};
+}
 }  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> top_p(const torch::Tensor& probs, double p) {
+  auto sorted = probs.sort(-1, true);
+  auto sorted_probs = std::get<0>(sorted), sorted_ids = std::get<1>(sorted);
+  // Keep a token while the mass before it is below p: the smallest set whose mass reaches p.
+  auto before = sorted_probs.cumsum(-1) - sorted_probs;
+  auto keep = before.lt(p);
+  const int64_t k = std::max<int64_t>(1, keep.sum(-1).max().item<int64_t>());
+  auto kept = sorted_probs.narrow(-1, 0, k).masked_fill(keep.narrow(-1, 0, k).logical_not(), 0.0);
+  return {kept, sorted_ids.narrow(-1, 0, k)};
+}
 
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
                                                  int64_t max_positions, int64_t vocab, const SearchOptions& opt,
@@ -85,16 +132,23 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     if (!in_prefix && step < opt.min_len) lprobs.select(1, kEos).fill_(kNegInf);
     if (opt.no_repeat_ngram_size > 0) block_repeated_ngrams(tokens, lprobs, step, opt.no_repeat_ngram_size);
 
-    auto lp = lprobs.view({groups, beam, vocab});
-    if (step == 0) {
-      lp = lp.narrow(1, 0, 1);  // all beams are identical: expand only the first
+    torch::Tensor cand_scores, cand_idx;  // [groups, k2]: scores and row-in-group * vocab + token
+    if (opt.sampling) {
+      std::tie(cand_scores, cand_idx) = sample_candidates(
+          lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);
     } else {
-      lp = lp + scores.select(1, step - 1).view({groups, beam, 1}).to(lp.device());
+      auto lp = lprobs.view({groups, beam, vocab});
+      if (step == 0) {
+        lp = lp.narrow(1, 0, 1);  // all beams are identical: expand only the first
+      } else {
+        lp = lp + scores.select(1, step - 1).view({groups, beam, 1}).to(lp.device());
+      }
+      auto flat = lp.reshape({groups, -1});
+      auto top = flat.topk(std::min<int64_t>(2 * beam, flat.size(1) - 1), 1);
+      cand_scores = std::get<0>(top).cpu().contiguous();
+      cand_idx = std::get<1>(top).cpu().contiguous();
     }
-    auto flat = lp.reshape({groups, -1});
-    const int64_t k2 = std::min<int64_t>(2 * beam, flat.size(1) - 1);
-    auto top = flat.topk(k2, 1);
-    auto cand_scores = std::get<0>(top).cpu().contiguous(), cand_idx = std::get<1>(top).cpu().contiguous();
+    const int64_t k2 = cand_scores.size(1);
     auto cs = cand_scores.accessor<float, 2>();
     auto ci = cand_idx.accessor<int64_t, 2>();
     auto sc = scores.accessor<float, 2>();
@@ -133,16 +187,18 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     }
     if (keep.empty()) break;
 
-    // The next beams: the first `beam` candidates of each kept sentence that are not </s>.
+    // The next beams: the first `beam` candidates of each kept sentence that are not </s>. A
+    // sample keeps its row; one that has ended stays as a dead row (score -inf) that never ends again.
     std::vector<int64_t> order, next_tok;
     std::vector<float> next_score;
     for (int64_t g : keep) {
       int64_t taken = 0;
       for (int64_t j = 0; j < k2 && taken < beam; ++j) {
-        if (ci[g][j] % vocab == kEos) continue;
+        const bool ended = ci[g][j] % vocab == kEos;
+        if (ended && !opt.sampling) continue;
         order.push_back(g * beam + ci[g][j] / vocab);
         next_tok.push_back(ci[g][j] % vocab);
-        next_score.push_back(cs[g][j]);
+        next_score.push_back(ended ? kNegInf : cs[g][j]);
         ++taken;
       }
       TORCH_CHECK(taken == beam, "beam search: fewer than beam live candidates");
@@ -166,8 +222,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 }
 
 ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
-                                   const torch::Tensor& src_lengths, int64_t beam)
-    : model_(model) {
+                                   const torch::Tensor& src_lengths, int64_t beam, double temperature)
+    : model_(model), temperature_(temperature) {
   enc_ = model.encode(src, src_lengths);
   auto expand = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(src.device()))
                     .repeat_interleave(beam);
@@ -178,7 +234,9 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
   auto out = model_.step(last_tokens.to(enc_.out.device()).unsqueeze(1), enc_, state_, attn != nullptr);
   if (attn) *attn = out.attn.squeeze(1);
-  return torch::log_softmax(out.logits.squeeze(1), -1, torch::kFloat);
+  auto logits = out.logits.squeeze(1);
+  if (temperature_ != 1.0) logits = logits / temperature_;
+  return torch::log_softmax(logits, -1, torch::kFloat);
 }
 
 void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
@@ -189,7 +247,7 @@ std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
                                               const std::vector<std::vector<int64_t>>* prefixes) {
   c10::InferenceMode inference;
-  ModelStepDecoder dec(model, src, src_lengths, opt.beam);
+  ModelStepDecoder dec(model, src, src_lengths, opt.beam, opt.temperature);
   return beam_search(dec, src.size(0), src.size(1), model.max_target_positions(), vocab, opt, prefixes);
 }
 

@@ -20,7 +20,19 @@ struct SearchOptions {
   int64_t nbest = 1;
   bool need_attn = false;   // collect encoder attention per output token (alignments)
   int64_t no_repeat_ngram_size = 0;  // no hypothesis repeats an n-gram of this size (0: off)
+  double temperature = 1.0;          // logits divided by it before the softmax
+  // Sampling instead of beam search (fairseq's --sampling): `beam` samples per sentence, each
+  // token drawn from the model's distribution, restricted to the `sampling_topk` most likely
+  // tokens (> 0) or to the smallest set whose probability reaches `sampling_topp` (> 0).
+  bool sampling = false;
+  int64_t sampling_topk = -1;
+  double sampling_topp = -1.0;
 };
+
+// For sampling: the probabilities of each row's tokens restricted to the smallest set, in
+// descending order, whose mass reaches p (the others 0), and their vocabulary ids; fairseq's top-p.
+// probs: [..., V] -> ([..., K], [..., K]) with K the largest set size of any row.
+std::pair<torch::Tensor, torch::Tensor> top_p(const torch::Tensor& probs, double p);
 
 struct Hypothesis {
   std::vector<int64_t> tokens;          // without the leading </s>, ending with </s>
@@ -53,12 +65,13 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 class ModelStepDecoder : public StepDecoder {
  public:
   ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
-                   int64_t beam);
+                   int64_t beam, double temperature = 1.0);
   torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
   void reorder(const torch::Tensor& order, bool within_sentence) override;
 
  private:
   models::Seq2SeqModel& model_;
+  double temperature_;
   models::EncoderOut enc_;
   nn::IncrementalState state_;
 };
