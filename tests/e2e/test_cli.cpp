@@ -79,6 +79,29 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
     }
     EXPECT_GT(spread, 1e-3);
   }
+  // --dir with --last N: the N newest epoch checkpoints, as fairseq's average_checkpoints picks them.
+  int64_t newest = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/ck")) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("checkpoint", 0) == 0 && n.find('_') == std::string::npos && isdigit(n[10])) {
+      newest = std::max<int64_t>(newest, std::stoll(n.substr(10)));
+    }
+  }
+  ASSERT_GE(newest, 2);
+  rc = run_command(kCli + " average --dir " + dir + "/ck --last 2 -o " + dir + "/last2.pt", out);
+  ASSERT_EQ(rc, 0) << out;
+  rc = run_command(kCli + " average --inputs " + dir + "/ck/checkpoint" + std::to_string(newest) + ".pt " + dir +
+                       "/ck/checkpoint" + std::to_string(newest - 1) + ".pt -o " + dir + "/listed2.pt",
+                   out);
+  ASSERT_EQ(rc, 0) << out;
+  {
+    auto a = leanseq::train::read_checkpoint(dir + "/last2.pt"), b = leanseq::train::read_checkpoint(dir + "/listed2.pt");
+    for (const auto& [name, value] : a.model_tensors) EXPECT_LT(leanseq::test::max_abs_diff(value, b.model_tensors.at(name)), 1e-7) << name;
+  }
+  rc = run_command(kCli + " average --dir " + dir + "/ck --last 1000 -o " + dir + "/x.pt", out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("1000 epoch checkpoints asked for"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " average --dir " + dir + "/ck -o " + dir + "/x.pt", out), 2) << out;
   rc = run_command("echo 'a1 a2 a3' | " + kCli + " translate --checkpoint " + dir + "/avg.pt --greedy", out);
   EXPECT_EQ(rc, 0) << out;
   // Alignments: one "s-t" pair per target subword, after a tab.

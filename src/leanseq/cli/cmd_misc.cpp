@@ -1,5 +1,8 @@
 // average, list-archs.
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <regex>
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
@@ -10,13 +13,54 @@
 
 namespace leanseq::cli {
 
+namespace {
+// The last `n` checkpoints of `dir`: by epoch (checkpoint<E>.pt) or, with `by_updates`, by update
+// (checkpoint_<E>_<U>.pt), as fairseq's average_checkpoints.py picks them; newest first.
+std::vector<std::string> last_checkpoints(const std::string& dir, int64_t n, bool by_updates) {
+  const std::regex pattern(by_updates ? "checkpoint_\\d+_(\\d+)\\.pt" : "checkpoint(\\d+)\\.pt");
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    std::smatch m;
+    if (std::regex_match(name, m, pattern)) found.emplace_back(std::stoll(m[1]), e.path().string());
+  }
+  if (ec) throw DataError(dir + ": cannot list the directory (" + ec.message() + ")");
+  if (static_cast<int64_t>(found.size()) < n) {
+    throw DataError(dir + ": " + std::to_string(n) + (by_updates ? " update" : " epoch") + " checkpoints asked for, " +
+                    std::to_string(found.size()) + " found");
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back(found[i].second);
+  return out;
+}
+}  // namespace
+
 void add_average(CLI::App& app, int& exit_code) {
   auto inputs = std::make_shared<std::vector<std::string>>();
   auto output = std::make_shared<std::string>();
-  auto* sub = app.add_subcommand("average", "average the parameters of several checkpoints");
-  sub->add_option("--inputs", *inputs, "checkpoints to average")->required()->expected(1, -1);
+  auto dir = std::make_shared<std::string>();
+  auto last = std::make_shared<int64_t>(0), last_updates = std::make_shared<int64_t>(0);
+  auto* sub = app.add_subcommand(
+      "average", "average the parameters of several checkpoints (listed, or the last N of a save directory)");
+  auto* in = sub->add_option("--inputs", *inputs, "checkpoints to average")->expected(1, -1);
+  auto* d = sub->add_option("--dir", *dir, "a save directory to take the last checkpoints from")->excludes(in);
+  auto* le = sub->add_option("--last", *last, "the last N epoch checkpoints of --dir (checkpoint<E>.pt)")
+                 ->needs(d)
+                 ->check(CLI::PositiveNumber);
+  sub->add_option("--last-updates", *last_updates,
+                  "the last N update checkpoints of --dir (checkpoint_<E>_<U>.pt, checkpoint.save_interval_updates)")
+      ->needs(d)
+      ->excludes(le)
+      ->check(CLI::PositiveNumber);
   sub->add_option("--output,-o", *output, "averaged checkpoint")->required();
-  sub->callback([inputs, output, &exit_code] {
+  sub->callback([inputs, output, dir, last, last_updates, &exit_code] {
+    if (!dir->empty()) {
+      if (*last == 0 && *last_updates == 0) throw ConfigError("--dir goes with --last N or --last-updates N");
+      *inputs = last_checkpoints(*dir, *last > 0 ? *last : *last_updates, *last_updates > 0);
+    }
+    if (inputs->empty()) throw ConfigError("average: give --inputs, or --dir with --last or --last-updates");
     auto base = train::read_checkpoint(inputs->front());
     auto loaded = train::load_model(inputs->front());
     std::map<std::string, torch::Tensor> sum;
