@@ -146,6 +146,36 @@ TEST(ImportFairseqFixture, AMosesAndBpeModelTranslatesRawTextThroughThatPipeline
       << out;
 }
 
+TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {
+  const std::string fconv = leanseq::test::shared_path("fixtures/fairseq-pt/fconv");
+  const std::string tok = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
+  if (fconv.empty() || tok.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const auto dir = temp_dir("ensemble");
+  const std::string a = import("fconv", dir), b = import("transformer", dir);
+  auto run = [&](const std::string& checkpoints, std::string& out) {
+    return run_command("{ " + kCli + " translate --checkpoint " + checkpoints + " --beam 5 --nbest 2 -i " + fconv +
+                           "/test.tok.de --input-format tokens --output-format fairseq 2>/dev/null; }",
+                       out);
+  };
+  std::string alone, twice, mixed;
+  ASSERT_EQ(run(a, alone), 0) << alone;
+  ASSERT_EQ(run(a + ":" + a, twice), 0) << twice;
+  EXPECT_EQ(twice, alone);  // the same tokens and the same printed scores
+  // Two models with one dictionary decode together, and differently from either alone.
+  ASSERT_EQ(run(a + ":" + b, mixed), 0) << mixed;
+  EXPECT_NE(mixed, alone);
+  // The same weights with another text pipeline are refused by name.
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " import-fairseq --checkpoint " + fconv + "/model.pt --data-dir " + fconv +
+                            " --tokenizer moses --bpe-codes " + tok + "/bpecodes --source-lang de --target-lang en --out " +
+                            dir + "/moses.pt",
+                        out),
+            0)
+      << out;
+  EXPECT_EQ(run_command("echo Hallo | " + kCli + " translate --checkpoint " + a + ":" + dir + "/moses.pt", out), 1) << out;
+  EXPECT_NE(out.find(dir + "/moses.pt: its text pipeline differs from " + a + "'s"), std::string::npos) << out;
+}
+
 TEST(ImportFairseqFixture, BadFilesGiveOneLineNamingTheFile) {
   const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer_legacy");
   if (src.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/transformer_legacy");

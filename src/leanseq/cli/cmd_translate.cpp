@@ -127,7 +127,7 @@ train::LoadedTranslator load_translator_or_explain(const std::string& path) {
 void add_translate(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TranslateArgs>();
   auto* sub = app.add_subcommand("translate", "translate text with a trained checkpoint");
-  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
+  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] decodes an ensemble")->required();
   sub->add_option("--input,-i", a->input, "input file, one sentence per line ('-': stdin)")->capture_default_str();
   sub->add_option("--output,-o", a->output, "output file ('-': stdout)")->capture_default_str();
   sub->add_option("--beam", a->opt.search.beam, "beam size")->capture_default_str();
@@ -199,8 +199,25 @@ void add_translate(CLI::App& app, int& exit_code) {
       throw ConfigError("--sampling-topk and --sampling-topp: give one of them");
     }
     torch::manual_seed(static_cast<uint64_t>(a->seed));
-    auto lt = load_translator_or_explain(a->checkpoint);
+    // A:B:C decodes the models as an ensemble.
+    std::vector<std::string> paths;
+    for (size_t from = 0;;) {
+      const size_t colon = a->checkpoint.find(':', from);
+      paths.push_back(a->checkpoint.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+      if (colon == std::string::npos) break;
+      from = colon + 1;
+    }
+    for (const auto& p : paths) {
+      if (p.empty()) throw ConfigError("--checkpoint: an empty path in '" + a->checkpoint + "'");
+    }
+    auto lt = load_translator_or_explain(paths.front());
     lt.loaded.model->to(device);
+    for (size_t i = 1; i < paths.size(); ++i) {
+      auto member = train::load_ensemble_member(lt, paths.front(), paths[i]);
+      member->to(device);
+      lt.translator->add_ensemble_member(member);
+    }
+    if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
     log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());
     decode::TranslationStats stats;
     io::LineReader in(a->input);

@@ -243,12 +243,46 @@ void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence)
   model_.reorder(enc_, state_, order.to(enc_.out.device()), within_sentence);
 }
 
+EnsembleStepDecoder::EnsembleStepDecoder(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
+                                         const torch::Tensor& src_lengths, int64_t beam, double temperature) {
+  for (auto* m : models) members_.push_back(std::make_unique<ModelStepDecoder>(*m, src, src_lengths, beam, temperature));
+}
+
+torch::Tensor EnsembleStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
+  std::vector<torch::Tensor> lprobs, attns;
+  for (auto& m : members_) {
+    torch::Tensor a;
+    lprobs.push_back(m->step(last_tokens, attn ? &a : nullptr));
+    if (attn && a.defined()) attns.push_back(a);
+  }
+  if (attn && !attns.empty()) *attn = torch::stack(attns).mean(0);
+  if (lprobs.size() == 1) return lprobs.front();
+  return torch::logsumexp(torch::stack(lprobs), 0) - std::log(static_cast<double>(lprobs.size()));
+}
+
+void EnsembleStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
+  for (auto& m : members_) m->reorder(order, within_sentence);
+}
+
+std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
+                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
+                                              const std::vector<std::vector<int64_t>>* prefixes) {
+  TORCH_CHECK(!models.empty(), "generate: no model");
+  c10::InferenceMode inference;
+  int64_t max_positions = std::numeric_limits<int64_t>::max();
+  for (auto* m : models) max_positions = std::min(max_positions, m->max_target_positions());
+  if (models.size() == 1) {
+    ModelStepDecoder dec(*models.front(), src, src_lengths, opt.beam, opt.temperature);
+    return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes);
+  }
+  EnsembleStepDecoder dec(models, src, src_lengths, opt.beam, opt.temperature);
+  return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes);
+}
+
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
                                               const std::vector<std::vector<int64_t>>* prefixes) {
-  c10::InferenceMode inference;
-  ModelStepDecoder dec(model, src, src_lengths, opt.beam, opt.temperature);
-  return beam_search(dec, src.size(0), src.size(1), model.max_target_positions(), vocab, opt, prefixes);
+  return generate(std::vector<models::Seq2SeqModel*>{&model}, src, src_lengths, vocab, opt, prefixes);
 }
 
 }  // namespace leanseq::decode

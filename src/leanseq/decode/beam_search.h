@@ -76,6 +76,25 @@ class ModelStepDecoder : public StepDecoder {
   nn::IncrementalState state_;
 };
 
+// Several models decoding together (fairseq's EnsembleModel): each with its own encoder output
+// and incremental state; at every step the log of their mean probability, and their mean
+// attention. All must share the target dictionary.
+class EnsembleStepDecoder : public StepDecoder {
+ public:
+  EnsembleStepDecoder(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
+                      const torch::Tensor& src_lengths, int64_t beam, double temperature = 1.0);
+  torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
+  void reorder(const torch::Tensor& order, bool within_sentence) override;
+
+ private:
+  std::vector<std::unique_ptr<ModelStepDecoder>> members_;
+};
+
+// Search over several models as one (an ensemble when there is more than one).
+std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
+                                              const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
+                                              const std::vector<std::vector<int64_t>>* prefixes = nullptr);
+
 // Convenience: beam search over a model for one padded source batch.
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,

@@ -29,6 +29,11 @@ std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
   return tgt_text_->decode(tgt_dict_.decode(ids));
 }
 
+void Translator::add_ensemble_member(std::shared_ptr<models::Seq2SeqModel> model) {
+  model->eval();
+  members_.push_back(std::move(model));
+}
+
 std::vector<int64_t> Translator::encode_prefix(const std::string& text) const {
   return tgt_dict_.encode(tgt_text_->encode(text), false);
 }
@@ -78,7 +83,9 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
     if (prefixes) {
       for (int64_t id : ids) batch_prefixes.push_back((*prefixes)[id]);
     }
-    auto hyps = generate(*model_, batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
+    std::vector<models::Seq2SeqModel*> models{model_.get()};
+    for (auto& m : members_) models.push_back(m.get());
+    auto hyps = generate(models, batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
                          prefixes ? &batch_prefixes : nullptr);
     for (size_t b = 0; b < ids.size(); ++b) {
       auto& out = results[ids[b]];

@@ -48,4 +48,23 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
   return out;
 }
 
+std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
+                                                           const std::string& checkpoint_path) {
+  auto member = load_model(checkpoint_path);
+  const auto& a = first.loaded.vocab;
+  const auto& b = member.vocab;
+  const char* differs = a.src_dict != b.src_dict   ? "source dictionary"
+                        : a.tgt_dict != b.tgt_dict ? "target dictionary"
+                        : (a.src_spm != b.src_spm || a.tgt_spm != b.tgt_spm || a.tokenizer != b.tokenizer ||
+                           a.bpe_codes != b.bpe_codes)
+                            ? "text pipeline"
+                            : nullptr;
+  if (differs) {
+    throw CheckpointError(checkpoint_path + ": its " + differs + " differs from " + first_path +
+                          "'s; an ensemble needs the same dictionaries and text pipeline");
+  }
+  if (member.config.model->language_model()) throw ConfigError(checkpoint_path + ": a language model does not translate");
+  return member.model;
+}
+
 }  // namespace leanseq::train

@@ -16,4 +16,9 @@ struct LoadedTranslator {
 // `dense`: as load_model.
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense = false);
 
+// The model of `checkpoint_path`, to decode as an ensemble with `first`: CheckpointError naming
+// both files when their dictionaries or text pipelines differ.
+std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
+                                                           const std::string& checkpoint_path);
+
 }  // namespace leanseq::train
