@@ -19,6 +19,8 @@ if [ "${1:-}" != --bench-only ]; then
   (cd build-gpu && ctest -j 8 --output-on-failure > "$OUT/ctest.log" 2>&1) || true
   grep -E "tests passed|\(Failed\)" "$OUT/ctest.log"
   build-gpu/tests/test_kernels --gtest_filter='*Cuda*' 2>&1 | grep -E "OK|FAILED|SKIPPED" | head
+  # Decoding on the GPU scores the CPU's hypotheses alike (translate --device cuda runs this search).
+  build-gpu/tests/test_decode --gtest_filter='*Cuda*' 2>&1 | grep -E "OK|FAILED|SKIPPED|Failure" | head
 fi
 A=transformer_iwslt_de_en
 archs=$A,${A}_san,${A}_aan,${A}_san_aan,${A}_san_aan:decoder.average_attention_ffn=false

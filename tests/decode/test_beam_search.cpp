@@ -4,6 +4,7 @@
 #include <set>
 
 #include "leanseq/decode/beam_search.h"
+#include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/models/transformer.h"
 #include "support/fairseq_models.h"
@@ -345,4 +346,34 @@ TEST(BeamSearch, ReproducesFairseqSequenceGeneratorDynamicConv) {
 TEST(BeamSearch, ReproducesFairseqSequenceGeneratorFConv) {
   LEANSEQ_REQUIRE_FIXTURE("model_fconv", fx);
   check_fairseq_beams(fx, "model_fconv");
+}
+
+TEST(BeamSearch, CudaDecodingScoresTheCpusHypothesesAlike) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU (or a LibTorch without CUDA)";
+  // A randomly initialised transformer_tiny searched on the CPU and on the GPU: the best
+  // hypotheses score alike within float tolerance, and where they are the same tokens (they may
+  // differ at a near-tie) so are their per-token scores.
+  torch::manual_seed(11);
+  auto cfg = models::registry().preset_config("transformer_tiny");
+  auto model = models::build_model(*cfg, {40, 40, true});
+  model->eval();
+  auto src = torch::randint(4, 40, {6, 9}, torch::kLong);
+  src.select(1, 8).fill_(2);
+  auto lengths = torch::full({6}, 9, torch::kLong);
+  SearchOptions opt;
+  opt.beam = 4;
+  opt.nbest = 3;
+  opt.max_len_b = 12;
+  auto cpu = generate(*model, src, lengths, 40, opt);
+  model->to(torch::kCUDA);
+  auto gpu = generate(*model, src.cuda(), lengths.cuda(), 40, opt);
+  for (size_t s = 0; s < cpu.size(); ++s) {
+    ASSERT_FALSE(gpu[s].empty());
+    EXPECT_NEAR(gpu[s][0].score, cpu[s][0].score, 1e-4) << "sentence " << s;
+    if (gpu[s][0].tokens == cpu[s][0].tokens) {
+      for (size_t t = 0; t < cpu[s][0].tokens.size(); ++t) {
+        EXPECT_NEAR(gpu[s][0].positional_scores[t], cpu[s][0].positional_scores[t], 1e-4) << "sentence " << s;
+      }
+    }
+  }
 }
