@@ -50,23 +50,19 @@ void add_score(CLI::App& app, int& exit_code) {
       auto s = eval::corpus_bleu(hyps, refs, o);
       out = {{"metric", a->metric}, {"score", s.score}, {"precisions", s.precisions}, {"bp", s.bp},
              {"sys_len", s.stats.sys_len}, {"ref_len", s.stats.ref_len}, {"signature", s.signature}};
-      text = (a->metric == "tok-bleu" ? "tokenized " : "") + s.format() + "  [" + s.signature + "]";
+      text = (a->metric == "tok-bleu" ? "tokenized " : "") + s.report();
     } else if (a->metric == "chrf" || a->metric == "chrf++") {
       eval::ChrfOptions o;
       o.word_order = a->metric == "chrf++" ? 2 : 0;
       o.lowercase = a->lowercase;
       auto s = eval::corpus_chrf(hyps, refs, o);
       out = {{"metric", a->metric}, {"score", s.score}};
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%s = %.2f", a->metric == "chrf" ? "chrF2" : "chrF2++", s.score);
-      text = buf;
+      text = s.format();
     } else if (a->metric == "ter") {
       eval::TerOptions o;
       auto s = eval::corpus_ter(hyps, refs, o);
       out = {{"metric", "ter"}, {"score", s.score}, {"edits", s.edits}, {"ref_length", s.ref_length}};
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "TER = %.2f (%.0f edits / %.1f reference words)", s.score, s.edits, s.ref_length);
-      text = buf;
+      text = s.format();
     } else {
       throw ConfigError("--metric: unknown metric '" + a->metric + "' (expected bleu, chrf, chrf++, ter or tok-bleu)");
     }

@@ -1,5 +1,6 @@
 #include "leanseq/decode/translator.h"
 
+#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -32,6 +33,42 @@ std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
 void Translator::add_ensemble_member(std::shared_ptr<models::Seq2SeqModel> model) {
   model->eval();
   members_.push_back(std::move(model));
+}
+
+std::vector<std::vector<float>> Translator::score(const std::vector<std::string>& sources,
+                                                  const std::vector<std::string>& targets, const TranslateOptions& opt) {
+  TORCH_CHECK(sources.size() == targets.size(), "score: ", sources.size(), " sources but ", targets.size(), " targets");
+  c10::InferenceMode inference;
+  std::vector<models::Seq2SeqModel*> models{model_.get()};
+  for (auto& m : members_) models.push_back(m.get());
+  const auto device = model_->parameters().front().device();
+  std::vector<std::vector<float>> out;
+  for (size_t from = 0; from < sources.size(); from += static_cast<size_t>(opt.max_sentences)) {
+    const size_t to = std::min(sources.size(), from + static_cast<size_t>(opt.max_sentences));
+    std::vector<std::vector<int64_t>> src, tgt;
+    std::vector<int64_t> ids;
+    for (size_t i = from; i < to; ++i) {
+      src.push_back(encode_source(sources[i], opt.input_format));
+      tgt.push_back(opt.input_format == InputFormat::raw ? tgt_dict_.encode(tgt_text_->encode(targets[i]))
+                                                         : encode_source(targets[i], InputFormat::tokens));
+      ids.push_back(static_cast<int64_t>(i));
+    }
+    auto batch = data::collate(src, tgt, ids).to(device);
+    std::vector<torch::Tensor> lprobs;
+    for (auto* m : models) {
+      auto logits = m->decode(batch.prev_output, m->encode(batch.src, batch.src_lengths)).logits;
+      if (opt.search.temperature != 1.0) logits = logits / opt.search.temperature;
+      lprobs.push_back(torch::log_softmax(logits, -1, torch::kFloat));
+    }
+    auto lp = lprobs.size() == 1 ? lprobs.front()
+                                 : torch::logsumexp(torch::stack(lprobs), 0) - std::log(static_cast<double>(lprobs.size()));
+    auto picked = lp.gather(2, batch.target.unsqueeze(-1)).squeeze(-1).cpu();  // [B, T]
+    for (size_t b = 0; b < tgt.size(); ++b) {
+      auto row = picked[static_cast<int64_t>(b)].narrow(0, 0, static_cast<int64_t>(tgt[b].size())).contiguous();
+      out.emplace_back(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+    }
+  }
+  return out;
 }
 
 std::vector<int64_t> Translator::encode_prefix(const std::string& text) const {

@@ -53,6 +53,10 @@ class Translator {
                                                          const std::vector<std::vector<int64_t>>* prefixes = nullptr);
   // Target text as ids without </s>, as a prefix.
   std::vector<int64_t> encode_prefix(const std::string& text) const;
+  // Forced decoding: each target's per-token log-probabilities given its source (</s> last; the
+  // ensemble's mean probability when there are several models), `max_sentences` pairs at a time.
+  std::vector<std::vector<float>> score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
+                                        const TranslateOptions& opt);
   // Another model decoding with the first as an ensemble (same dictionaries: the caller checks).
   void add_ensemble_member(std::shared_ptr<models::Seq2SeqModel> model);
   int64_t ensemble_size() const { return static_cast<int64_t>(members_.size()) + 1; }

@@ -164,6 +164,8 @@ BleuScore sentence_bleu(const std::string& hyp, const std::vector<std::string>& 
   return corpus_bleu({hyp}, streams, opt);
 }
 
+std::string BleuScore::report() const { return format() + "  [" + signature + "]"; }
+
 std::string BleuScore::format() const {
   char buf[256];
   std::string prec;

@@ -31,6 +31,7 @@ struct BleuScore {
   BleuStats stats;
   std::string signature;            // sacreBLEU-style signature
   std::string format() const;       // "BLEU = 34.21 65.1/40.2/27.3/19.0 (BP = ...)"
+  std::string report() const;       // format() and the signature: what `leanseq score` prints
 };
 
 // refs[k][i] is the k-th reference of segment i (sacreBLEU's reference streams).

@@ -1,5 +1,6 @@
 #include "leanseq/eval/chrf.h"
 
+#include <cstdio>
 #include <map>
 
 #include "leanseq/core/error.h"
@@ -119,7 +120,19 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps,
     }
     for (size_t j = 0; j < best.size(); ++j) total[j] += best[j];
   }
-  return {f_score(total, opt), total};
+  ChrfScore out;
+  out.score = f_score(total, opt);
+  out.stats = total;
+  char beta[32];
+  std::snprintf(beta, sizeof beta, "%g", opt.beta);
+  out.name = std::string("chrF") + beta + (opt.word_order > 0 ? "++" : "");
+  return out;
+}
+
+std::string ChrfScore::format() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s = %.2f", name.c_str(), score);
+  return buf;
 }
 
 ChrfScore sentence_chrf(const std::string& hyp, const std::vector<std::string>& refs,

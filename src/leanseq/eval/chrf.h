@@ -17,6 +17,8 @@ struct ChrfOptions {
 struct ChrfScore {
   double score = 0;
   std::vector<double> stats;  // (hyp, ref, match) per order
+  std::string name = "chrF2";  // chrF<beta>, "++" with word n-grams
+  std::string format() const;  // "chrF2 = 57.54": what `leanseq score` prints
 };
 
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps,

@@ -1,5 +1,6 @@
 #include "leanseq/eval/ter.h"
 
+#include <cstdio>
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -165,6 +166,12 @@ TerScore corpus_ter(const std::vector<std::string>& hyps, const std::vector<std:
     out.score = out.edits > 0 ? 100 : 0;
   }
   return out;
+}
+
+std::string TerScore::format() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "TER = %.2f (%.0f edits / %.1f reference words)", score, edits, ref_length);
+  return buf;
 }
 
 }  // namespace leanseq::eval

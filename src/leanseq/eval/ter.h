@@ -13,6 +13,7 @@ struct TerOptions {
 struct TerScore {
   double score = 0;  // 100 * edits / average reference length
   double edits = 0, ref_length = 0;
+  std::string format() const;  // what `leanseq score` prints
 };
 
 // refs[k][i] is the k-th reference of segment i. Per segment, the reference with the fewest edits

@@ -1,0 +1,100 @@
+"""leanseq: translate, score and import sequence-to-sequence models from Python.
+
+The same C++ runtime as the ``leanseq`` command: ``Translator(path).translate(lines)`` gives what
+``leanseq translate`` prints for those lines.
+"""
+
+from typing import Iterable, Iterator, List, Optional, Sequence, Union
+
+from . import _leanseq
+from ._leanseq import (
+    BLEUScore,
+    CHRFScore,
+    Hypothesis,
+    TERScore,
+    TranslationResult,
+    __version__,
+    bleu,
+    chrf,
+    ter,
+)
+
+__all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter", "import_fairseq",
+           "BLEUScore", "CHRFScore", "TERScore", "__version__"]
+
+
+def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=1, unk_penalty=0.0,
+             no_repeat_ngram_size=0, sampling=False, sampling_topk=-1, sampling_topp=-1.0, temperature=1.0,
+             seed=None, prefix=None, max_batch_size=64, return_alignment=False):
+    o = _leanseq._Options()
+    o.beam, o.nbest, o.lenpen = beam, nbest, lenpen
+    o.max_len_a, o.max_len_b, o.min_len, o.unk_penalty = max_len_a, max_len_b, min_len, unk_penalty
+    o.no_repeat_ngram_size = no_repeat_ngram_size
+    o.sampling, o.sampling_topk, o.sampling_topp, o.temperature = sampling, sampling_topk, sampling_topp, temperature
+    o.seed = seed
+    o.prefix = prefix or ""
+    o.max_batch_size = max_batch_size
+    o.return_alignment = return_alignment
+    return o
+
+
+class Translator:
+    """A checkpoint (or an ensemble, ``"a.pt:b.pt"``) loaded for translation.
+
+    ``device``: "cpu", "cuda" or "cuda:N"; ``compute_type``: "auto" or "float32"; ``threads``:
+    CPU threads (0: the default). Calls on one Translator run one at a time, without holding the
+    GIL, so that other Python threads go on meanwhile.
+    """
+
+    def __init__(self, path: str, device: str = "cpu", compute_type: str = "auto", threads: int = 0):
+        if not isinstance(path, str):
+            raise ValueError("path must be a string")
+        self._t = _leanseq._Translator(path, device, compute_type, int(threads))
+        self.path = path
+
+    def translate(self, sentences: Sequence[str], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
+                  max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
+                  return_alignment: bool = False, **options) -> List[TranslationResult]:
+        """Translates raw sentences; one result per sentence (``.text``, ``.tokens``, ``.score``,
+        ``.hypotheses`` for the n-best). Further options as ``leanseq translate``'s: min_len,
+        unk_penalty, no_repeat_ngram_size, sampling, sampling_topk, sampling_topp, temperature,
+        seed, prefix, max_batch_size."""
+        if isinstance(sentences, str):
+            raise ValueError("sentences must be a list of strings, not one string")
+        o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
+                     return_alignment=return_alignment, **options)
+        return self._t.translate(list(sentences), o)
+
+    def translate_tokens(self, tokens: Sequence[Sequence[str]], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
+                         max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
+                         return_alignment: bool = False, **options) -> List[TranslationResult]:
+        """Translates sentences given as subword tokens (the model's dictionary symbols)."""
+        o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
+                     return_alignment=return_alignment, **options)
+        return self._t.translate_tokens([list(t) for t in tokens], o)
+
+    def translate_iterable(self, iterable: Iterable[str], batch_size: int = 64, **options) -> Iterator[TranslationResult]:
+        """Translates a long or endless iterable of sentences ``batch_size`` at a time, yielding
+        results in order as each batch is done."""
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        batch = []
+        for line in iterable:
+            batch.append(line)
+            if len(batch) == batch_size:
+                yield from self.translate(batch, **options)
+                batch = []
+        if batch:
+            yield from self.translate(batch, **options)
+
+    def score(self, sources: Sequence[str], targets: Sequence[str], batch_size: int = 64) -> List[List[float]]:
+        """Forced decoding: each target's per-token log-probabilities given its source (``</s>`` last)."""
+        return self._t.score(list(sources), list(targets), batch_size)
+
+
+def import_fairseq(checkpoint: str, data_dir: str, out: str, spm: Optional[str] = None,
+                   tokenizer: Optional[str] = None, bpe_codes: Optional[str] = None,
+                   source_lang: Optional[str] = None, target_lang: Optional[str] = None) -> dict:
+    """``leanseq import-fairseq``: a fairseq checkpoint as a leanseq checkpoint at ``out``."""
+    return _leanseq.import_fairseq(checkpoint, data_dir, out, spm or "", tokenizer or "", bpe_codes or "",
+                                   source_lang or "", target_lang or "")

@@ -1,0 +1,58 @@
+from typing import Iterable, Iterator, List, Optional, Sequence
+
+__version__: str
+
+class Hypothesis:
+    text: str
+    tokens: List[str]
+    score: float
+    positional_scores: List[float]
+    alignment: List[int]
+
+class TranslationResult:
+    hypotheses: List[Hypothesis]
+    text: str
+    tokens: List[str]
+    score: float
+
+class BLEUScore:
+    score: float
+    precisions: List[float]
+    bp: float
+    signature: str
+    sys_len: float
+    ref_len: float
+    def format(self) -> str: ...
+
+class CHRFScore:
+    score: float
+    name: str
+
+class TERScore:
+    score: float
+    edits: float
+    ref_length: float
+
+class Translator:
+    path: str
+    def __init__(self, path: str, device: str = "cpu", compute_type: str = "auto", threads: int = 0) -> None: ...
+    def translate(self, sentences: Sequence[str], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
+                  max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
+                  return_alignment: bool = False, *, min_len: int = 1, unk_penalty: float = 0.0,
+                  no_repeat_ngram_size: int = 0, sampling: bool = False, sampling_topk: int = -1,
+                  sampling_topp: float = -1.0, temperature: float = 1.0, seed: Optional[int] = None,
+                  prefix: Optional[str] = None, max_batch_size: int = 64) -> List[TranslationResult]: ...
+    def translate_tokens(self, tokens: Sequence[Sequence[str]], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
+                         max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
+                         return_alignment: bool = False, **options) -> List[TranslationResult]: ...
+    def translate_iterable(self, iterable: Iterable[str], batch_size: int = 64, **options) -> Iterator[TranslationResult]: ...
+    def score(self, sources: Sequence[str], targets: Sequence[str], batch_size: int = 64) -> List[List[float]]: ...
+
+def bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], tokenize: str = "13a",
+         lowercase: bool = False) -> BLEUScore: ...
+def chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str]], word_order: int = 0,
+         lowercase: bool = False) -> CHRFScore: ...
+def ter(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> TERScore: ...
+def import_fairseq(checkpoint: str, data_dir: str, out: str, spm: Optional[str] = None,
+                   tokenizer: Optional[str] = None, bpe_codes: Optional[str] = None,
+                   source_lang: Optional[str] = None, target_lang: Optional[str] = None) -> dict: ...

@@ -1,0 +1,313 @@
+// The Python module `leanseq` (pybind11): translation, scoring and import over the same runtime as
+// `leanseq translate` (one decoding path), and sacreBLEU-compatible metrics. Errors become Python
+// exceptions carrying the command line's one-line messages: ValueError for bad arguments,
+// FileNotFoundError for missing files, RuntimeError otherwise; the interpreter never aborts.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <c10/util/Exception.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/threads.h"
+#include "leanseq/eval/bleu.h"
+#include "leanseq/eval/chrf.h"
+#include "leanseq/eval/ter.h"
+#include "leanseq/interop/fairseq.h"
+#include "leanseq/train/inference.h"
+#include "leanseq/train/run_config.h"
+
+namespace py = pybind11;
+using namespace leanseq;
+
+namespace {
+
+struct Hypothesis {
+  std::string text;
+  std::vector<std::string> tokens;
+  double score = 0;
+  std::vector<float> positional_scores;
+  std::vector<int64_t> alignment;
+};
+
+struct Result {
+  std::vector<Hypothesis> hypotheses;
+};
+
+struct Options {
+  int64_t beam = 5, nbest = 1, max_len_b = 200, min_len = 1, no_repeat_ngram_size = 0, max_batch_size = 64;
+  double lenpen = 1.0, max_len_a = 0.0, temperature = 1.0, sampling_topp = -1.0, unk_penalty = 0.0;
+  bool sampling = false, return_alignment = false;
+  int64_t sampling_topk = -1;
+  std::optional<int64_t> seed;
+  std::string prefix;
+};
+
+decode::TranslateOptions to_options(const Options& o, decode::InputFormat format) {
+  if (o.beam < 1) throw ConfigError("beam must be at least 1");
+  if (o.nbest < 1 || o.nbest > o.beam) throw ConfigError("nbest must be between 1 and beam");
+  if (o.max_batch_size < 1) throw ConfigError("max_batch_size must be at least 1");
+  if (o.temperature <= 0) throw ConfigError("temperature must be positive");
+  if (!o.sampling && (o.sampling_topk > 0 || o.sampling_topp > 0)) {
+    throw ConfigError("sampling_topk and sampling_topp go with sampling=True");
+  }
+  if (o.sampling_topp > 1) throw ConfigError("sampling_topp must be in (0, 1]");
+  decode::TranslateOptions t;
+  t.input_format = format;
+  t.search.beam = o.beam;
+  t.search.nbest = o.nbest;
+  t.search.lenpen = o.lenpen;
+  t.search.max_len_a = o.max_len_a;
+  t.search.max_len_b = o.max_len_b;
+  t.search.min_len = o.min_len;
+  t.search.unk_penalty = o.unk_penalty;
+  t.search.no_repeat_ngram_size = o.no_repeat_ngram_size;
+  t.search.temperature = o.temperature;
+  t.search.sampling = o.sampling;
+  t.search.sampling_topk = o.sampling_topk;
+  t.search.sampling_topp = o.sampling_topp;
+  t.search.need_attn = o.return_alignment;
+  t.max_sentences = o.max_batch_size;
+  t.prefix = o.prefix;
+  return t;
+}
+
+// A loaded model (or ensemble) behind a lock: one translation at a time per Translator (the
+// subword pipeline's helper process and lazily built caches are not shared safely), with the GIL
+// released meanwhile so that other Python threads run.
+class PyTranslator {
+ public:
+  PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int threads) {
+    if (compute_type != "auto" && compute_type != "float32" && compute_type != "default") {
+      throw ConfigError("compute_type '" + compute_type + "': this build decodes in float32 (auto, default, float32)");
+    }
+    set_compute_threads(threads);
+    std::vector<std::string> paths;
+    for (size_t from = 0;;) {
+      const size_t colon = path.find(':', from);
+      paths.push_back(path.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+      if (colon == std::string::npos) break;
+      from = colon + 1;
+    }
+    for (const auto& p : paths) {
+      if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
+    }
+    const auto d = train::resolve_device(device, "device");
+    lt_ = train::load_translator(paths.front());
+    lt_.loaded.model->to(d);
+    for (size_t i = 1; i < paths.size(); ++i) {
+      auto m = train::load_ensemble_member(lt_, paths.front(), paths[i]);
+      m->to(d);
+      lt_.translator->add_ensemble_member(m);
+    }
+  }
+
+  std::vector<Result> translate(const std::vector<std::string>& lines, const Options& o, decode::InputFormat format) {
+    auto opt = to_options(o, format);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (o.seed) torch::manual_seed(static_cast<uint64_t>(*o.seed));
+    const auto res = lt_.translator->translate(lines, opt);
+    std::vector<Result> out;
+    for (const auto& hyps : res) {
+      Result r;
+      for (const auto& h : hyps) {
+        Hypothesis x;
+        x.text = h.text;
+        x.tokens = h.pieces;
+        x.score = h.hyp.score;
+        x.positional_scores = h.hyp.positional_scores;
+        if (o.return_alignment && !h.hyp.alignment.empty()) {
+          x.alignment.assign(h.hyp.alignment.begin(), h.hyp.alignment.end() - 1);  // not </s>'s
+        }
+        r.hypotheses.push_back(std::move(x));
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  std::vector<std::vector<float>> score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
+                                        int64_t batch) {
+    if (sources.size() != targets.size()) {
+      throw ConfigError("score: " + std::to_string(sources.size()) + " sources but " + std::to_string(targets.size()) +
+                        " targets");
+    }
+    decode::TranslateOptions opt;
+    opt.max_sentences = std::max<int64_t>(1, batch);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lt_.translator->score(sources, targets, opt);
+  }
+
+ private:
+  train::LoadedTranslator lt_;
+  std::mutex mutex_;
+};
+
+std::vector<std::vector<std::string>> reference_streams(const py::object& refs, size_t n) {
+  // [refs] (one stream) or [[refs of stream 1], [refs of stream 2], ...], as sacrebleu takes them.
+  auto streams = refs.cast<std::vector<std::vector<std::string>>>();
+  for (const auto& s : streams) {
+    if (s.size() != n) {
+      throw ConfigError("a reference stream has " + std::to_string(s.size()) + " segments but there are " +
+                        std::to_string(n) + " hypotheses");
+    }
+  }
+  return streams;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_leanseq, m) {
+  m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
+  m.attr("__version__") = "0.1.0";
+
+  // One-line messages, as the command line prints them.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConfigError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const DataError& e) {
+      const std::string what = e.what();
+      PyErr_SetString(what.find("not found") != std::string::npos ? PyExc_FileNotFoundError : PyExc_ValueError,
+                      what.c_str());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const c10::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    }
+  });
+
+  py::class_<Hypothesis>(m, "Hypothesis")
+      .def_readonly("text", &Hypothesis::text)
+      .def_readonly("tokens", &Hypothesis::tokens)
+      .def_readonly("score", &Hypothesis::score)
+      .def_readonly("positional_scores", &Hypothesis::positional_scores)
+      .def_readonly("alignment", &Hypothesis::alignment)
+      .def("__repr__", [](const Hypothesis& h) { return "Hypothesis(text=" + py::repr(py::str(h.text)).cast<std::string>() + ")"; });
+  py::class_<Result>(m, "TranslationResult")
+      .def_readonly("hypotheses", &Result::hypotheses)
+      .def_property_readonly("text", [](const Result& r) { return r.hypotheses.empty() ? std::string() : r.hypotheses[0].text; })
+      .def_property_readonly("tokens", [](const Result& r) { return r.hypotheses.empty() ? std::vector<std::string>() : r.hypotheses[0].tokens; })
+      .def_property_readonly("score", [](const Result& r) { return r.hypotheses.empty() ? 0.0 : r.hypotheses[0].score; })
+      .def("__repr__", [](const Result& r) {
+        return "TranslationResult(text=" + py::repr(py::str(r.hypotheses.empty() ? "" : r.hypotheses[0].text)).cast<std::string>() + ")";
+      });
+
+  py::class_<Options>(m, "_Options")
+      .def(py::init<>())
+      .def_readwrite("beam", &Options::beam)
+      .def_readwrite("nbest", &Options::nbest)
+      .def_readwrite("lenpen", &Options::lenpen)
+      .def_readwrite("max_len_a", &Options::max_len_a)
+      .def_readwrite("max_len_b", &Options::max_len_b)
+      .def_readwrite("min_len", &Options::min_len)
+      .def_readwrite("unk_penalty", &Options::unk_penalty)
+      .def_readwrite("no_repeat_ngram_size", &Options::no_repeat_ngram_size)
+      .def_readwrite("sampling", &Options::sampling)
+      .def_readwrite("sampling_topk", &Options::sampling_topk)
+      .def_readwrite("sampling_topp", &Options::sampling_topp)
+      .def_readwrite("temperature", &Options::temperature)
+      .def_readwrite("seed", &Options::seed)
+      .def_readwrite("prefix", &Options::prefix)
+      .def_readwrite("max_batch_size", &Options::max_batch_size)
+      .def_readwrite("return_alignment", &Options::return_alignment);
+
+  py::class_<PyTranslator>(m, "_Translator")
+      .def(py::init<const std::string&, const std::string&, const std::string&, int>(), py::arg("path"),
+           py::arg("device"), py::arg("compute_type"), py::arg("threads"), py::call_guard<py::gil_scoped_release>())
+      .def("translate",
+           [](PyTranslator& t, const std::vector<std::string>& lines, const Options& o) {
+             return t.translate(lines, o, decode::InputFormat::raw);
+           },
+           py::call_guard<py::gil_scoped_release>())
+      .def("translate_tokens",
+           [](PyTranslator& t, const std::vector<std::vector<std::string>>& tokens, const Options& o) {
+             std::vector<std::string> lines;
+             for (const auto& ts : tokens) {
+               std::string l;
+               for (const auto& w : ts) l += (l.empty() ? "" : " ") + w;
+               lines.push_back(l);
+             }
+             return t.translate(lines, o, decode::InputFormat::tokens);
+           },
+           py::call_guard<py::gil_scoped_release>())
+      .def("score", &PyTranslator::score, py::call_guard<py::gil_scoped_release>());
+
+  py::class_<eval::BleuScore>(m, "BLEUScore")
+      .def_readonly("score", &eval::BleuScore::score)
+      .def_readonly("precisions", &eval::BleuScore::precisions)
+      .def_readonly("bp", &eval::BleuScore::bp)
+      .def_readonly("signature", &eval::BleuScore::signature)
+      .def_property_readonly("sys_len", [](const eval::BleuScore& s) { return s.stats.sys_len; })
+      .def_property_readonly("ref_len", [](const eval::BleuScore& s) { return s.stats.ref_len; })
+      .def("format", &eval::BleuScore::format)
+      .def("__str__", &eval::BleuScore::report)
+      .def("__repr__", &eval::BleuScore::report);
+  py::class_<eval::ChrfScore>(m, "CHRFScore")
+      .def_readonly("score", &eval::ChrfScore::score)
+      .def_readonly("name", &eval::ChrfScore::name)
+      .def("__str__", &eval::ChrfScore::format)
+      .def("__repr__", &eval::ChrfScore::format);
+  py::class_<eval::TerScore>(m, "TERScore")
+      .def_readonly("score", &eval::TerScore::score)
+      .def_readonly("edits", &eval::TerScore::edits)
+      .def_readonly("ref_length", &eval::TerScore::ref_length)
+      .def("__str__", &eval::TerScore::format)
+      .def("__repr__", &eval::TerScore::format);
+
+  m.def(
+      "bleu",
+      [](const std::vector<std::string>& hyps, const py::object& refs, const std::string& tokenize, bool lowercase) {
+        auto streams = reference_streams(refs, hyps.size());
+        eval::BleuOptions o;
+        o.tokenize = eval::parse_tokenize(tokenize);
+        o.lowercase = lowercase;
+        py::gil_scoped_release release;
+        return eval::corpus_bleu(hyps, streams, o);
+      },
+      py::arg("hypotheses"), py::arg("references"), py::arg("tokenize") = "13a", py::arg("lowercase") = false);
+  m.def(
+      "chrf",
+      [](const std::vector<std::string>& hyps, const py::object& refs, int word_order, bool lowercase) {
+        auto streams = reference_streams(refs, hyps.size());
+        eval::ChrfOptions o;
+        o.word_order = word_order;
+        o.lowercase = lowercase;
+        py::gil_scoped_release release;
+        return eval::corpus_chrf(hyps, streams, o);
+      },
+      py::arg("hypotheses"), py::arg("references"), py::arg("word_order") = 0, py::arg("lowercase") = false);
+  m.def(
+      "ter",
+      [](const std::vector<std::string>& hyps, const py::object& refs) {
+        auto streams = reference_streams(refs, hyps.size());
+        py::gil_scoped_release release;
+        return eval::corpus_ter(hyps, streams, {});
+      },
+      py::arg("hypotheses"), py::arg("references"));
+
+  m.def(
+      "import_fairseq",
+      [](const std::string& checkpoint, const std::string& data_dir, const std::string& out, const std::string& spm,
+         const std::string& tokenizer, const std::string& bpe_codes, const std::string& source_lang,
+         const std::string& target_lang) {
+        interop::FairseqImportOptions o{checkpoint, data_dir, out, spm, tokenizer, bpe_codes, source_lang, target_lang};
+        interop::FairseqImportResult r;
+        {
+          py::gil_scoped_release release;
+          r = interop::import_fairseq(o);
+        }
+        py::dict d;
+        d["fairseq_arch"] = r.fairseq_arch;
+        d["leanseq_arch"] = r.leanseq_arch;
+        d["source_lang"] = r.source_lang;
+        d["target_lang"] = r.target_lang;
+        d["parameters"] = r.parameters;
+        return d;
+      },
+      py::arg("checkpoint"), py::arg("data_dir"), py::arg("out"), py::arg("spm") = "", py::arg("tokenizer") = "",
+      py::arg("bpe_codes") = "", py::arg("source_lang") = "", py::arg("target_lang") = "");
+}

@@ -1,0 +1,153 @@
+"""The Python module against the command line it shares its runtime with: the same translations,
+the same scores, one-line exceptions, and two threads translating at once."""
+
+import os
+import random
+import re
+import subprocess
+import threading
+
+import pytest
+
+import leanseq
+
+CLI = os.environ["LEANSEQ_CLI"]
+SHARED = os.environ.get("LEANSEQ_SHARED_DIR", "")
+
+
+def run(*args, input=None):
+    return subprocess.run([CLI, *args], input=input, capture_output=True, text=True, check=True)
+
+
+def write_task(prefix, n, seed):
+    """The synthetic task of the C++ end-to-end tests: aN words to bN words."""
+    rng = random.Random(seed)
+    with open(prefix + ".src", "w") as s, open(prefix + ".tgt", "w") as t:
+        for _ in range(n):
+            words = [rng.randrange(20) for _ in range(rng.randrange(3, 9))]
+            s.write(" ".join(f"a{w}" for w in words) + "\n")
+            t.write(" ".join(f"b{w}" for w in words) + "\n")
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("task"))
+    for split, n, seed in (("train", 2000, 1), ("valid", 50, 2), ("test", 100, 3)):
+        write_task(f"{d}/{split}", n, seed)
+    run("prepare", "--src", "src", "--tgt", "tgt", "--train", f"{d}/train", "--valid", f"{d}/valid",
+        "--test", f"{d}/test", "--out", f"{d}/bin", "--vocab-size", "60")
+    run("train", "--arch", "transformer_tiny", "--data", f"{d}/bin", "--save-dir", f"{d}/ck", "--seed", "3",
+        "--max-update", "200", "--set", "batch.max_tokens=1000", "--set", "optim.lr=0.003",
+        "--set", "optim.warmup_updates=50")
+    return f"{d}/ck/checkpoint_last.pt"
+
+
+LINES = ["a1 a2 a3", "a4 a5", "a6 a7 a8 a9 a10", "a11"]
+
+
+def test_translations_equal_the_command_line(checkpoint):
+    t = leanseq.Translator(checkpoint)
+    got = t.translate(LINES, beam=5, max_len_a=0, max_len_b=12)
+    cli = run("translate", "--checkpoint", checkpoint, "--beam", "5", "--max-len-a", "0", "--max-len-b", "12",
+              input="\n".join(LINES) + "\n").stdout.splitlines()
+    assert [r.text for r in got] == cli
+    assert all(r.tokens and r.score < 0 for r in got)
+    # n-best: best first, as the command line's --nbest lists them.
+    best3 = t.translate(LINES[:1], beam=5, nbest=3, max_len_b=12)[0]
+    assert len(best3.hypotheses) == 3
+    assert best3.text == got[0].text
+    assert [h.score for h in best3.hypotheses] == sorted((h.score for h in best3.hypotheses), reverse=True)
+    # Pre-tokenized input: a line's subword pieces (fairseq format's S line) translate alike.
+    s_line = next(l for l in run("translate", "--checkpoint", checkpoint, "--output-format", "fairseq",
+                                 "--max-len-b", "12", input=LINES[2] + "\n").stdout.splitlines() if l.startswith("S-0"))
+    pieces = s_line.split("\t")[1].split()
+    assert t.translate_tokens([pieces], beam=5, max_len_b=12)[0].text == got[2].text
+
+
+def test_translate_iterable_and_score(checkpoint):
+    t = leanseq.Translator(checkpoint)
+    alone = t.translate(LINES, beam=1, max_len_b=12)
+    assert [r.text for r in t.translate_iterable(iter(LINES), batch_size=3, beam=1, max_len_b=12)] == [r.text for r in alone]
+    # Forced decoding of greedy outputs gives the search's own per-token scores.
+    scores = t.score(LINES, [r.text for r in alone])
+    for s, r in zip(scores, alone):
+        assert len(s) == len(r.hypotheses[0].positional_scores)
+        assert s == pytest.approx(r.hypotheses[0].positional_scores, abs=1e-4)
+    # Sampling: reproducible per seed.
+    a = t.translate(LINES, beam=3, nbest=3, sampling=True, seed=5, max_len_b=10)
+    b = t.translate(LINES, beam=3, nbest=3, sampling=True, seed=5, max_len_b=10)
+    assert [[h.text for h in r.hypotheses] for r in a] == [[h.text for h in r.hypotheses] for r in b]
+    # A prefix starts every translation.
+    assert all(r.text.startswith("b7") for r in t.translate(LINES, prefix="b7", max_len_b=10))
+
+
+def test_metrics_equal_leanseq_score(tmp_path, checkpoint):
+    hyps = [r.text for r in leanseq.Translator(checkpoint).translate(LINES, beam=2, max_len_b=12)]
+    refs = ["b1 b2 b3", "b4 b5", "b6 b7 b8 b9 b10", "b11"]
+    (tmp_path / "hyp").write_text("\n".join(hyps) + "\n")
+    (tmp_path / "ref").write_text("\n".join(refs) + "\n")
+    for metric, fn in (("bleu", leanseq.bleu), ("chrf", leanseq.chrf), ("ter", leanseq.ter)):
+        line = run("score", "--ref", str(tmp_path / "ref"), "--hyp", str(tmp_path / "hyp"), "--metric", metric).stdout.strip()
+        s = fn(hyps, [refs])
+        assert str(s) == line
+        assert float(re.search(r"= ([0-9.]+)", line).group(1)) == pytest.approx(s.score, abs=0.005)
+    assert "nrefs:1" in leanseq.bleu(hyps, [refs]).signature
+    assert leanseq.__version__
+
+
+def test_errors_are_python_exceptions_with_the_command_lines_messages(tmp_path, checkpoint):
+    with pytest.raises(FileNotFoundError, match="missing.pt: checkpoint not found"):
+        leanseq.Translator(str(tmp_path / "missing.pt"))
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(RuntimeError, match="bad.pt"):
+        leanseq.Translator(str(bad))
+    t = leanseq.Translator(checkpoint)
+    with pytest.raises(ValueError, match="beam must be at least 1"):
+        t.translate(LINES, beam=0)
+    with pytest.raises(ValueError, match="nbest"):
+        t.translate(LINES, beam=2, nbest=3)
+    with pytest.raises(ValueError, match="compute_type 'int4'"):
+        leanseq.Translator(checkpoint, compute_type="int4")
+    with pytest.raises(ValueError, match="cuda:7"):
+        leanseq.Translator(checkpoint, device="cuda:7")
+    with pytest.raises(ValueError, match="reference stream has 1 segments"):
+        leanseq.bleu(["a", "b"], [["a"]])
+    with pytest.raises(ValueError):
+        t.translate("one string, not a list")
+
+
+def test_two_threads_translating_at_once_get_their_own_results(checkpoint):
+    t = leanseq.Translator(checkpoint)
+    inputs = [LINES * 5, list(reversed(LINES)) * 5]
+    expected = [[r.text for r in t.translate(x, beam=3, max_len_b=12)] for x in inputs]
+    got = [None, None]
+
+    def work(i):
+        got[i] = [r.text for r in t.translate(inputs[i], beam=3, max_len_b=12)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert got == expected
+
+
+def test_import_fairseq_then_translate_as_fairseq_interactive(tmp_path):
+    src = os.path.join(SHARED, "fixtures", "fairseq-pt", "fconv")
+    if not os.path.isdir(src):
+        if os.environ.get("CI") in ("true", "1"):
+            pytest.fail("../shared/fixtures/fairseq-pt is absent, and CI=true requires the reference files")
+        pytest.skip("../shared/fixtures/fairseq-pt is absent")
+    info = leanseq.import_fairseq(f"{src}/model.pt", src, str(tmp_path / "m.pt"), spm=f"{src}/spm.model",
+                                  source_lang="de", target_lang="en")
+    assert info["fairseq_arch"] == "fconv" and info["parameters"] == 458192
+    lines = open(f"{src}/input.de").read().splitlines()[:5]
+    expected = {}
+    for line in open(f"{src}/interactive.beam5.txt"):
+        if line.startswith("D-"):
+            i, _, text = line.rstrip("\n").split("\t")
+            expected[int(i[2:])] = text
+    got = leanseq.Translator(str(tmp_path / "m.pt")).translate(lines, beam=5)
+    assert [r.text for r in got] == [expected[i] for i in range(5)]
