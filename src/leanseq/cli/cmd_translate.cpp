@@ -200,23 +200,9 @@ void add_translate(CLI::App& app, int& exit_code) {
     }
     torch::manual_seed(static_cast<uint64_t>(a->seed));
     // A:B:C decodes the models as an ensemble.
-    std::vector<std::string> paths;
-    for (size_t from = 0;;) {
-      const size_t colon = a->checkpoint.find(':', from);
-      paths.push_back(a->checkpoint.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
-      if (colon == std::string::npos) break;
-      from = colon + 1;
-    }
-    for (const auto& p : paths) {
-      if (p.empty()) throw ConfigError("--checkpoint: an empty path in '" + a->checkpoint + "'");
-    }
+    const auto paths = train::checkpoint_paths(a->checkpoint, "--checkpoint");
     auto lt = load_translator_or_explain(paths.front());
-    lt.loaded.model->to(device);
-    for (size_t i = 1; i < paths.size(); ++i) {
-      auto member = train::load_ensemble_member(lt, paths.front(), paths[i]);
-      member->to(device);
-      lt.translator->add_ensemble_member(member);
-    }
+    train::add_ensemble(lt, paths, device);
     if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
     log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());
     decode::TranslationStats stats;

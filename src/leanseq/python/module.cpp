@@ -84,24 +84,13 @@ class PyTranslator {
       throw ConfigError("compute_type '" + compute_type + "': this build decodes in float32 (auto, default, float32)");
     }
     set_compute_threads(threads);
-    std::vector<std::string> paths;
-    for (size_t from = 0;;) {
-      const size_t colon = path.find(':', from);
-      paths.push_back(path.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
-      if (colon == std::string::npos) break;
-      from = colon + 1;
-    }
+    const auto paths = train::checkpoint_paths(path, "path");
     for (const auto& p : paths) {
       if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
     }
     const auto d = train::resolve_device(device, "device");
     lt_ = train::load_translator(paths.front());
-    lt_.loaded.model->to(d);
-    for (size_t i = 1; i < paths.size(); ++i) {
-      auto m = train::load_ensemble_member(lt_, paths.front(), paths[i]);
-      m->to(d);
-      lt_.translator->add_ensemble_member(m);
-    }
+    train::add_ensemble(lt_, paths, d);
   }
 
   std::vector<Result> translate(const std::vector<std::string>& lines, const Options& o, decode::InputFormat format) {

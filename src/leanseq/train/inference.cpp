@@ -67,4 +67,24 @@ std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslato
   return member.model;
 }
 
+std::vector<std::string> checkpoint_paths(const std::string& spec, const std::string& key) {
+  std::vector<std::string> paths;
+  for (size_t from = 0;;) {
+    const size_t colon = spec.find(':', from);
+    paths.push_back(spec.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+    if (paths.back().empty()) throw ConfigError(key + ": an empty path in '" + spec + "'");
+    if (colon == std::string::npos) return paths;
+    from = colon + 1;
+  }
+}
+
+void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths, const torch::Device& device) {
+  first.loaded.model->to(device);
+  for (size_t i = 1; i < paths.size(); ++i) {
+    auto member = load_ensemble_member(first, paths.front(), paths[i]);
+    member->to(device);
+    first.translator->add_ensemble_member(member);
+  }
+}
+
 }  // namespace leanseq::train

@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "leanseq/decode/translator.h"
 #include "leanseq/train/checkpoint.h"
@@ -20,5 +21,11 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense 
 // both files when their dictionaries or text pipelines differ.
 std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
                                                            const std::string& checkpoint_path);
+
+// "a.pt:b.pt:..." as its paths (an ensemble); ConfigError naming `key` for an empty one.
+std::vector<std::string> checkpoint_paths(const std::string& spec, const std::string& key);
+// Moves `first` (loaded from paths[0]) to `device` and adds the models of paths[1..] to its
+// translator as its ensemble, on that device.
+void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths, const torch::Device& device);
 
 }  // namespace leanseq::train
