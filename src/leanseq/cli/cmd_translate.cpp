@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "leanseq/cli/commands.h"
+#include "leanseq/cli/decoding_options.h"
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
@@ -25,14 +26,11 @@ namespace leanseq::cli {
 namespace {
 enum class OutputFormat { text, fairseq };
 
-struct TranslateArgs {
-  std::string checkpoint, input = "-", output = "-";
-  decode::TranslateOptions opt;
+struct TranslateArgs : DecodingFlags {
+  std::string checkpoint, input = "-", output = "-", prefix_file;
   OutputFormat output_format = OutputFormat::text;
-  bool greedy = false, interactive = false, scores = false, alignment = false;
-  int64_t threads = 0, buffer_size = 1000;
-  std::string device = "cpu", prefix_file;
-  int64_t seed = 1;
+  bool interactive = false, scores = false, alignment = false;
+  int64_t buffer_size = 1000;
 };
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
@@ -130,17 +128,7 @@ void add_translate(CLI::App& app, int& exit_code) {
   sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] decodes an ensemble")->required();
   sub->add_option("--input,-i", a->input, "input file, one sentence per line ('-': stdin)")->capture_default_str();
   sub->add_option("--output,-o", a->output, "output file ('-': stdout)")->capture_default_str();
-  sub->add_option("--beam", a->opt.search.beam, "beam size")->capture_default_str();
-  sub->add_flag("--greedy", a->greedy, "greedy search (beam 1)");
-  sub->add_option("--lenpen", a->opt.search.lenpen, "length penalty exponent")->capture_default_str();
-  sub->add_option("--max-len-a", a->opt.search.max_len_a, "max length = a * source length + b")->capture_default_str();
-  sub->add_option("--max-len-b", a->opt.search.max_len_b, "max length = a * source length + b")->capture_default_str();
-  sub->add_option("--nbest", a->opt.search.nbest, "hypotheses per sentence (index, rank, score, text)")
-      ->capture_default_str();
-  sub->add_option("--unk-penalty", a->opt.search.unk_penalty, "subtracted from <unk> log-probabilities")
-      ->capture_default_str();
-  sub->add_option("--batch-size", a->opt.max_sentences, "sentences per batch")->capture_default_str();
-  sub->add_option("--max-tokens", a->opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
+  add_decoding_flags(sub, *a);
   sub->add_flag("--print-scores", a->scores, "print index, rank and score before each translation");
   sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read (a prompt on a terminal)");
   sub->add_option("--buffer-size", a->buffer_size,
@@ -163,42 +151,12 @@ void add_translate(CLI::App& app, int& exit_code) {
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, OutputFormat>{{"text", OutputFormat::text}, {"fairseq", OutputFormat::fairseq}}))
       ->default_str("text");
-  sub->add_option("--threads", a->threads, kComputeThreadsHelp);
-  sub->add_option("--device", a->device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str();
-  auto* prefix = sub->add_option("--prefix", a->opt.prefix, "text every translation starts with (then the search goes on)");
-  sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line")->excludes(prefix);
-  sub->add_option("--no-repeat-ngram-size", a->opt.search.no_repeat_ngram_size,
-                  "no translation repeats an n-gram of this many tokens (0: off)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--min-len", a->opt.search.min_len, "translations have at least this many tokens before </s>")
-      ->capture_default_str();
-  sub->add_flag("--sampling", a->opt.search.sampling,
-                "sample instead of searching: --beam samples per sentence (--nbest of them printed, best first)");
-  sub->add_option("--sampling-topk", a->opt.search.sampling_topk, "sample from the K most likely tokens only")
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--sampling-topp", a->opt.search.sampling_topp,
-                  "sample from the smallest set of tokens whose probability reaches P")
-      ->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--temperature", a->opt.search.temperature, "logits are divided by T (sampling and search)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  sub->add_option("--seed", a->seed, "random seed of sampling (the same seed and threads: the same samples)")
-      ->capture_default_str();
+  sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line (instead of --prefix)");
   sub->callback([a, &exit_code] {
     const torch::Device device = train::resolve_device(a->device, "--device");
-    leanseq::set_compute_threads(static_cast<int>(a->threads));
-    if (a->greedy) a->opt.search.beam = 1;
+    check_decoding_flags(*a);
+    if (!a->prefix_file.empty() && !a->opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
     a->opt.search.need_attn = a->alignment;
-    if (a->opt.search.beam < 1) throw ConfigError("--beam must be at least 1");
-    if (a->opt.search.nbest > a->opt.search.beam) throw ConfigError("--nbest cannot exceed --beam");
-    if (!a->opt.search.sampling && (a->opt.search.sampling_topk > 0 || a->opt.search.sampling_topp > 0)) {
-      throw ConfigError("--sampling-topk and --sampling-topp go with --sampling");
-    }
-    if (a->opt.search.sampling_topk > 0 && a->opt.search.sampling_topp > 0) {
-      throw ConfigError("--sampling-topk and --sampling-topp: give one of them");
-    }
-    torch::manual_seed(static_cast<uint64_t>(a->seed));
     // A:B:C decodes the models as an ensemble.
     const auto paths = train::checkpoint_paths(a->checkpoint, "--checkpoint");
     auto lt = load_translator_or_explain(paths.front());

@@ -1,0 +1,57 @@
+#include "leanseq/cli/decoding_options.h"
+
+#include <torch/torch.h>
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/threads.h"
+
+namespace leanseq::cli {
+
+void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
+  auto& s = f.opt.search;
+  sub->add_option("--beam", s.beam, "beam size")->capture_default_str();
+  sub->add_flag("--greedy", f.greedy, "greedy search (beam 1)");
+  sub->add_option("--lenpen", s.lenpen, "length penalty exponent")->capture_default_str();
+  sub->add_option("--max-len-a", s.max_len_a, "max length = a * source length + b")->capture_default_str();
+  sub->add_option("--max-len-b", s.max_len_b, "max length = a * source length + b")->capture_default_str();
+  sub->add_option("--nbest", s.nbest, "hypotheses per sentence")->capture_default_str();
+  sub->add_option("--unk-penalty", s.unk_penalty, "subtracted from <unk> log-probabilities")->capture_default_str();
+  sub->add_option("--min-len", s.min_len, "translations have at least this many tokens before </s>")
+      ->capture_default_str();
+  sub->add_option("--no-repeat-ngram-size", s.no_repeat_ngram_size,
+                  "no translation repeats an n-gram of this many tokens (0: off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--sampling", s.sampling,
+                "sample instead of searching: --beam samples per sentence (--nbest of them, best first)");
+  sub->add_option("--sampling-topk", s.sampling_topk, "sample from the K most likely tokens only")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--sampling-topp", s.sampling_topp, "sample from the smallest set of tokens whose probability reaches P")
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--temperature", s.temperature, "logits are divided by T (sampling and search)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--seed", f.seed, "random seed of sampling (the same seed and threads: the same samples)")
+      ->capture_default_str();
+  sub->add_option("--batch-size", f.opt.max_sentences, "sentences per batch")->capture_default_str();
+  sub->add_option("--max-tokens", f.opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
+  sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)");
+  sub->add_option("--threads", f.threads, kComputeThreadsHelp);
+  sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str();
+}
+
+void check_decoding_flags(DecodingFlags& f) {
+  auto& s = f.opt.search;
+  if (f.greedy) s.beam = 1;
+  if (s.beam < 1) throw ConfigError("--beam must be at least 1");
+  if (s.nbest > s.beam) throw ConfigError("--nbest cannot exceed --beam");
+  if (f.opt.max_sentences < 1) throw ConfigError("--batch-size must be at least 1");
+  if (!s.sampling && (s.sampling_topk > 0 || s.sampling_topp > 0)) {
+    throw ConfigError("--sampling-topk and --sampling-topp go with --sampling");
+  }
+  if (s.sampling_topk > 0 && s.sampling_topp > 0) throw ConfigError("--sampling-topk and --sampling-topp: give one of them");
+  set_compute_threads(static_cast<int>(f.threads));
+  torch::manual_seed(static_cast<uint64_t>(f.seed));
+}
+
+}  // namespace leanseq::cli

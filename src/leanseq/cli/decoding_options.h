@@ -1,0 +1,25 @@
+// The decoding flags that translate and serve share (fairseq's names), registered once, and
+// their checks.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "leanseq/decode/translator.h"
+
+namespace leanseq::cli {
+
+struct DecodingFlags {
+  decode::TranslateOptions opt;
+  bool greedy = false;
+  int64_t seed = 1;
+  int64_t threads = 0;
+  std::string device = "cpu";
+};
+
+// --beam, --greedy, --lenpen, --max-len-a/-b, --nbest, --unk-penalty, --min-len,
+// --no-repeat-ngram-size, --sampling, --sampling-topk/-topp, --temperature, --seed, --batch-size,
+// --max-tokens, --prefix, --threads, --device.
+void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
+// ConfigError for combinations the flags cannot take; applies --greedy, seeds the sampler.
+void check_decoding_flags(DecodingFlags& f);
+
+}  // namespace leanseq::cli
