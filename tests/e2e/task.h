@@ -47,4 +47,19 @@ inline std::string prepare_task(const std::string& dir) {
   return dir + "/bin";
 }
 
+// A transformer_tiny checkpoint trained for 30 updates on the task (once per test program).
+inline const std::string& tiny_checkpoint() {
+  static const std::string path = [] {
+    const auto dir = temp_dir("tiny");
+    const auto data = prepare_task(dir);
+    std::string out;
+    const int rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                                   "/ck --max-update 30 --seed 1 --set batch.max_tokens=1000 --set optim.lr=0.003",
+                               out);
+    EXPECT_EQ(rc, 0) << out;
+    return dir + "/ck/checkpoint_last.pt";
+  }();
+  return path;
+}
+
 }  // namespace leanseq::test

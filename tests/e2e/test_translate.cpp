@@ -16,20 +16,7 @@ using leanseq::test::run_command;
 using leanseq::test::temp_dir;
 
 namespace {
-// A transformer_tiny checkpoint trained for a few updates on the synthetic task (once per run).
-const std::string& checkpoint() {
-  static const std::string path = [] {
-    const auto dir = temp_dir("translate");
-    const auto data = leanseq::test::prepare_task(dir);
-    std::string out;
-    const int rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
-                                   "/ck --max-update 30 --seed 1 --set batch.max_tokens=1000 --set optim.lr=0.003",
-                               out);
-    EXPECT_EQ(rc, 0) << out;
-    return dir + "/ck/checkpoint_last.pt";
-  }();
-  return path;
-}
+const std::string& checkpoint() { return leanseq::test::tiny_checkpoint(); }
 
 double peak_mib(const std::string& log) {
   std::smatch m;

@@ -27,5 +27,6 @@ void add_classify(CLI::App& app, int& exit_code);
 void add_prune(CLI::App& app, int& exit_code);
 void add_import_fairseq(CLI::App& app, int& exit_code);
 void add_tokenize(CLI::App& app, int& exit_code);
+void add_serve(CLI::App& app, int& exit_code);
 
 }  // namespace leanseq::cli

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   leanseq::cli::add_prune(app, exit_code);
   leanseq::cli::add_import_fairseq(app, exit_code);
   leanseq::cli::add_tokenize(app, exit_code);
+  leanseq::cli::add_serve(app, exit_code);
   if (unknown_command(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);

@@ -1,0 +1,98 @@
+// serve: the HTTP translation server (serve/server.h) on a checkpoint, until SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <thread>
+
+#include "leanseq/cli/commands.h"
+#include "leanseq/cli/decoding_options.h"
+#include "leanseq/core/blas.h"
+#include "leanseq/core/error.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/core/threads.h"
+#include "leanseq/serve/server.h"
+#include "leanseq/train/inference.h"
+#include "leanseq/train/run_config.h"
+
+namespace leanseq::cli {
+
+namespace {
+struct ServeArgs : DecodingFlags {
+  std::string checkpoint;
+  serve::ServeOptions server;
+  int workers = 1;
+  int64_t timeout_ms = 5;
+};
+}  // namespace
+
+void add_serve(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* sub = app.add_subcommand("serve", "an HTTP translation server with dynamic batching (docs/serve.md)");
+  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] serves an ensemble")->required();
+  sub->add_option("--host", a->server.host, "address to listen on")->capture_default_str();
+  sub->add_option("--port", a->server.port, "port (0: any free port; the log says which)")->capture_default_str();
+  sub->add_option("--workers", a->workers, "decoding workers, each with its own copy of the model")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--max-batch-sentences", a->server.batching.max_sentences,
+                  "sentences of concurrent requests decoded together at most (1: one at a time)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--max-batch-tokens", a->server.batching.max_tokens, "source characters per batch at most (0: no limit)")
+      ->capture_default_str();
+  sub->add_option("--batch-timeout-ms", a->timeout_ms, "how long a batch waits for more sentences")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-request-bytes", a->server.max_request_bytes, "larger bodies get 413")->capture_default_str();
+  sub->add_option("--queue-limit", a->server.batching.queue_limit, "sentences waiting at most; beyond, 503")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--request-timeout", a->server.request_timeout_s, "seconds a request may wait for its translation")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  add_decoding_flags(sub, *a);
+  sub->callback([a, &exit_code] {
+    const torch::Device device = train::resolve_device(a->device, "--device");
+    check_decoding_flags(*a);
+    a->server.batching.timeout = std::chrono::milliseconds(a->timeout_ms);
+    a->server.defaults = a->opt;
+    // Signals go to one thread, which stops the server; requests in flight finish.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    const auto paths = train::checkpoint_paths(a->checkpoint, "--checkpoint");
+    std::vector<std::unique_ptr<decode::Translator>> translators;
+    serve::ModelInfo info;
+    for (int w = 0; w < a->workers; ++w) {
+      auto lt = train::load_translator(paths.front());
+      train::add_ensemble(lt, paths, device);
+      info = {a->checkpoint, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
+      translators.push_back(std::move(lt.translator));
+    }
+    serve::Server server(std::move(translators), info, a->server);
+    std::thread watcher([&] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      if (sig != 0) log::info("signal " + std::to_string(sig) + " received: finishing the requests in flight");
+      server.stop();
+    });
+    const bool ok = server.run([&](int port) {
+      log::info("serving " + a->checkpoint + " (" + info.source_lang + "->" + info.target_lang + ") on " + device.str() +
+                " with " + std::to_string(a->workers) + " worker(s), " + std::to_string(compute_threads()) +
+                " threads; batches of up to " + std::to_string(a->server.batching.max_sentences) + " sentences");
+      if (device.is_cpu()) log::info(blas_summary());
+      log::info("listening on http://" + a->server.host + ":" + std::to_string(port) + "/");
+    });
+    if (!ok) {
+      pthread_kill(watcher.native_handle(), SIGTERM);
+      watcher.join();
+      throw ConfigError("serve: cannot listen on " + a->server.host + ":" + std::to_string(a->server.port));
+    }
+    watcher.join();
+    log::info("stopped");
+    exit_code = 0;
+  });
+}
+
+}  // namespace leanseq::cli

@@ -1,0 +1,111 @@
+#include "leanseq/serve/batcher.h"
+
+#include "leanseq/core/timer.h"
+
+namespace leanseq::serve {
+
+bool Pending::wait_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return done_.wait_until(lock, deadline, [&] { return remaining_ == 0; });
+}
+
+Batcher::Batcher(std::vector<decode::Translator*> translators, BatchingOptions opt,
+                 std::function<void(int64_t, double, int64_t)> on_batch)
+    : opt_(opt), on_batch_(std::move(on_batch)) {
+  for (auto* t : translators) workers_.emplace_back([this, t] { work(*t); });
+}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  arrived_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+std::shared_ptr<Pending> Batcher::submit(const std::vector<std::string>& sentences, const decode::TranslateOptions& opt) {
+  auto pending = std::make_shared<Pending>(sentences.size());
+  pending->remaining_ = sentences.size();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ || static_cast<int64_t>(queue_.size() + sentences.size()) > opt_.queue_limit) return nullptr;
+    for (size_t i = 0; i < sentences.size(); ++i) queue_.push_back({sentences[i], opt, pending, i});
+  }
+  arrived_.notify_all();
+  return pending;
+}
+
+int64_t Batcher::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+bool Batcher::same_options(const decode::TranslateOptions& a, const decode::TranslateOptions& b) {
+  const auto &x = a.search, &y = b.search;
+  return x.beam == y.beam && x.nbest == y.nbest && x.lenpen == y.lenpen && x.max_len_a == y.max_len_a &&
+         x.max_len_b == y.max_len_b && x.min_len == y.min_len && x.unk_penalty == y.unk_penalty &&
+         x.no_repeat_ngram_size == y.no_repeat_ngram_size && x.temperature == y.temperature &&
+         x.sampling == y.sampling && x.sampling_topk == y.sampling_topk && x.sampling_topp == y.sampling_topp &&
+         x.need_attn == y.need_attn && a.prefix == b.prefix && a.input_format == b.input_format;
+}
+
+void Batcher::work(decode::Translator& translator) {
+  while (true) {
+    std::vector<Item> batch;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      arrived_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left
+      // The oldest sentence opens the batch; others with its options join it until the batch is
+      // full or the timeout passes.
+      const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+      int64_t chars = 0;
+      auto take = [&] {
+        for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(batch.size()) < opt_.max_sentences;) {
+          const auto len = static_cast<int64_t>(it->text.size());
+          const bool fits = opt_.max_tokens <= 0 || batch.empty() || chars + len <= opt_.max_tokens;
+          if ((batch.empty() || same_options(batch.front().opt, it->opt)) && fits) {
+            chars += len;
+            batch.push_back(std::move(*it));
+            it = queue_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      };
+      take();
+      while (static_cast<int64_t>(batch.size()) < opt_.max_sentences && !stopping_ &&
+             arrived_.wait_until(lock, deadline, [&] { return stopping_ || !queue_.empty(); })) {
+        if (queue_.empty()) break;
+        const size_t before = batch.size();
+        take();
+        if (batch.size() == before) break;  // what is queued does not fit this batch
+      }
+    }
+    std::vector<std::string> lines;
+    for (const auto& it : batch) lines.push_back(it.text);
+    decode::TranslationStats stats;
+    std::vector<std::vector<decode::TranslationHyp>> results;
+    std::string error;
+    Timer timer;
+    try {
+      results = translator.translate(lines, batch.front().opt, &stats);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (on_batch_) on_batch_(static_cast<int64_t>(batch.size()), timer.seconds(), stats.target_tokens);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto& p = *batch[i].pending;
+      std::lock_guard<std::mutex> lock(p.mutex_);
+      if (error.empty()) {
+        p.results_[batch[i].index] = std::move(results[i]);
+      } else {
+        p.error_ = error;
+      }
+      if (--p.remaining_ == 0) p.done_.notify_all();
+    }
+  }
+}
+
+}  // namespace leanseq::serve
