@@ -77,6 +77,11 @@ def test_translate_iterable_and_score(checkpoint):
     a = t.translate(LINES, beam=3, nbest=3, sampling=True, seed=5, max_len_b=10)
     b = t.translate(LINES, beam=3, nbest=3, sampling=True, seed=5, max_len_b=10)
     assert [[h.text for h in r.hypotheses] for r in a] == [[h.text for h in r.hypotheses] for r in b]
+    # Without scores, and with alignments: one source position per target token.
+    plain = t.translate(LINES, beam=2, max_len_b=12, return_scores=False, return_alignment=True)
+    assert [r.text for r in plain] == [r.text for r in t.translate(LINES, beam=2, max_len_b=12)]
+    assert all(r.score is None and r.hypotheses[0].positional_scores is None for r in plain)
+    assert all(len(r.hypotheses[0].alignment) == len(r.tokens) for r in plain)
     # A prefix starts every translation.
     assert all(r.text.startswith("b7") for r in t.translate(LINES, prefix="b7", max_len_b=10))
 

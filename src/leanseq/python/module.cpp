@@ -27,6 +27,7 @@ namespace {
 struct Hypothesis {
   std::string text;
   std::vector<std::string> tokens;
+  bool scored = true;  // return_scores: score and positional_scores are None without it
   double score = 0;
   std::vector<float> positional_scores;
   std::vector<int64_t> alignment;
@@ -39,7 +40,7 @@ struct Result {
 struct Options {
   int64_t beam = 5, nbest = 1, max_len_b = 200, min_len = 1, no_repeat_ngram_size = 0, max_batch_size = 64;
   double lenpen = 1.0, max_len_a = 0.0, temperature = 1.0, sampling_topp = -1.0, unk_penalty = 0.0;
-  bool sampling = false, return_alignment = false;
+  bool sampling = false, return_alignment = false, return_scores = true;
   int64_t sampling_topk = -1;
   std::optional<int64_t> seed;
   std::string prefix;
@@ -106,6 +107,7 @@ class PyTranslator {
         x.text = h.text;
         x.tokens = h.pieces;
         x.score = h.hyp.score;
+        x.scored = o.return_scores;
         x.positional_scores = h.hyp.positional_scores;
         if (o.return_alignment && !h.hyp.alignment.empty()) {
           x.alignment.assign(h.hyp.alignment.begin(), h.hyp.alignment.end() - 1);  // not </s>'s
@@ -172,15 +174,18 @@ PYBIND11_MODULE(_leanseq, m) {
   py::class_<Hypothesis>(m, "Hypothesis")
       .def_readonly("text", &Hypothesis::text)
       .def_readonly("tokens", &Hypothesis::tokens)
-      .def_readonly("score", &Hypothesis::score)
-      .def_readonly("positional_scores", &Hypothesis::positional_scores)
+      .def_property_readonly("score", [](const Hypothesis& h) { return h.scored ? py::cast(h.score) : py::none(); })
+      .def_property_readonly("positional_scores",
+                             [](const Hypothesis& h) { return h.scored ? py::cast(h.positional_scores) : py::none(); })
       .def_readonly("alignment", &Hypothesis::alignment)
       .def("__repr__", [](const Hypothesis& h) { return "Hypothesis(text=" + py::repr(py::str(h.text)).cast<std::string>() + ")"; });
   py::class_<Result>(m, "TranslationResult")
       .def_readonly("hypotheses", &Result::hypotheses)
       .def_property_readonly("text", [](const Result& r) { return r.hypotheses.empty() ? std::string() : r.hypotheses[0].text; })
       .def_property_readonly("tokens", [](const Result& r) { return r.hypotheses.empty() ? std::vector<std::string>() : r.hypotheses[0].tokens; })
-      .def_property_readonly("score", [](const Result& r) { return r.hypotheses.empty() ? 0.0 : r.hypotheses[0].score; })
+      .def_property_readonly("score", [](const Result& r) {
+        return r.hypotheses.empty() || !r.hypotheses[0].scored ? py::none() : py::cast(r.hypotheses[0].score);
+      })
       .def("__repr__", [](const Result& r) {
         return "TranslationResult(text=" + py::repr(py::str(r.hypotheses.empty() ? "" : r.hypotheses[0].text)).cast<std::string>() + ")";
       });
@@ -202,7 +207,8 @@ PYBIND11_MODULE(_leanseq, m) {
       .def_readwrite("seed", &Options::seed)
       .def_readwrite("prefix", &Options::prefix)
       .def_readwrite("max_batch_size", &Options::max_batch_size)
-      .def_readwrite("return_alignment", &Options::return_alignment);
+      .def_readwrite("return_alignment", &Options::return_alignment)
+      .def_readwrite("return_scores", &Options::return_scores);
 
   py::class_<PyTranslator>(m, "_Translator")
       .def(py::init<const std::string&, const std::string&, const std::string&, int>(), py::arg("path"),

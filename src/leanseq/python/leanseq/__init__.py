@@ -25,7 +25,7 @@ __all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter
 
 def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=1, unk_penalty=0.0,
              no_repeat_ngram_size=0, sampling=False, sampling_topk=-1, sampling_topp=-1.0, temperature=1.0,
-             seed=None, prefix=None, max_batch_size=64, return_alignment=False):
+             seed=None, prefix=None, max_batch_size=64, return_alignment=False, return_scores=True):
     o = _leanseq._Options()
     o.beam, o.nbest, o.lenpen = beam, nbest, lenpen
     o.max_len_a, o.max_len_b, o.min_len, o.unk_penalty = max_len_a, max_len_b, min_len, unk_penalty
@@ -35,6 +35,7 @@ def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=
     o.prefix = prefix or ""
     o.max_batch_size = max_batch_size
     o.return_alignment = return_alignment
+    o.return_scores = return_scores
     return o
 
 
@@ -56,13 +57,15 @@ class Translator:
                   max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
                   return_alignment: bool = False, **options) -> List[TranslationResult]:
         """Translates raw sentences; one result per sentence (``.text``, ``.tokens``, ``.score``,
-        ``.hypotheses`` for the n-best). Further options as ``leanseq translate``'s: min_len,
+        ``.hypotheses`` for the n-best; scores None with ``return_scores=False``; ``.alignment`` of
+        each hypothesis with ``return_alignment=True``: per target token the source position it
+        attends most). Further options as ``leanseq translate``'s: min_len,
         unk_penalty, no_repeat_ngram_size, sampling, sampling_topk, sampling_topp, temperature,
         seed, prefix, max_batch_size."""
         if isinstance(sentences, str):
             raise ValueError("sentences must be a list of strings, not one string")
         o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
-                     return_alignment=return_alignment, **options)
+                     return_alignment=return_alignment, return_scores=return_scores, **options)
         return self._t.translate(list(sentences), o)
 
     def translate_tokens(self, tokens: Sequence[Sequence[str]], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
@@ -70,7 +73,7 @@ class Translator:
                          return_alignment: bool = False, **options) -> List[TranslationResult]:
         """Translates sentences given as subword tokens (the model's dictionary symbols)."""
         o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
-                     return_alignment=return_alignment, **options)
+                     return_alignment=return_alignment, return_scores=return_scores, **options)
         return self._t.translate_tokens([list(t) for t in tokens], o)
 
     def translate_iterable(self, iterable: Iterable[str], batch_size: int = 64, **options) -> Iterator[TranslationResult]:

@@ -5,15 +5,15 @@ __version__: str
 class Hypothesis:
     text: str
     tokens: List[str]
-    score: float
-    positional_scores: List[float]
+    score: Optional[float]
+    positional_scores: Optional[List[float]]
     alignment: List[int]
 
 class TranslationResult:
     hypotheses: List[Hypothesis]
     text: str
     tokens: List[str]
-    score: float
+    score: Optional[float]
 
 class BLEUScore:
     score: float
