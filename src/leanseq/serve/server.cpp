@@ -299,6 +299,11 @@ Server::Server(std::vector<std::unique_ptr<decode::Translator>> translators, Mod
   });
   impl_->http.set_payload_max_length(impl_->opt.max_request_bytes);
   impl_->http.set_read_timeout(std::chrono::seconds(30));
+  // Clients that send request after request keep their connection (httplib closes it after 5).
+  impl_->http.set_keep_alive_max_count(100000);
+  impl_->http.set_keep_alive_timeout(30);
+  // Answers go out at once, not held back by Nagle's algorithm for the client's delayed ACK.
+  impl_->http.set_tcp_nodelay(true);
   impl_->http.new_task_queue = [] { return new httplib::ThreadPool(64); };
   impl_->routes();
 }
