@@ -234,9 +234,16 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
   auto out = model_.step(last_tokens.to(enc_.out.device()).unsqueeze(1), enc_, state_, attn != nullptr);
   if (attn) *attn = out.attn.squeeze(1);
-  auto logits = out.logits.squeeze(1);
-  if (temperature_ != 1.0) logits = logits / temperature_;
-  return torch::log_softmax(logits, -1, torch::kFloat);
+  return log_probs(out.logits.squeeze(1), temperature_);
+}
+
+torch::Tensor log_probs(const torch::Tensor& logits, double temperature) {
+  return torch::log_softmax(temperature != 1.0 ? logits / temperature : logits, -1, torch::kFloat);
+}
+
+torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {
+  if (lprobs.size() == 1) return lprobs.front();
+  return torch::logsumexp(torch::stack(lprobs), 0) - std::log(static_cast<double>(lprobs.size()));
 }
 
 void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
@@ -256,8 +263,7 @@ torch::Tensor EnsembleStepDecoder::step(const torch::Tensor& last_tokens, torch:
     if (attn && a.defined()) attns.push_back(a);
   }
   if (attn && !attns.empty()) *attn = torch::stack(attns).mean(0);
-  if (lprobs.size() == 1) return lprobs.front();
-  return torch::logsumexp(torch::stack(lprobs), 0) - std::log(static_cast<double>(lprobs.size()));
+  return ensemble_log_probs(lprobs);
 }
 
 void EnsembleStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {

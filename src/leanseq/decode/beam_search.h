@@ -60,6 +60,11 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
                                                  int64_t max_positions, int64_t vocab, const SearchOptions& opt,
                                                  const std::vector<std::vector<int64_t>>* prefixes = nullptr);
 
+// A model's log-probabilities from its logits [..., V], divided by `temperature` first.
+torch::Tensor log_probs(const torch::Tensor& logits, double temperature);
+// Several models' log-probabilities as one (fairseq's EnsembleModel): the log of their mean probability.
+torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs);
+
 // A StepDecoder over a Seq2SeqModel: encodes once, expands the encoder output to `beam` rows per
 // sentence, and steps with the model's incremental state.
 class ModelStepDecoder : public StepDecoder {

@@ -1,6 +1,5 @@
 #include "leanseq/decode/translator.h"
 
-#include <cmath>
 #include <numeric>
 #include <sstream>
 
@@ -30,6 +29,12 @@ std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
   return tgt_text_->decode(tgt_dict_.decode(ids));
 }
 
+std::vector<models::Seq2SeqModel*> Translator::all_models() const {
+  std::vector<models::Seq2SeqModel*> models{model_.get()};
+  for (const auto& m : members_) models.push_back(m.get());
+  return models;
+}
+
 void Translator::add_ensemble_member(std::shared_ptr<models::Seq2SeqModel> model) {
   model->eval();
   members_.push_back(std::move(model));
@@ -39,8 +44,7 @@ std::vector<std::vector<float>> Translator::score(const std::vector<std::string>
                                                   const std::vector<std::string>& targets, const TranslateOptions& opt) {
   TORCH_CHECK(sources.size() == targets.size(), "score: ", sources.size(), " sources but ", targets.size(), " targets");
   c10::InferenceMode inference;
-  std::vector<models::Seq2SeqModel*> models{model_.get()};
-  for (auto& m : members_) models.push_back(m.get());
+  const auto models = all_models();
   const auto device = model_->parameters().front().device();
   std::vector<std::vector<float>> out;
   for (size_t from = 0; from < sources.size(); from += static_cast<size_t>(opt.max_sentences)) {
@@ -56,13 +60,10 @@ std::vector<std::vector<float>> Translator::score(const std::vector<std::string>
     auto batch = data::collate(src, tgt, ids).to(device);
     std::vector<torch::Tensor> lprobs;
     for (auto* m : models) {
-      auto logits = m->decode(batch.prev_output, m->encode(batch.src, batch.src_lengths)).logits;
-      if (opt.search.temperature != 1.0) logits = logits / opt.search.temperature;
-      lprobs.push_back(torch::log_softmax(logits, -1, torch::kFloat));
+      const auto logits = m->decode(batch.prev_output, m->encode(batch.src, batch.src_lengths)).logits;
+      lprobs.push_back(log_probs(logits, opt.search.temperature));
     }
-    auto lp = lprobs.size() == 1 ? lprobs.front()
-                                 : torch::logsumexp(torch::stack(lprobs), 0) - std::log(static_cast<double>(lprobs.size()));
-    auto picked = lp.gather(2, batch.target.unsqueeze(-1)).squeeze(-1).cpu();  // [B, T]
+    auto picked = ensemble_log_probs(lprobs).gather(2, batch.target.unsqueeze(-1)).squeeze(-1).cpu();  // [B, T]
     for (size_t b = 0; b < tgt.size(); ++b) {
       auto row = picked[static_cast<int64_t>(b)].narrow(0, 0, static_cast<int64_t>(tgt[b].size())).contiguous();
       out.emplace_back(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
@@ -120,9 +121,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
     if (prefixes) {
       for (int64_t id : ids) batch_prefixes.push_back((*prefixes)[id]);
     }
-    std::vector<models::Seq2SeqModel*> models{model_.get()};
-    for (auto& m : members_) models.push_back(m.get());
-    auto hyps = generate(models, batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
+    auto hyps = generate(all_models(), batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
                          prefixes ? &batch_prefixes : nullptr);
     for (size_t b = 0; b < ids.size(); ++b) {
       auto& out = results[ids[b]];

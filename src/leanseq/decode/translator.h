@@ -71,6 +71,7 @@ class Translator {
  private:
   std::shared_ptr<models::Seq2SeqModel> model_;
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members_;  // further ensemble members
+  std::vector<models::Seq2SeqModel*> all_models() const;         // the first model, then the members
   data::Dictionary src_dict_, tgt_dict_;
   std::shared_ptr<const data::TextPipeline> src_text_, tgt_text_;
 };
