@@ -1,5 +1,6 @@
-// A benchmark contender: a preset, optionally followed by model settings and a thread count after
-// ':' (`pervasive_small:memory_efficient=true:threads=2`), shared by the benchmark programs.
+// A benchmark contender: a preset, optionally followed by model settings, a thread count and a
+// compute type after ':' (`pervasive_small:memory_efficient=true:threads=2`,
+// `transformer_small:compute_type=int8`), shared by the benchmark programs.
 #pragma once
 #include <torch/torch.h>
 
@@ -9,6 +10,7 @@
 
 #include "leanseq/core/config.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/compute_type.h"
 #include "leanseq/models/registry.h"
 
 namespace leanseq::bench {
@@ -17,6 +19,7 @@ struct Contender {
   std::string name, arch;
   std::vector<std::string> settings;  // key=value for the model config
   int threads = 0;                    // "threads=N" among them: intra-op threads for this contender
+  std::string compute_type = "float32";  // "compute_type=T": the inference compute type (decoding)
 };
 
 // Parses a spec; an unknown preset fails here, before any run.
@@ -33,6 +36,9 @@ inline Contender parse_contender(const std::string& spec) {
       }
       if (item.rfind("threads=", 0) == 0) {
         c.threads = std::stoi(item.substr(8));
+      } else if (item.rfind("compute_type=", 0) == 0) {
+        c.compute_type = item.substr(13);
+        kernels::parse_compute_type(c.compute_type);  // an unknown name fails here
       } else if (!item.empty()) {
         c.settings.push_back(item);
       }

@@ -14,6 +14,7 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/int8_gemm.h"
 #include "median.h"
 
 namespace {
@@ -29,24 +30,45 @@ struct Shape {
 const std::vector<Shape> kShapes = {{320, 512, 2048}, {4096, 512, 512}, {4096, 512, 2048}, {4096, 2048, 512},
                                     {320, 512, 8000}, {1024, 1024, 1024}};
 
-// GF/s of each shape, medians of `rounds` timed runs of enough products for about 0.2 s each.
-nlohmann::json measure(int rounds) {
+// GF/s (or GOP/s) of `op`, the median of `rounds` timed runs of enough calls for about 0.2 s each.
+template <class Op>
+double rate(double flops, int rounds, Op&& op) {
+  op();
+  auto t0 = Clock::now();
+  op();
+  const double once = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int reps = std::max(1, static_cast<int>(0.2 / std::max(once, 1e-6)));
+  std::vector<double> gflops;
+  for (int r = 0; r < rounds; ++r) {
+    t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) op();
+    gflops.push_back(flops * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+  }
+  return leanseq::bench::median(gflops);
+}
+
+// Each shape's float32 product through LibTorch (OpenBLAS); with `low_precision`, also a linear
+// layer's product in int8 (kernels/int8_gemm.h: activations quantized per row, u8 or s8, the
+// oneDNN product and the scaling back; GOP/s) and in bfloat16 (ATen, oneDNN on the CPU).
+nlohmann::json measure(int rounds, bool low_precision) {
+  using namespace leanseq::kernels;
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& s : kShapes) {
     auto a = torch::randn({s.m, s.k}), b = torch::randn({s.k, s.n});
     auto out = torch::mm(a, b);
     const double flops = 2.0 * s.m * s.k * s.n;
-    auto t0 = Clock::now();
-    torch::mm_out(out, a, b);
-    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-    const int reps = std::max(1, static_cast<int>(0.2 / std::max(once, 1e-6)));
-    std::vector<double> gflops;
-    for (int r = 0; r < rounds; ++r) {
-      t0 = Clock::now();
-      for (int i = 0; i < reps; ++i) torch::mm_out(out, a, b);
-      gflops.push_back(flops * reps / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+    nlohmann::json row{{"m", s.m}, {"k", s.k}, {"n", s.n}};
+    row["gflops"] = rate(flops, rounds, [&] { torch::mm_out(out, a, b); });
+    if (low_precision) {
+      auto w = b.t().contiguous();
+      auto q = quantize_weight(w);
+      for (auto [name, act] : {std::pair{"int8_u8_gops", Int8Activations::u8_shifted}, {"int8_s8_gops", Int8Activations::s8}}) {
+        row[name] = rate(flops, rounds, [&, act = act] { int8_linear(a, q, torch::Tensor(), act); });
+      }
+      auto a16 = a.to(torch::kBFloat16), w16 = w.to(torch::kBFloat16);
+      row["bf16_gflops"] = rate(flops, rounds, [&] { torch::linear(a16, w16); });
     }
-    rows.push_back({{"m", s.m}, {"k", s.k}, {"n", s.n}, {"gflops", leanseq::bench::median(gflops)}});
+    rows.push_back(row);
   }
   return rows;
 }
@@ -60,11 +82,12 @@ double clock_ghz() {
   return 0;
 }
 
-nlohmann::json run_child(const std::string& self, const std::string& coretype, int rounds, int threads) {
+nlohmann::json run_child(const std::string& self, const std::string& coretype, int rounds, int threads,
+                         bool low_precision) {
   const std::string env =
       coretype.empty() ? "" : "env -u LEANSEQ_SET_OPENBLAS_CORETYPE OPENBLAS_CORETYPE=" + coretype + " ";
   const std::string cmd =
-      env + self + " --child --rounds " + std::to_string(rounds) + " --threads " + std::to_string(threads);
+      env + self + " --child --rounds " + std::to_string(rounds) + " --threads " + std::to_string(threads) + (low_precision ? " --low-precision" : "");
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) throw std::runtime_error("cannot start " + cmd);
   std::string text;
@@ -80,16 +103,18 @@ int main(int argc, char** argv) {
   leanseq::start_program(argv);
   CLI::App app{"leanseq-gemm-bench: float32 products per OpenBLAS kernel family, in GF/s against the core's peak"};
   int rounds = 5, threads = 1;
-  bool child = false;
+  bool child = false, low_precision = false;
   app.add_option("--rounds", rounds, "timed rounds per shape (median)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads")->capture_default_str();
+  app.add_flag("--low-precision", low_precision,
+               "also int8 (oneDNN, per-row activation quantization included) and bfloat16 products, as started");
   app.add_flag("--child", child, "internal: measure in this process and print its rows");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-gemm-bench", [&] {
     if (rounds < 1 || threads < 1) throw leanseq::ConfigError("--rounds and --threads must be at least 1");
     leanseq::set_compute_threads(threads);
     if (child) {
-      std::cout << nlohmann::json{{"blas", leanseq::blas_summary()}, {"shapes", measure(rounds)}}.dump() << "\n";
+      std::cout << nlohmann::json{{"blas", leanseq::blas_summary()}, {"shapes", measure(rounds, low_precision)}}.dump() << "\n";
       return;
     }
     const auto cpu = leanseq::detect_cpu_vector_support();
@@ -102,7 +127,7 @@ int main(int argc, char** argv) {
     if (avx512) families.push_back("SKYLAKEX");
     nlohmann::json results = nlohmann::json::array();
     for (const auto& f : families) {
-      auto r = run_child(argv[0], f, rounds, threads);
+      auto r = run_child(argv[0], f, rounds, threads, low_precision && f.empty());
       r["coretype"] = f.empty() ? "as started" : f;
       for (auto& row : r["shapes"]) row["of_peak"] = peak_per_core > 0 ? row["gflops"].get<double>() / (peak_per_core * threads) : 0.0;
       results.push_back(r);

@@ -8,7 +8,7 @@ packages=(
   libicu-dev libcairo2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sword-text-sparv sword-text-web libsword-utils
-  python3-dev pybind11-dev python3-pytest libcpp-httplib-dev chromium
+  python3-dev pybind11-dev python3-pytest libcpp-httplib-dev chromium libdnnl-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "leanseq/core/error.h"
 #include "leanseq/data/batching.h"
@@ -9,6 +11,7 @@
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/indexed.h"
 #include "leanseq/data/prepare.h"
+#include "leanseq/data/spm.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
@@ -171,4 +174,24 @@ TEST(Bible, OsisCleaning) {
   auto v = parse_imp("$$$Genesis 1:0\n<chapter/>\n$$$Genesis 1:1\n<w>EN el</w> <w>principio</w>.\n");
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v["Genesis 1:1"], "EN el principio.");
+}
+
+// Two models' helper processes alive at once: the first one closes (its helper exits) while the
+// second lives, in either order. A helper that inherited another's pipes kept it waiting forever.
+TEST(SentencePieceHelper, ClosingOneModelWhileAnotherLivesReturns) {
+  const auto dir = test::temp_dir("spm_two");
+  {
+    std::ofstream text(dir + "/text.txt");
+    for (int i = 0; i < 200; ++i) text << "the quick brown fox " << i << " jumps over the lazy dog\n";
+  }
+  SpmTrainOptions opt;
+  opt.vocab_size = 40;
+  SentencePiece::train({dir + "/text.txt"}, dir + "/m", opt);
+  auto first = std::make_unique<SentencePiece>(dir + "/m.model");
+  auto second = std::make_unique<SentencePiece>(dir + "/m.model");
+  auto closing = std::async(std::launch::async, [&] { first.reset(); });
+  EXPECT_EQ(closing.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "the first helper never exited";
+  EXPECT_EQ(second->decode(second->encode("the lazy fox")), "the lazy fox");
+  second.reset();  // (were the first still waiting, this would let it finish)
+  closing.wait();
 }

@@ -112,7 +112,7 @@ def test_errors_are_python_exceptions_with_the_command_lines_messages(tmp_path, 
         t.translate(LINES, beam=0)
     with pytest.raises(ValueError, match="nbest"):
         t.translate(LINES, beam=2, nbest=3)
-    with pytest.raises(ValueError, match="compute_type 'int4'"):
+    with pytest.raises(ValueError, match="unknown compute type 'int4'"):
         leanseq.Translator(checkpoint, compute_type="int4")
     with pytest.raises(ValueError, match="cuda:7"):
         leanseq.Translator(checkpoint, device="cuda:7")
@@ -120,6 +120,19 @@ def test_errors_are_python_exceptions_with_the_command_lines_messages(tmp_path, 
         leanseq.bleu(["a", "b"], [["a"]])
     with pytest.raises(ValueError):
         t.translate("one string, not a list")
+
+
+def test_compute_types_equal_the_command_lines(tmp_path, checkpoint):
+    for compute_type in ("int8", "bfloat16"):
+        t = leanseq.Translator(checkpoint, compute_type=compute_type)
+        assert t.compute_type == compute_type and t.compute_type_notice == ""
+        cli = run("translate", "--checkpoint", checkpoint, "--compute-type", compute_type,
+                  input="\n".join(LINES) + "\n").stdout.splitlines()
+        assert [r.text for r in t.translate(LINES)] == cli
+    # float16 is for CUDA: on the CPU it falls back to float32 and says why.
+    t = leanseq.Translator(checkpoint, compute_type="float16")
+    assert t.compute_type == "float32" and "CUDA" in t.compute_type_notice
+    assert leanseq.Translator(checkpoint).compute_type == "float32"
 
 
 def test_two_threads_translating_at_once_get_their_own_results(checkpoint):

@@ -1,4 +1,4 @@
-// average, list-archs.
+// average, quantize, list-archs.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -85,6 +85,38 @@ void add_average(CLI::App& app, int& exit_code) {
     models::load_named_tensors(*loaded.model, avg, true, "average");
     train::save_checkpoint(*output, base.config_yaml, base.vocab, base.progress, *loaded.model, nullptr);
     log::info("averaged " + std::to_string(inputs->size()) + " checkpoints into " + *output);
+    exit_code = 0;
+  });
+}
+
+void add_quantize(CLI::App& app, int& exit_code) {
+  auto checkpoint = std::make_shared<std::string>(), output = std::make_shared<std::string>();
+  auto type = std::make_shared<kernels::ComputeType>(kernels::ComputeType::int8);
+  auto* sub = app.add_subcommand(
+      "quantize", "store a checkpoint's weights in int8 (a scale per row), bfloat16 or float16, without optimizer state");
+  sub->add_option("--checkpoint", *checkpoint, "checkpoint to quantize")->required();
+  sub->add_option("--out,-o", *output, "quantized checkpoint")->required();
+  sub->add_option("--type", *type, "int8, bfloat16 or float16")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, kernels::ComputeType>{
+          {"int8", kernels::ComputeType::int8},
+          {"bfloat16", kernels::ComputeType::bfloat16},
+          {"bf16", kernels::ComputeType::bfloat16},
+          {"float16", kernels::ComputeType::float16},
+          {"fp16", kernels::ComputeType::float16}}))
+      ->default_str("int8");
+  sub->callback([checkpoint, output, type, &exit_code] {
+    auto ck = train::read_checkpoint(*checkpoint);
+    if (train::is_classifier_config(parse_yaml_text(ck.config_yaml, *checkpoint + " (config)"))) {
+      throw ConfigError(*checkpoint + ": quantize takes sequence models (a text classifier was given)");
+    }
+    auto loaded = train::load_model(*checkpoint, /*dense=*/true);
+    train::save_checkpoint(*output, ck.config_yaml, ck.vocab, ck.progress, *loaded.model, nullptr, *type);
+    // Against the model's own float32 weights (the input may also hold optimizer state).
+    const auto weights = 4 * static_cast<uintmax_t>(models::count_parameters(*loaded.model));
+    const auto after = std::filesystem::file_size(*output);
+    log::info("wrote " + *output + " (" + kernels::compute_type_name(*type) + " weights): " + std::to_string(after) +
+              " bytes, " + std::to_string(100 * after / std::max<uintmax_t>(weights, 1)) + "% of the " +
+              std::to_string(weights) + " bytes of its float32 weights");
     exit_code = 0;
   });
 }

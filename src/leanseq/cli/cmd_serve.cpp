@@ -67,6 +67,11 @@ void add_serve(CLI::App& app, int& exit_code) {
     for (int w = 0; w < a->workers; ++w) {
       auto lt = train::load_translator(paths.front());
       train::add_ensemble(lt, paths, device);
+      if (w == 0) {
+        apply_compute_type(lt, *a, device);  // logs the type once
+      } else {
+        train::set_compute_type(lt, a->compute_type, device);
+      }
       info = {a->checkpoint, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
       translators.push_back(std::move(lt.translator));
     }

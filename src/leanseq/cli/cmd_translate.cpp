@@ -161,6 +161,7 @@ void add_translate(CLI::App& app, int& exit_code) {
     const auto paths = train::checkpoint_paths(a->checkpoint, "--checkpoint");
     auto lt = load_translator_or_explain(paths.front());
     train::add_ensemble(lt, paths, device);
+    apply_compute_type(lt, *a, device);
     if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
     log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());
     decode::TranslationStats stats;

@@ -17,6 +17,7 @@ void add_train(CLI::App& app, int& exit_code);
 void add_translate(CLI::App& app, int& exit_code);
 void add_score(CLI::App& app, int& exit_code);
 void add_average(CLI::App& app, int& exit_code);
+void add_quantize(CLI::App& app, int& exit_code);
 void add_list_archs(CLI::App& app, int& exit_code);
 void add_plot(CLI::App& app, int& exit_code);
 void add_quickstart(CLI::App& app, int& exit_code);

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include "leanseq/decode/translator.h"
+#include "leanseq/kernels/compute_type.h"
+#include "leanseq/train/inference.h"
 
 namespace leanseq::cli {
 
@@ -13,13 +15,16 @@ struct DecodingFlags {
   int64_t seed = 1;
   int64_t threads = 0;
   std::string device = "cpu";
+  kernels::ComputeTypeRequest compute_type = kernels::ComputeTypeRequest::default_;
 };
 
 // --beam, --greedy, --lenpen, --max-len-a/-b, --nbest, --unk-penalty, --min-len,
 // --no-repeat-ngram-size, --sampling, --sampling-topk/-topp, --temperature, --seed, --batch-size,
-// --max-tokens, --prefix, --threads, --device.
+// --max-tokens, --prefix, --threads, --device, --compute-type.
 void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
 // ConfigError for combinations the flags cannot take; applies --greedy, seeds the sampler.
 void check_decoding_flags(DecodingFlags& f);
+// Packs the loaded models for --compute-type and logs the type in use (and a fallback's notice).
+void apply_compute_type(train::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device);
 
 }  // namespace leanseq::cli

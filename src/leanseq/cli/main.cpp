@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   leanseq::cli::add_translate(app, exit_code);
   leanseq::cli::add_score(app, exit_code);
   leanseq::cli::add_average(app, exit_code);
+  leanseq::cli::add_quantize(app, exit_code);
   leanseq::cli::add_list_archs(app, exit_code);
   leanseq::cli::add_plot(app, exit_code);
   leanseq::cli::add_quickstart(app, exit_code);

@@ -66,6 +66,8 @@ CpuVectorSupport detect_cpu_vector_support() {
   s.avx512vl = __builtin_cpu_supports("avx512vl");
   s.avx512dq = __builtin_cpu_supports("avx512dq");
   s.avx512cd = __builtin_cpu_supports("avx512cd");
+  s.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  s.avx512bf16 = __builtin_cpu_supports("avx512bf16");
 #endif
   return s;
 }

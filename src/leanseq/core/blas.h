@@ -10,10 +10,12 @@
 
 namespace leanseq {
 
-// What the CPU can run, as far as OpenBLAS's kernel families are concerned.
+// What the CPU can run, as far as OpenBLAS's kernel families and the low-precision products
+// (kernels/compute_type.h) are concerned.
 struct CpuVectorSupport {
   bool avx = false, avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512cd = false;
+  bool avx512vnni = false, avx512bf16 = false;  // 8-bit dot products, bf16 dot products
 };
 CpuVectorSupport detect_cpu_vector_support();
 

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -37,8 +38,10 @@ bool read_line(FILE* f, std::string& line) {
 SentencePiece::SentencePiece(const std::string& model_path) : path_(model_path) {
   if (!std::filesystem::exists(model_path)) throw DataError(model_path + ": SentencePiece model not found");
   std::string helper = spm_helper_path();
+  // Close-on-exec: a helper started later (another model's) must not hold this helper's pipes
+  // open, or closing them here would never reach it and its exit would never come.
   int in_pipe[2], out_pipe[2];
-  if (pipe(in_pipe) != 0 || pipe(out_pipe) != 0) throw Error("cannot create pipes for " + helper);
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) throw Error("cannot create pipes for " + helper);
   pid_ = fork();
   if (pid_ < 0) throw Error("cannot fork " + helper);
   if (pid_ == 0) {

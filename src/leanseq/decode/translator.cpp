@@ -29,7 +29,7 @@ std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
   return tgt_text_->decode(tgt_dict_.decode(ids));
 }
 
-std::vector<models::Seq2SeqModel*> Translator::all_models() const {
+std::vector<models::Seq2SeqModel*> Translator::models() const {
   std::vector<models::Seq2SeqModel*> models{model_.get()};
   for (const auto& m : members_) models.push_back(m.get());
   return models;
@@ -44,7 +44,7 @@ std::vector<std::vector<float>> Translator::score(const std::vector<std::string>
                                                   const std::vector<std::string>& targets, const TranslateOptions& opt) {
   TORCH_CHECK(sources.size() == targets.size(), "score: ", sources.size(), " sources but ", targets.size(), " targets");
   c10::InferenceMode inference;
-  const auto models = all_models();
+  const auto ensemble = models();
   const auto device = model_->parameters().front().device();
   std::vector<std::vector<float>> out;
   for (size_t from = 0; from < sources.size(); from += static_cast<size_t>(opt.max_sentences)) {
@@ -59,7 +59,7 @@ std::vector<std::vector<float>> Translator::score(const std::vector<std::string>
     }
     auto batch = data::collate(src, tgt, ids).to(device);
     std::vector<torch::Tensor> lprobs;
-    for (auto* m : models) {
+    for (auto* m : ensemble) {
       const auto logits = m->decode(batch.prev_output, m->encode(batch.src, batch.src_lengths)).logits;
       lprobs.push_back(log_probs(logits, opt.search.temperature));
     }
@@ -121,7 +121,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
     if (prefixes) {
       for (int64_t id : ids) batch_prefixes.push_back((*prefixes)[id]);
     }
-    auto hyps = generate(all_models(), batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
+    auto hyps = generate(models(), batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
                          prefixes ? &batch_prefixes : nullptr);
     for (size_t b = 0; b < ids.size(); ++b) {
       auto& out = results[ids[b]];

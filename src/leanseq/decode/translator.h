@@ -60,6 +60,7 @@ class Translator {
   // Another model decoding with the first as an ensemble (same dictionaries: the caller checks).
   void add_ensemble_member(std::shared_ptr<models::Seq2SeqModel> model);
   int64_t ensemble_size() const { return static_cast<int64_t>(members_.size()) + 1; }
+  std::vector<models::Seq2SeqModel*> models() const;  // the first model, then the members
 
   // A line as source ids ending with </s>, read as `format` says.
   std::vector<int64_t> encode_source(const std::string& line, InputFormat format = InputFormat::raw) const;
@@ -71,7 +72,6 @@ class Translator {
  private:
   std::shared_ptr<models::Seq2SeqModel> model_;
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members_;  // further ensemble members
-  std::vector<models::Seq2SeqModel*> all_models() const;         // the first model, then the members
   data::Dictionary src_dict_, tgt_dict_;
   std::shared_ptr<const data::TextPipeline> src_text_, tgt_text_;
 };

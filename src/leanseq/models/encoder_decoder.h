@@ -8,6 +8,7 @@
 #include "leanseq/nn/attention.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/functional.h"
+#include "leanseq/nn/packed_weight.h"
 
 namespace leanseq::models {
 
@@ -19,7 +20,8 @@ using DecoderLayerFn = std::function<nn::AttentionResult(size_t, const torch::Te
 // the output projection. Like fairseq (alignment_layer), the attention returned is the encoder
 // attention of the last layer.
 inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const DecoderLayerFn& layer, bool need_attn,
-                                    torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight) {
+                                    torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight,
+                                    const nn::PackedWeight& output_packed) {
   DecoderOut out;
   for (size_t i = 0; i < layers; ++i) {
     auto r = layer(i, x, need_attn && i + 1 == layers);
@@ -27,7 +29,7 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
     if (r.weights.defined()) out.attn = r.weights;
   }
   if (layer_norm) x = layer_norm(x);
-  out.logits = torch::linear(x, output_weight);
+  out.logits = nn::linear(x, output_weight, {}, output_packed);
   return out;
 }
 

@@ -227,7 +227,7 @@ DecoderOut LightConvDecoderImpl::forward(const torch::Tensor& prev_tokens, const
         if (a2[i]) r.out = a2[i](r.out, self_mask);
         return r;
       },
-      need_attn, layer_norm, output_weight);
+      need_attn, layer_norm, output_weight, output_packed);
 }
 
 DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
@@ -244,7 +244,7 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight);
+      need_attn, layer_norm, output_weight, output_packed);
   state.steps += n;
   return out;
 }

@@ -5,6 +5,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/nn/packed_weight.h"
+
 #include "leanseq/models/encoder_decoder.h"
 #include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
@@ -72,7 +74,7 @@ class LightConvEncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LightConvEncoder);
 
-class LightConvDecoderImpl : public torch::nn::Module {
+class LightConvDecoderImpl : public torch::nn::Module, public nn::LowPrecision {
  public:
   LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn::Embedding embed_tokens, int64_t vocab);
   DecoderOut forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn);
@@ -82,6 +84,8 @@ class LightConvDecoderImpl : public torch::nn::Module {
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
+  nn::PackedWeight output_packed;           // output_weight in the compute type, when one is set
+  void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, {}, type); }
   std::vector<nn::DoubleAttention> a2;       // per layer (causal); null where none follows it
 
  private:

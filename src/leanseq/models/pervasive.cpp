@@ -394,7 +394,7 @@ torch::Tensor PervasiveModel::grid(const torch::Tensor& tgt_emb, const EncoderOu
 DecoderOut PervasiveModel::predict(const torch::Tensor& features, const GridMasks& masks, bool need_attn) {
   auto [pooled, attn] = aggregator(features, masks.source, need_attn);
   auto x = nn::maybe_dropout(projection(pooled), cfg_.prediction_dropout, is_training());
-  return {torch::linear(x, output_weight), need_attn ? attn : torch::Tensor()};
+  return {nn::linear(x, output_weight, {}, output_packed), need_attn ? attn : torch::Tensor()};
 }
 
 namespace {

@@ -99,7 +99,7 @@ class AggregatorImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Aggregator);
 
-class PervasiveModel : public Seq2SeqModel {
+class PervasiveModel : public Seq2SeqModel, public nn::LowPrecision {
  public:
   PervasiveModel(const PervasiveConfig& cfg, int64_t src_vocab, int64_t tgt_vocab);
   EncoderOut encode(const torch::Tensor& src, const torch::Tensor& src_lengths) override;
@@ -115,6 +115,9 @@ class PervasiveModel : public Seq2SeqModel {
   std::shared_ptr<GridNet> net;
   Aggregator aggregator{nullptr};
   torch::Tensor output_weight;
+  nn::PackedWeight output_packed;  // output_weight in the compute type, when one is set
+  // The output projection and the Linear layers outside the grid (channel_linear stays float32).
+  void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, {}, type); }
 
  private:
   // The grid [B, T, S, C] of target embeddings x (one row each) against the source.

@@ -204,7 +204,7 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
         }
         return r;
       },
-      need_attn, layer_norm, output_weight);
+      need_attn, layer_norm, output_weight, output_packed);
 }
 
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
@@ -223,7 +223,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight);
+      need_attn, layer_norm, output_weight, output_packed);
   state.steps += n;
   return out;
 }

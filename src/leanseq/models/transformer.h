@@ -5,6 +5,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/nn/packed_weight.h"
+
 #include "leanseq/models/encoder_decoder.h"
 #include "leanseq/models/layer_groups.h"
 #include "leanseq/models/seq2seq.h"
@@ -70,7 +72,7 @@ class TransformerEncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerEncoder);
 
-class TransformerDecoderImpl : public torch::nn::Module {
+class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision {
  public:
   TransformerDecoderImpl(const TransformerConfig& cfg, torch::nn::Embedding embed_tokens, int64_t vocab);
   // With `maps`, appends each layer's self- and encoder-attention distributions.
@@ -82,6 +84,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
+  nn::PackedWeight output_packed;           // output_weight in the compute type, when one is set
+  void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, {}, type); }
   std::vector<nn::DoubleAttention> a2;       // per layer (causal); null where none follows it
 
  private:

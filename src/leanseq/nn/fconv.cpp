@@ -52,7 +52,9 @@ WeightNormLinearImpl::WeightNormLinearImpl(int64_t in, int64_t out, double dropo
   bias = register_parameter("bias", torch::zeros({out}));
 }
 
-torch::Tensor WeightNormLinearImpl::forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight(), bias); }
+torch::Tensor WeightNormLinearImpl::forward(const torch::Tensor& x) {
+  return packed_.packed() ? packed_.forward(x) : torch::linear(x, weight(), bias);
+}
 
 ConvTBCImpl::ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dropout) : kernel_size_(kernel_size) {
   const double std = std::sqrt(4.0 * (1.0 - dropout) / static_cast<double>(kernel_size * in));
@@ -63,6 +65,10 @@ ConvTBCImpl::ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dr
 }
 
 torch::Tensor ConvTBCImpl::forward(const torch::Tensor& x, int64_t padding_l, int64_t padding_r) {
+  if (packed_.packed()) {  // the products of step(), over every window of the padded sequence
+    auto padded = torch::constant_pad_nd(x, {0, 0, 0, 0, padding_l, padding_r}).transpose(0, 1);  // [B, T', Cin]
+    return window_products(padded).transpose(0, 1);
+  }
   auto w = weight_norm(weight_v, weight_g, 2);
   if (padding_l == padding_r) return ConvTBCFunction::apply(x.contiguous(), w, bias, padding_l);
   return ConvTBCFunction::apply(torch::constant_pad_nd(x, {0, 0, 0, 0, padding_l, padding_r}).contiguous(), w, bias, 0);
@@ -81,19 +87,29 @@ torch::Tensor ConvTBCImpl::linearized_weight() {
 }
 
 torch::Tensor ConvTBCImpl::step(const torch::Tensor& x, ConvWindowCache& cache) {
-  const int64_t B = x.size(0), n = x.size(1), C = x.size(2), K = kernel_size_;
+  const int64_t B = x.size(0), C = x.size(2), K = kernel_size_;
   if (!cache.window.defined()) cache.window = torch::zeros({B, K - 1, C}, x.options());
   auto full = torch::cat({cache.window, x}, 1);  // [B, K - 1 + n, Cin]
-  cache.window = full.narrow(1, n, K - 1);
-  auto w = linearized_weight();
+  cache.window = full.narrow(1, x.size(1), K - 1);
+  return window_products(full);
+}
+
+torch::Tensor ConvTBCImpl::window_products(const torch::Tensor& full) {
+  const int64_t B = full.size(0), K = kernel_size_, C = full.size(2), n = full.size(1) - K + 1;
   torch::Tensor rows;
   if (n == 1) {
     rows = full.reshape({B, K * C});
   } else {
-    // Window of each new position: [B, n, Cin, K] -> [B, n, K, Cin].
+    // Window of each position: [B, n, Cin, K] -> [B, n, K, Cin].
     rows = full.unfold(1, K, 1).permute({0, 1, 3, 2}).reshape({B * n, K * C});
   }
-  return torch::addmm(bias, rows, w.t()).view({B, n, -1});
+  if (packed_.packed()) return packed_.forward(rows).view({B, n, -1});
+  return torch::addmm(bias, rows, linearized_weight().t()).view({B, n, -1});
+}
+
+void ConvTBCImpl::set_compute_type(kernels::ComputeType type) {
+  torch::NoGradGuard no_grad;
+  packed_.pack(linearized_weight(), bias, type);
 }
 
 TiedLinearImpl::TiedLinearImpl(const torch::Tensor& tied_weight) {

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "leanseq/nn/incremental_state.h"
+#include "leanseq/nn/packed_weight.h"
 
 namespace leanseq::nn {
 
@@ -18,12 +19,16 @@ torch::Tensor weight_norm(const torch::Tensor& v, const torch::Tensor& g, int64_
 
 // fairseq fconv's Linear: weight_v ~ N(0, sqrt((1 - dropout) / in)), weight_g = ||weight_v|| per
 // output row, zero bias. x: [..., in] -> [..., out].
-class WeightNormLinearImpl : public torch::nn::Module {
+class WeightNormLinearImpl : public torch::nn::Module, public LowPrecision {
  public:
   WeightNormLinearImpl(int64_t in, int64_t out, double dropout = 0.0);
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight() const { return weight_norm(weight_v, weight_g, 0); }
+  void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight(), bias, type); }
   torch::Tensor weight_g, weight_v, bias;  // [out, 1], [out, in], [out]
+
+ private:
+  PackedWeight packed_;
 };
 TORCH_MODULE(WeightNormLinear);
 
@@ -33,29 +38,38 @@ TORCH_MODULE(WeightNormLinear);
 // `padding_r` after the sequence; step() is the decoder's linearized form (causal, padding_l =
 // K - 1): batch-major new inputs [B, n, Cin] against the last K - 1 inputs kept in `cache`,
 // with the weight flattened to [Cout, K * Cin] once while the weights do not change.
-class ConvTBCImpl : public torch::nn::Module {
+class ConvTBCImpl : public torch::nn::Module, public LowPrecision {
  public:
   ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dropout = 0.0);
   torch::Tensor forward(const torch::Tensor& x, int64_t padding_l, int64_t padding_r);
   torch::Tensor step(const torch::Tensor& x, ConvWindowCache& cache);
   int64_t kernel_size() const { return kernel_size_; }
+  // forward() and step() then multiply each window by the packed linearized weight.
+  void set_compute_type(kernels::ComputeType type) override;
   torch::Tensor weight_g, weight_v, bias;  // [1, 1, Cout], [K, Cin, Cout], [Cout]
 
  private:
   torch::Tensor linearized_weight();
+  // Each window of K positions of `full` [B, L, Cin] times the linearized weight: [B, L - K + 1, Cout].
+  torch::Tensor window_products(const torch::Tensor& full);
   int64_t kernel_size_;
   torch::Tensor linearized_;  // [Cout, K * Cin], for the weights of versions `seen_`
   std::pair<int64_t, int64_t> seen_{-1, -1};
+  PackedWeight packed_;  // of the linearized weight
 };
 TORCH_MODULE(ConvTBC);
 
 // A linear layer whose weight is another module's tensor (fconv's output layer tied to the
 // decoder's input embedding): fairseq's nn.Linear bias init U(-1/sqrt(in), 1/sqrt(in)).
-class TiedLinearImpl : public torch::nn::Module {
+class TiedLinearImpl : public torch::nn::Module, public LowPrecision {
  public:
   explicit TiedLinearImpl(const torch::Tensor& tied_weight);
-  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight, bias); }
+  torch::Tensor forward(const torch::Tensor& x) { return linear(x, weight, bias, packed_); }
+  void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight, bias, type); }
   torch::Tensor weight, bias;  // [out, in] (shared), [out]
+
+ private:
+  PackedWeight packed_;
 };
 TORCH_MODULE(TiedLinear);
 

@@ -2,19 +2,26 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/nn/packed_weight.h"
+
 namespace leanseq::nn {
 
 // torch::nn::Linear whose forward is ATen's linear: one operator, and on CUDA one GEMM with the
 // bias in its epilogue for any contiguous input. LibTorch's own forward multiplies and then adds
 // the bias in a second operator whenever the input has more than two dimensions, as every
 // [B, T, C] activation here does. Parameters, names and initialisation are LibTorch's.
-class LinearImpl : public torch::nn::LinearImpl {
+// With a compute type set (packed_weight.h), the product runs in that type.
+class LinearImpl : public torch::nn::LinearImpl, public LowPrecision {
  public:
   using torch::nn::LinearImpl::LinearImpl;
-  torch::Tensor forward(const torch::Tensor& input) { return torch::linear(input, weight, bias); }
+  torch::Tensor forward(const torch::Tensor& input) { return linear(input, weight, bias, packed_); }
   // relu(forward(input)). When no gradient is recorded and there is a bias, one operator (ATen's
   // _addmm_activation: on CUDA one GEMM with the bias and the ReLU in its epilogue).
   torch::Tensor forward_relu(const torch::Tensor& input);
+  void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight, bias, type); }
+
+ private:
+  PackedWeight packed_;
 };
 TORCH_MODULE(Linear);
 

@@ -81,8 +81,11 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
 class PyTranslator {
  public:
   PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int threads) {
-    if (compute_type != "auto" && compute_type != "float32" && compute_type != "default") {
-      throw ConfigError("compute_type '" + compute_type + "': this build decodes in float32 (auto, default, float32)");
+    kernels::ComputeTypeRequest request;
+    try {
+      request = kernels::parse_compute_type(compute_type);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(std::string("compute_type: ") + e.what());
     }
     set_compute_threads(threads);
     const auto paths = train::checkpoint_paths(path, "path");
@@ -92,7 +95,12 @@ class PyTranslator {
     const auto d = train::resolve_device(device, "device");
     lt_ = train::load_translator(paths.front());
     train::add_ensemble(lt_, paths, d);
+    const auto resolved = train::set_compute_type(lt_, request, d);
+    compute_type_ = kernels::compute_type_name(resolved.type);
+    notice_ = resolved.notice;
   }
+  const std::string& compute_type() const { return compute_type_; }
+  const std::string& compute_type_notice() const { return notice_; }
 
   std::vector<Result> translate(const std::vector<std::string>& lines, const Options& o, decode::InputFormat format) {
     auto opt = to_options(o, format);
@@ -132,6 +140,7 @@ class PyTranslator {
   }
 
  private:
+  std::string compute_type_, notice_;
   train::LoadedTranslator lt_;
   std::mutex mutex_;
 };
@@ -229,7 +238,9 @@ PYBIND11_MODULE(_leanseq, m) {
              return t.translate(lines, o, decode::InputFormat::tokens);
            },
            py::call_guard<py::gil_scoped_release>())
-      .def("score", &PyTranslator::score, py::call_guard<py::gil_scoped_release>());
+      .def("score", &PyTranslator::score, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("compute_type", &PyTranslator::compute_type)
+      .def_property_readonly("compute_type_notice", &PyTranslator::compute_type_notice);
 
   py::class_<eval::BleuScore>(m, "BLEUScore")
       .def_readonly("score", &eval::BleuScore::score)

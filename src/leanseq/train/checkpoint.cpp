@@ -8,6 +8,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/data/dictionary.h"
+#include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 
@@ -34,6 +35,51 @@ std::string read_string(torch::serialize::InputArchive& ar, const std::string& k
   ar.read(key, t);
   return tensor_bytes(t);
 }
+
+bool stored_reduced(const torch::Tensor& t) {
+  return t.is_floating_point() && t.dim() >= 2 && t.numel() >= kMinQuantizedSize;
+}
+
+// Writes the model tensors under "model.<i>" in `storage` (int8: the values and a ".scale" tensor
+// beside them). A tensor shared by several names (tied embeddings) is converted once, so that the
+// archive stores it once, as it does a float32 tensor.
+void write_model_tensors(torch::serialize::OutputArchive& ar, const std::vector<torch::Tensor>& tensors,
+                         kernels::ComputeType storage) {
+  using kernels::ComputeType;
+  std::map<const void*, std::pair<torch::Tensor, torch::Tensor>> converted;  // by data pointer
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto key = "model." + std::to_string(i);
+    const auto& t = tensors[i];
+    if (storage == ComputeType::float32 || !stored_reduced(t)) {
+      ar.write(key, t);
+      continue;
+    }
+    auto& [values, scale] = converted[t.data_ptr()];
+    if (!values.defined()) {
+      if (storage == ComputeType::int8) {
+        auto q = kernels::quantize_weight(t.reshape({t.size(0), -1}));
+        values = q.q.view(t.sizes());
+        scale = q.scale;
+      } else {
+        values = t.to(storage == ComputeType::bfloat16 ? torch::kBFloat16 : torch::kHalf);
+      }
+    }
+    ar.write(key, values);
+    if (scale.defined()) ar.write(key + ".scale", scale);
+  }
+}
+
+// Model tensor `key` as float32 however it was stored.
+torch::Tensor read_model_tensor(torch::serialize::InputArchive& ar, const std::string& key) {
+  torch::Tensor t, scale;
+  ar.read(key, t);
+  if (t.scalar_type() == torch::kChar && ar.try_read(key + ".scale", scale)) {
+    auto q = kernels::int8_weight_from(t.reshape({t.size(0), -1}), scale);
+    return kernels::dequantize(q).view(t.sizes()).to(t.device());
+  }
+  if (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf) return t.to(torch::kFloat);
+  return t;
+}
 }  // namespace
 
 void write_bytes(const std::string& path, const std::string& bytes) { io::atomic_write_text(path, bytes); }
@@ -47,7 +93,8 @@ std::string read_bytes(const std::string& path) {
 }
 
 void save_checkpoint(const std::string& path, const std::string& config_yaml, const VocabFiles& vocab,
-                     const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
+                     const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                     kernels::ComputeType storage) {
   torch::serialize::OutputArchive ar;
   ar.write("format_version", torch::tensor({kFormatVersion}));
   write_string(ar, "config", config_yaml);
@@ -73,7 +120,8 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   for (const auto& p : model.named_parameters(true)) add(p.key(), p.value());
   for (const auto& b : model.named_buffers(true)) add(b.key(), b.value());
   write_string(ar, "model.names", names);
-  for (size_t i = 0; i < tensors.size(); ++i) ar.write("model." + std::to_string(i), tensors[i]);
+  write_model_tensors(ar, tensors, storage);
+  write_string(ar, "storage", kernels::compute_type_name(storage));
   if (optimizer) {
     torch::serialize::OutputArchive opt;
     optimizer->save(opt);
@@ -126,9 +174,13 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
     std::istringstream names(read_string(ar, "model.names"));
     std::string name;
     for (int64_t i = 0; std::getline(names, name); ++i) {
-      torch::Tensor t;
-      ar.read("model." + std::to_string(i), t);
-      ck.model_tensors[name] = t;
+      ck.model_tensors[name] = read_model_tensor(ar, "model." + std::to_string(i));
+    }
+    if (ar.try_read("storage", text)) {  // older checkpoints: float32
+      const auto storage = tensor_bytes(text);
+      for (auto type : {kernels::ComputeType::int8, kernels::ComputeType::bfloat16, kernels::ComputeType::float16}) {
+        if (storage == kernels::compute_type_name(type)) ck.storage = type;
+      }
     }
     torch::serialize::InputArchive opt;
     if (ar.try_read("optimizer", opt)) ck.optimizer.emplace(std::move(opt));
@@ -162,6 +214,7 @@ LoadedModel load_model(const std::string& path, bool dense) {
   LoadedModel out;
   out.config = resolve_run_config(values);
   out.vocab = ck.vocab;
+  out.storage = ck.storage;
   // Dictionary sizes come from the stored dict.txt contents.
   auto count_lines = [](const std::string& s) {
     return static_cast<int64_t>(std::count(s.begin(), s.end(), '\n')) + data::Dictionary::kNumSpecial;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "leanseq/kernels/compute_type.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/train/run_config.h"
 
@@ -42,10 +43,18 @@ struct Checkpoint {
   std::map<std::string, torch::Tensor> model_tensors;  // fairseq-style names
   std::optional<torch::serialize::InputArchive> optimizer;
   torch::Tensor rng_state;
+  kernels::ComputeType storage = kernels::ComputeType::float32;  // how the weights were stored
 };
 
+// `storage` other than float32 stores the weights (floating tensors of two or more dimensions and
+// at least kMinQuantizedSize elements: linear layers, embeddings, output projections,
+// convolutions) in that type: int8 with a float32 scale per slice of the first dimension
+// (per output row of a linear layer, per token of an embedding), or bfloat16/float16. Biases and
+// normalisation stay float32. Reading dequantizes them to float32.
 void save_checkpoint(const std::string& path, const std::string& config_yaml, const VocabFiles& vocab,
-                     const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
+                     const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                     kernels::ComputeType storage = kernels::ComputeType::float32);
+constexpr int64_t kMinQuantizedSize = 1024;
 
 // Throws CheckpointError naming the file when it is missing, truncated or not a checkpoint. The
 // model and optimizer tensors land on `device`, wherever they were saved from.
@@ -62,6 +71,7 @@ struct LoadedModel {
   RunConfig config;
   VocabFiles vocab;
   int64_t src_vocab_size = 0, tgt_vocab_size = 0;
+  kernels::ComputeType storage = kernels::ComputeType::float32;
 };
 // A model trained with targeted dropout (td.eval_prune) comes pruned as it was evaluated, unless
 // `dense` asks for the weights as trained.

@@ -8,6 +8,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/spm.h"
+#include "leanseq/nn/packed_weight.h"
 #include "leanseq/text/moses_bpe.h"
 
 namespace leanseq::train {
@@ -85,6 +86,15 @@ void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths
     member->to(device);
     first.translator->add_ensemble_member(member);
   }
+}
+
+kernels::ResolvedComputeType set_compute_type(LoadedTranslator& lt, kernels::ComputeTypeRequest request,
+                                              const torch::Device& device) {
+  if (request == kernels::ComputeTypeRequest::default_) request = kernels::request_for(lt.loaded.storage);
+  auto resolved = kernels::resolve_compute_type(request, device.is_cuda(), detect_cpu_vector_support(),
+                                                kernels::int8_gemm_available());
+  for (auto* model : lt.translator->models()) nn::set_compute_type(*model, resolved.type);
+  return resolved;
 }
 
 }  // namespace leanseq::train

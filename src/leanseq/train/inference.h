@@ -28,4 +28,10 @@ std::vector<std::string> checkpoint_paths(const std::string& spec, const std::st
 // translator as its ensemble, on that device.
 void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths, const torch::Device& device);
 
+// Packs the matrix products of every model of `lt` (after add_ensemble: on `device`) for the type
+// `request` resolves to on this CPU or on CUDA (`default`: the type the first checkpoint's
+// weights were stored in), and returns that type with the notice of a fallback.
+kernels::ResolvedComputeType set_compute_type(LoadedTranslator& lt, kernels::ComputeTypeRequest request,
+                                              const torch::Device& device);
+
 }  // namespace leanseq::train

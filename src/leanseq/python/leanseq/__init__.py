@@ -42,16 +42,26 @@ def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=
 class Translator:
     """A checkpoint (or an ensemble, ``"a.pt:b.pt"``) loaded for translation.
 
-    ``device``: "cpu", "cuda" or "cuda:N"; ``compute_type``: "auto" or "float32"; ``threads``:
-    CPU threads (0: the default). Calls on one Translator run one at a time, without holding the
+    ``device``: "cpu", "cuda" or "cuda:N"; ``compute_type``: "default" (the checkpoint's own type),
+    "auto" (the fastest on the device), "float32", "int8", "int8_bfloat16", "bfloat16" or "float16"
+    (docs/fast.md); ``.compute_type`` says which runs, ``.compute_type_notice`` why, when another
+    than asked; ``threads``: CPU threads (0: the default). Calls on one Translator run one at a time, without holding the
     GIL, so that other Python threads go on meanwhile.
     """
 
-    def __init__(self, path: str, device: str = "cpu", compute_type: str = "auto", threads: int = 0):
+    def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0):
         if not isinstance(path, str):
             raise ValueError("path must be a string")
         self._t = _leanseq._Translator(path, device, compute_type, int(threads))
         self.path = path
+
+    @property
+    def compute_type(self) -> str:
+        return self._t.compute_type
+
+    @property
+    def compute_type_notice(self) -> str:
+        return self._t.compute_type_notice
 
     def translate(self, sentences: Sequence[str], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
                   max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,

@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "leanseq/kernels/compute_type.h"
+#include "leanseq/kernels/int8_gemm.h"
+
+namespace leanseq::kernels {
+namespace {
+
+// The relative error of `got` against `want` in the Frobenius norm.
+double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
+  return ((got - want).norm() / want.norm()).item<double>();
+}
+
+TEST(Int8Gemm, WeightRoundTripIsWithinHalfAStepPerRow) {
+  torch::manual_seed(1);
+  auto w = torch::randn({64, 96});
+  w[3] *= 100;  // one row of large weights: its scale is its own
+  w[5].zero_();
+  auto q = quantize_weight(w);
+  EXPECT_EQ(q.q.scalar_type(), torch::kChar);
+  EXPECT_EQ(q.q.abs().amax(1).max().item<int>(), 127);
+  auto back = dequantize(q);
+  auto step = q.scale.unsqueeze(1);
+  EXPECT_LE(((back - w).abs() / step).max().item<float>(), 0.5f + 1e-4f);
+  EXPECT_EQ(back[5].abs().sum().item<float>(), 0.f);
+  // Quantizing the dequantized weight gives the same integers (a quantized checkpoint reloads exactly).
+  EXPECT_TRUE(torch::equal(quantize_weight(back).q, q.q));
+}
+
+TEST(Int8Gemm, MatchesTheExactIntegerReference) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  torch::manual_seed(2);
+  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 16, 8}, {7, 33, 65}, {320, 512, 2048}, {5, 1100, 3}}) {
+    auto x = torch::randn({M, K});
+    auto w = quantize_weight(torch::randn({N, K}) * 0.1);
+    auto bias = torch::randn({N});
+    auto want = int8_linear_reference(x, w, bias);
+    for (auto act : {Int8Activations::u8_shifted, Int8Activations::s8}) {
+      auto got = int8_linear(x, w, bias, act);
+      ASSERT_EQ(got.sizes(), want.sizes());
+      // The integers are the same; float rounding of the scales differs by a few ulps at most.
+      EXPECT_LT(relative_error(got, want), 1e-5) << M << "x" << K << "x" << N;
+    }
+  }
+}
+
+TEST(Int8Gemm, IsCloseToTheFloatProductOnRandomAndOutlierInputs) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  torch::manual_seed(3);
+  auto x = torch::randn({2, 10, 256});
+  auto wf = torch::randn({512, 256}) * 0.05;
+  auto bias = torch::randn({512});
+  auto w = quantize_weight(wf);
+  auto exact = torch::linear(x, wf, bias);
+  auto got = int8_linear(x, w, bias);
+  EXPECT_EQ(got.sizes(), exact.sizes());
+  EXPECT_LT(relative_error(got, exact), 0.02);
+  // Outliers: a row with one huge activation loses precision in that row only (per-row scales).
+  auto xo = x.clone();
+  xo[0][0][0] = 1000.f;
+  auto got_o = int8_linear(xo, w, bias);
+  auto exact_o = torch::linear(xo, wf, bias);
+  EXPECT_LT(relative_error(got_o[1], exact_o[1]), 0.02);
+  EXPECT_LT(relative_error(got_o[0].narrow(0, 1, 9), exact_o[0].narrow(0, 1, 9)), 0.02);
+  EXPECT_LT(relative_error(got_o[0][0], exact_o[0][0]), 0.05);
+  // A weight row of outliers keeps its neighbours precise.
+  auto wo = wf.clone();
+  wo[7] *= 1000;
+  auto got_w = int8_linear(x, quantize_weight(wo), bias);
+  auto exact_w = torch::linear(x, wo, bias);
+  EXPECT_LT(relative_error(got_w.narrow(-1, 8, 504), exact_w.narrow(-1, 8, 504)), 0.02);
+  // Zero rows and an empty batch.
+  EXPECT_TRUE(torch::allclose(int8_linear(torch::zeros({3, 256}), w, bias), bias.expand({3, 512})));
+  EXPECT_EQ(int8_linear(torch::zeros({0, 256}), w, bias).size(0), 0);
+}
+
+TEST(ComputeType, ParsesCTranslate2NamesAndRejectsOthers) {
+  EXPECT_EQ(parse_compute_type("int8"), ComputeTypeRequest::int8);
+  EXPECT_EQ(parse_compute_type("bf16"), ComputeTypeRequest::bfloat16);
+  EXPECT_EQ(parse_compute_type("int8_bfloat16"), ComputeTypeRequest::int8_bfloat16);
+  EXPECT_EQ(parse_compute_type("auto"), ComputeTypeRequest::auto_);
+  EXPECT_THROW(parse_compute_type("int4"), std::invalid_argument);
+}
+
+TEST(ComputeType, FallsBackWhenTheCpuLacksTheInstructions) {
+  CpuVectorSupport full;
+  full.avx = full.avx2 = full.fma = full.avx512f = full.avx512bw = full.avx512vl = full.avx512dq = true;
+  full.avx512vnni = full.avx512bf16 = true;
+  auto r = resolve_compute_type(ComputeTypeRequest::auto_, false, full, true);
+  EXPECT_EQ(r.type, ComputeType::int8);
+  EXPECT_EQ(r.notice, "");
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::bfloat16, false, full, true).type, ComputeType::bfloat16);
+
+  auto no_vnni = full;
+  no_vnni.avx512vnni = false;  // auto only picks int8 where bytes multiply natively
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, no_vnni, true).type, ComputeType::float32);
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::int8, false, no_vnni, true).type, ComputeType::int8);
+
+  CpuVectorSupport sse;  // nothing: int8 and bfloat16 fall back with a notice
+  for (auto req : {ComputeTypeRequest::int8, ComputeTypeRequest::int8_bfloat16, ComputeTypeRequest::bfloat16,
+                   ComputeTypeRequest::float16}) {
+    auto f = resolve_compute_type(req, false, sse, true);
+    EXPECT_EQ(f.type, ComputeType::float32);
+    EXPECT_NE(f.notice, "");
+  }
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, sse, true).type, ComputeType::float32);
+  // A build without oneDNN: no int8, even on a CPU that has VNNI.
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::int8, false, full, false).type, ComputeType::float32);
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, full, false).type, ComputeType::float32);
+  // On CUDA: half types run, int8 does not.
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::float16, true, sse, true).type, ComputeType::float16);
+  auto cuda_int8 = resolve_compute_type(ComputeTypeRequest::int8, true, full, true);
+  EXPECT_EQ(cuda_int8.type, ComputeType::float32);
+  EXPECT_NE(cuda_int8.notice, "");
+}
+
+}  // namespace
+}  // namespace leanseq::kernels
