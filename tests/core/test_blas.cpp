@@ -53,7 +53,8 @@ TEST(Blas, TheUsersSettingAndOtherLibrariesAreLeftAlone) {
 TEST(Blas, ThisProcessRunsTheBestKernelsItsCpuSupports) {
   const std::string summary = leanseq::blas_summary();
   if (summary.find("OpenBLAS") == std::string::npos) GTEST_SKIP() << summary;
-  if (std::getenv("OPENBLAS_CORETYPE") && !std::getenv("LEANSEQ_SET_OPENBLAS_CORETYPE")) {
+  const char* marker = std::getenv("LEANSEQ_SET_OPENBLAS_CORETYPE");
+  if (std::getenv("OPENBLAS_CORETYPE") && !(marker && std::string(marker) == "1")) {
     GTEST_SKIP() << "OPENBLAS_CORETYPE was set by the user: " << summary;
   }
   // The kernel family in the summary is the one the library runs; nothing better is left to ask for.
@@ -61,4 +62,20 @@ TEST(Blas, ThisProcessRunsTheBestKernelsItsCpuSupports) {
   const std::string core = summary.substr(from, summary.find(" kernels") - from);
   EXPECT_EQ(openblas_coretype_to_request(core, leanseq::detect_cpu_vector_support(), nullptr), "") << summary;
   std::cout << summary << "\n";
+}
+
+TEST(Blas, IdleThreadsSleepSoonUnlessTheUserSaidOtherwise) {
+  using leanseq::thread_wait_settings;
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(thread_wait_settings(nullptr, nullptr, nullptr),
+            (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}, {"GOMP_SPINCOUNT", "1000"}}));
+  EXPECT_EQ(thread_wait_settings("28", nullptr, nullptr), (Settings{{"GOMP_SPINCOUNT", "1000"}}));
+  EXPECT_EQ(thread_wait_settings(nullptr, "0", nullptr), (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}}));
+  EXPECT_EQ(thread_wait_settings(nullptr, nullptr, "active"), (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}}));
+  EXPECT_EQ(thread_wait_settings("4", "1000", nullptr), Settings{});
+  // This test program started through start_program(): both settings are in its environment,
+  // and the start-up line reports them.
+  EXPECT_NE(std::getenv("OPENBLAS_THREAD_TIMEOUT"), nullptr);
+  EXPECT_TRUE(std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY"));
+  EXPECT_NE(leanseq::blas_summary().find("idle threads: OPENBLAS_THREAD_TIMEOUT="), std::string::npos);
 }

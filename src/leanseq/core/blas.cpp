@@ -11,7 +11,9 @@ namespace leanseq {
 
 namespace {
 
-// Marks a process whose OPENBLAS_CORETYPE leanseq set (for the log line; it also stops a loop).
+// Marks a process that leanseq restarted with its settings ("1": OPENBLAS_CORETYPE among them,
+// "threads": the thread settings only, "failed": the restart failed), for the log line; it also
+// stops a loop.
 constexpr const char* kMarker = "LEANSEQ_SET_OPENBLAS_CORETYPE";
 
 std::string lower(std::string s) {
@@ -79,15 +81,28 @@ std::string openblas_coretype_to_request(const std::string& loaded_core, const C
   return rank > kernel_rank(loaded_core) ? family : "";
 }
 
+std::vector<std::pair<std::string, std::string>> thread_wait_settings(const char* openblas_timeout,
+                                                                      const char* gomp_spincount,
+                                                                      const char* omp_wait_policy) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!openblas_timeout) out.emplace_back("OPENBLAS_THREAD_TIMEOUT", "4");
+  if (!gomp_spincount && !omp_wait_policy) out.emplace_back("GOMP_SPINCOUNT", "1000");
+  return out;
+}
+
 void ensure_fast_blas(char** argv) {
+  if (std::getenv(kMarker) != nullptr) return;  // restarted already (or the restart failed)
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   const std::string request = openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(), user);
-  if (request.empty() || std::getenv(kMarker) != nullptr) return;
-  setenv("OPENBLAS_CORETYPE", request.c_str(), 1);
-  setenv(kMarker, "1", 1);
+  auto settings = thread_wait_settings(std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("GOMP_SPINCOUNT"),
+                                       std::getenv("OMP_WAIT_POLICY"));
+  if (!request.empty()) settings.emplace_back("OPENBLAS_CORETYPE", request);
+  if (settings.empty()) return;
+  for (const auto& [name, value] : settings) setenv(name.c_str(), value.c_str(), 1);
+  setenv(kMarker, request.empty() ? "threads" : "1", 1);
   execv("/proc/self/exe", argv);
-  // Not re-executed (no /proc, say): run on with the library's choice, and say so in the log.
-  unsetenv("OPENBLAS_CORETYPE");
+  // Not re-executed (no /proc, say): run on with the libraries' choices, and say so in the log.
+  for (const auto& [name, value] : settings) unsetenv(name.c_str());
   setenv(kMarker, "failed", 1);
 }
 
@@ -101,12 +116,17 @@ std::string blas_summary() {
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   const char* marker = std::getenv(kMarker);
   if (marker && std::string(marker) == "failed") {
-    line += " (the CPU supports better ones, but the program could not restart with OPENBLAS_CORETYPE set)";
-  } else if (marker) {
+    line += " (the program could not restart with OPENBLAS_CORETYPE and its thread settings)";
+  } else if (marker && std::string(marker) == "1") {
     line += " (OPENBLAS_CORETYPE=" + std::string(user ? user : "") + " set by leanseq for this CPU)";
   } else if (user) {
     line += " (OPENBLAS_CORETYPE=" + std::string(user) + " from the environment)";
   }
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  line += "; idle threads: OPENBLAS_THREAD_TIMEOUT=" + std::string(timeout ? timeout : "unset") +
+          (policy ? ", OMP_WAIT_POLICY=" + std::string(policy) : ", GOMP_SPINCOUNT=" + std::string(spin ? spin : "unset"));
   return line;
 }
 

@@ -7,6 +7,8 @@
 // user set that variable (then it is respected) or the library already runs kernels that good.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace leanseq {
 
@@ -25,9 +27,21 @@ CpuVectorSupport detect_cpu_vector_support();
 std::string openblas_coretype_to_request(const std::string& loaded_core, const CpuVectorSupport& cpu,
                                          const char* user_setting);
 
-// Called first in main(): re-executes the program with OPENBLAS_CORETYPE set when
-// openblas_coretype_to_request() asks for it, and returns otherwise (also when the re-execution
-// is impossible: the program then runs on with the library's own choice).
+// How long idle worker threads spin before they sleep. LibTorch runs its element-wise work on
+// OpenMP (libgomp) threads and its float32 products on OpenBLAS's own threads: two pools, each
+// spinning by default after its work (OpenBLAS for about 2^28 cycles), so that on a machine with
+// as many cores as threads each pool starves the other. Measured on 2 cores, 2 threads
+// (docs/performance.md): training 2.9x and float32 decoding 5x faster when both pools go to sleep
+// soon. Only the settings the user left unset, as (name, value) pairs: OPENBLAS_THREAD_TIMEOUT=4
+// (2^4 cycles, OpenBLAS's shortest) and GOMP_SPINCOUNT=1000 (unless OMP_WAIT_POLICY is set).
+std::vector<std::pair<std::string, std::string>> thread_wait_settings(const char* openblas_timeout,
+                                                                      const char* gomp_spincount,
+                                                                      const char* omp_wait_policy);
+
+// Called first in main(): both libraries read their settings only when they are loaded, so this
+// re-executes the program once with OPENBLAS_CORETYPE set when openblas_coretype_to_request()
+// asks for it and with thread_wait_settings(), and returns otherwise (also when the re-execution
+// is impossible: the program then runs on with the libraries' own choices).
 void ensure_fast_blas(char** argv);
 
 // One line for start-up logs: the BLAS library, its kernel family, and how it was chosen.

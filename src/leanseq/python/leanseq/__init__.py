@@ -4,10 +4,18 @@ The same C++ runtime as the ``leanseq`` command: ``Translator(path).translate(li
 ``leanseq translate`` prints for those lines.
 """
 
+import os
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
-from . import _leanseq
-from ._leanseq import (
+# OpenBLAS and libgomp read these once, when they are loaded: idle threads of each pool go to sleep
+# soon instead of spinning against the other pool (docs/performance.md). A value already set is
+# kept; a process that loaded them before (``import torch`` first) keeps what it has.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+
+from . import _leanseq  # noqa: E402
+from ._leanseq import (  # noqa: E402
     BLEUScore,
     CHRFScore,
     Hypothesis,
