@@ -56,14 +56,17 @@ ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda, 
       case R::int8_bfloat16: return {T::float32, "int8 products run on the CPU only; using float32 on CUDA"};
     }
   }
-  // oneDNN's int8 GEMM needs AVX2 at least; with VNNI (AVX-512) it multiplies bytes natively and
-  // is 2-4x the best float32 product. Its bfloat16 products need AVX-512 (BW, VL, DQ) and run
-  // natively only with AVX512_BF16: even then slower than float32 on the CPUs measured
-  // (docs/fast.md), so `auto` never picks them.
+  // oneDNN's int8 GEMM needs AVX2 at least; with VNNI (AVX-512) it multiplies bytes natively.
+  // Its bfloat16 products (through ATen) need AVX-512 (BW, VL, DQ) and are only emulated without
+  // AVX512_BF16. Measured where the CPU has both (docs/fast.md): bfloat16 decodes fastest, then
+  // int8, then float32; so `auto` takes bfloat16 where it is native, else int8 where VNNI is,
+  // else float32.
   const bool int8_ok = int8_built && cpu.avx2;
   const bool bf16_ok = cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
   switch (request) {
-    case R::auto_: return {int8_built && cpu.avx512vnni ? T::int8 : T::float32, ""};
+    case R::auto_:
+      if (bf16_ok && cpu.avx512bf16) return {T::bfloat16, ""};
+      return {int8_built && cpu.avx512vnni ? T::int8 : T::float32, ""};
     case R::default_:
     case R::float32: return {T::float32, ""};
     case R::int8:
