@@ -4,7 +4,8 @@
 # neither ICU nor cairo), runs its tests (the CUDA kernel checks included) and the SAN/AAN
 # decoding benchmark on the GPU (batch 64 at output lengths 30 and 100, batch 1 at 30; with the
 # operator counts of --count-ops: all, those that launch a kernel, the matrix products). JSON results go to $OUT
-# (default build-gpu/out). --bench-only skips the tests.
+# (default build-gpu/out), with float16/bfloat16 compute types against float32. --bench-only skips
+# the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build-gpu/out}
@@ -30,3 +31,9 @@ for run in "64 30 640" "64 100 320" "1 30 30"; do
     --sentences "$n" --rounds 5 --count-ops > "$OUT/decode_cuda_b${bs}_l$len.json" 2> "$OUT/decode_cuda_b${bs}_l$len.err"
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('batch', j['batch_size'], 'length', j['length'], *[(c['name'], round(c['median_sentences_per_second'], 1), round(c['ratio_to_first'], 2), round(c['operators_per_step']), round(c['launching_operators_per_step']), round(c['matrix_products_per_step'])) for c in j['contenders']])" "$OUT/decode_cuda_b${bs}_l$len.json"
 done
+# Compute types on the GPU: float32 against float16 and bfloat16 products (the tests above check
+# their outputs against float32: ComputeTypes.HalfTypesOnCudaStayCloseToFloat32).
+build-gpu/bench/leanseq-decode-bench --device cuda --arch transformer_small,transformer_small:compute_type=float16,transformer_small:compute_type=bfloat16 \
+  --length 30 --beam 5 --batch-size 64 --sentences 640 --rounds 5 > "$OUT/decode_cuda_compute_types.json" 2> "$OUT/decode_cuda_compute_types.err"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(*[(c['name'], round(c['median_sentences_per_second'], 1), round(c['ratio_to_first'], 2)) for c in j['contenders']])" "$OUT/decode_cuda_compute_types.json"
+

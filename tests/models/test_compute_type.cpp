@@ -78,3 +78,23 @@ TEST(ComputeTypes, ALinearLayerUsesItsPackedWeight) {
   EXPECT_LT((l(x) - want).abs().max().item<float>(), 1e-5);
   EXPECT_LT((l->forward_relu(x) - torch::relu(want)).abs().max().item<float>(), 1e-5);
 }
+
+// On CUDA: float16 and bfloat16 products (cuBLAS) close to float32; skipped without a GPU.
+TEST(ComputeTypes, HalfTypesOnCudaStayCloseToFloat32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const char* arch : {"transformer_tiny", "lightconv_tiny", "fconv_tiny"}) {
+    SCOPED_TRACE(arch);
+    torch::manual_seed(7);
+    auto model = models::build_model(*models::registry().preset_config(arch), {40, 40, true});
+    model->to(torch::kCUDA);
+    model->eval();
+    auto src = torch::randint(4, 40, {3, 7}).to(torch::kCUDA), prev = torch::randint(4, 40, {3, 6}).to(torch::kCUDA);
+    const auto f32 = run(*model, src, prev);
+    for (auto type : {ComputeType::float16, ComputeType::bfloat16}) {
+      nn::set_compute_type(*model, type);
+      const auto low = run(*model, src, prev);
+      EXPECT_LT(relative(low.full, f32.full), 0.05);
+      EXPECT_LT(relative(low.steps, low.full), 0.01);
+    }
+  }
+}

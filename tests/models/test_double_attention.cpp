@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "leanseq/core/error.h"
+#include "leanseq/models/layer_spec.h"
 #include "leanseq/models/classifier.h"
 #include "leanseq/models/fconv.h"
 #include "leanseq/models/lightconv.h"

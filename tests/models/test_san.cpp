@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "leanseq/core/error.h"
-#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/layer_spec.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/transformer.h"
 #include "leanseq/nn/transformer_layer.h"

@@ -17,7 +17,7 @@
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/data/prepare.h"
-#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/layer_spec.h"
 #include "leanseq/train/attention_analysis.h"
 #include "leanseq/train/checkpoint.h"
 #include "leanseq/train/pruning.h"

@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "leanseq/core/error.h"
-#include "leanseq/models/layer_groups.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/nn/functional.h"
 #include "leanseq/nn/lightconv.h"

@@ -4,7 +4,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/a2_blocks.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/disan.h"
 #include "leanseq/nn/embeddings.h"

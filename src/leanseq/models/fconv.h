@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/a2_blocks.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/fconv.h"

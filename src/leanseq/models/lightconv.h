@@ -8,7 +8,7 @@
 #include "leanseq/nn/packed_weight.h"
 
 #include "leanseq/models/encoder_decoder.h"
-#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/a2_blocks.h"
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/lightconv.h"

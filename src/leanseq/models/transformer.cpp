@@ -4,7 +4,8 @@
 #include <sstream>
 
 #include "leanseq/core/error.h"
-#include "leanseq/models/layer_groups.h"
+#include "leanseq/models/a2_blocks.h"
+#include "leanseq/models/layer_spec.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/nn/functional.h"
 

@@ -1,8 +1,7 @@
-// Contiguous blocks of layers that share attention (SAN), written as "0-1,2-5": 0-based inclusive
-// ranges in order, covering every layer once; a lone index is a block of one layer.
+// A2 double-attention blocks (nn/double_attention.h) inserted after some layers of an encoder or
+// decoder stack: their config keys, construction and decoding step.
 #pragma once
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "leanseq/core/config.h"
@@ -10,19 +9,7 @@
 
 namespace leanseq::models {
 
-using LayerBlock = std::pair<int64_t, int64_t>;  // first and last layer, inclusive
-
-// For each of `layers` layers, the first layer of its block. An empty spec puts every layer in a
-// block of its own. Throws ConfigError naming `key` when the spec is malformed, out of range, not
-// in order or does not cover every layer.
-std::vector<int64_t> parse_layer_groups(const std::string& spec, int64_t layers, const std::string& key);
-
-// For each of `layers` layers, whether a comma-separated list of indices and inclusive ranges
-// ("1,3" or "0-2,5"; empty: none) names it. Throws ConfigError naming `key` for a bad or out-of-range index.
-std::vector<bool> parse_layer_list(const std::string& spec, int64_t layers, const std::string& key);
-
-// A2 double-attention blocks inserted into a stack of layers: the config keys
-// <prefix>a2_layers ("1,3": after layers 1 and 3; "0-2": after 0, 1 and 2; empty: none), <prefix>a2_features (m) and
+// The config keys <prefix>a2_layers ("1,3": after layers 1 and 3; "0-2": after 0, 1 and 2; empty: none), <prefix>a2_features (m) and
 // <prefix>a2_descriptors (n), where 0 means a quarter of the stack's width, and <prefix>a2_norm:
 // none (the paper's X + proj(Z)) or host (a LayerNorm where the host's layers put theirs).
 struct A2Blocks {
@@ -54,9 +41,6 @@ struct A2Blocks {
 // (EncoderDecoderModel::init_state), at 2 * a2.size() + i.
 torch::Tensor step_a2(std::vector<nn::DoubleAttention>& a2, size_t i, const torch::Tensor& x,
                       nn::IncrementalState& state, const torch::Tensor& token_padding);
-
-// The spec of `blocks` ("0-1,2,3-5").
-std::string format_layer_groups(const std::vector<LayerBlock>& blocks);
 
 // The LayerNorm convention of a block inserted into layers that are pre-norm or post-norm.
 inline nn::BlockNorm host_norm(bool normalize_before) {
