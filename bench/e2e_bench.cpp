@@ -15,7 +15,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/data/prepare.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 #include "errors.h"
@@ -97,7 +97,7 @@ nlohmann::json train(const Contender& c, const Settings& s, std::string& checkpo
 nlohmann::json translate(const std::string& checkpoint, const std::vector<std::vector<int64_t>>& sources,
                          const Settings& s) {
   reset_peak_rss();
-  auto lt = leanseq::train::load_translator(checkpoint);
+  auto lt = leanseq::runtime::load_translator(checkpoint);
   leanseq::decode::TranslateOptions to;
   to.search.beam = s.beam;
   to.search.max_len_a = 1.2;

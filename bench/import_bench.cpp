@@ -17,7 +17,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/models/registry.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 #include "median.h"
 
 int main(int argc, char** argv) {
@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
       imported = leanseq::interop::import_fairseq(opt);
       import_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
-    auto fairseq_model = leanseq::train::load_translator(opt.out);
-    auto native = leanseq::train::load_translator(opt.out);
+    auto fairseq_model = leanseq::runtime::load_translator(opt.out);
+    auto native = leanseq::runtime::load_translator(opt.out);
     // The native contender: the same network, leanseq's own initialisation.
     auto& loaded = native.loaded;
     auto fresh = leanseq::models::build_model(*loaded.config.model, {loaded.src_vocab_size, loaded.tgt_vocab_size, loaded.vocab.joint});

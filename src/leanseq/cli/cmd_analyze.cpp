@@ -18,9 +18,9 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/models/layer_spec.h"
-#include "leanseq/train/attention_analysis.h"
+#include "leanseq/analyze/attention_analysis.h"
 #include "leanseq/train/checkpoint.h"
-#include "leanseq/train/pruning.h"
+#include "leanseq/prune/pruning.h"
 #include "leanseq/viz/plot.h"
 
 namespace leanseq::cli {
@@ -45,7 +45,7 @@ std::string csv(const eval::Matrix& m) {
   return os.str();
 }
 
-void draw(const train::AttentionSimilarity& s, const std::string& path) {
+void draw(const analyze::AttentionSimilarity& s, const std::string& path) {
   viz::Heatmap h;
   h.title = s.kind;  // 1 - JSD between layers
   std::replace(h.title.begin(), h.title.end(), '_', ' ');
@@ -67,7 +67,7 @@ void run_attention(const AnalyzeArgs& a) {
     throw DataError(data_dir + ": prepared with other dictionaries than the checkpoint " + a.checkpoint);
   }
   data::PairDataset ds(meta.split_prefix(a.split, meta.src_lang), meta.split_prefix(a.split, meta.tgt_lang));
-  auto sims = train::attention_similarity(*loaded.model, ds, a.max_sentences, a.max_tokens);
+  auto sims = analyze::attention_similarity(*loaded.model, ds, a.max_sentences, a.max_tokens);
 
   io::make_dirs(a.output_dir);
   nlohmann::json report{{"checkpoint", a.checkpoint}, {"data", data_dir}, {"split", a.split},
@@ -121,7 +121,7 @@ std::vector<double> parse_percentages(const std::string& text) {
   return out;
 }
 
-// How a score of train::Scores reads in a chart and on the terminal.
+// How a score of prune::Scores reads in a chart and on the terminal.
 std::string score_title(const std::string& name) {
   if (name == "bleu") return "BLEU";
   if (name == "chrf") return "chrF";
@@ -174,8 +174,8 @@ void run_prune_curve(const PruneCurveArgs& a) {
   viz::Panel panel{"", "sparsity (%)", "", {}};
   for (size_t i = 0; i < a.checkpoints.size(); ++i) {
     const auto& ck = a.checkpoints[i];
-    auto curve = classifiers ? train::classifier_prune_curve(ck, a.tsv, sparsities, a.method, a.max_sentences)
-                             : train::translation_prune_curve(ck, sources, refs, sparsities, a.method, opt);
+    auto curve = classifiers ? prune::classifier_prune_curve(ck, a.tsv, sparsities, a.method, a.max_sentences)
+                             : prune::translation_prune_curve(ck, sources, refs, sparsities, a.method, opt);
     if (i == 0) {
       table << "checkpoint,sparsity,zeros";
       for (const auto& [name, value] : curve.front().scores) table << "," << name;

@@ -8,7 +8,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/data/dictionary.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 #include "leanseq/viz/plot.h"
 
 namespace leanseq::cli {
@@ -27,7 +27,7 @@ void add_attention(CLI::App& app, int& exit_code) {
   sub->callback([a, &exit_code] {
     if (a->beam < 1) throw ConfigError("--beam must be at least 1");
     if (io::utf8_invalid_offset(a->source) >= 0) throw DataError("--source: invalid UTF-8");
-    auto lt = train::load_translator(a->checkpoint);
+    auto lt = runtime::load_translator(a->checkpoint);
     decode::TranslateOptions opt;
     opt.search.beam = a->beam;
     auto res = lt.translator->translate({a->source}, opt);

@@ -4,7 +4,7 @@
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
-#include "leanseq/train/pruning.h"
+#include "leanseq/prune/pruning.h"
 
 namespace leanseq::cli {
 
@@ -26,7 +26,7 @@ void add_prune(CLI::App& app, int& exit_code) {
   sub->callback([a, &exit_code] {
     if (a->method != "weight" && a->method != "unit") throw ConfigError("--method: '" + a->method + "' is not weight or unit");
     if (a->sparsity < 0 || a->sparsity > 1) throw ConfigError("--sparsity must be in [0, 1]");
-    const double zeros = train::write_pruned_checkpoint(a->checkpoint, a->output, a->method, a->sparsity);
+    const double zeros = prune::write_pruned_checkpoint(a->checkpoint, a->output, a->method, a->sparsity);
     char buf[160];
     std::snprintf(buf, sizeof buf, "wrote %s: %.2f%% of the prunable weights are zero", a->output.c_str(), 100 * zeros);
     log::info(buf);

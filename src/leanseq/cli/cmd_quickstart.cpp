@@ -15,7 +15,7 @@
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
 #include "leanseq/models/registry.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 
@@ -105,7 +105,7 @@ void add_quickstart(CLI::App& app, int& exit_code) {
       return;
     }
 
-    auto lt = train::load_translator(save_dir + "/checkpoint_best.pt");
+    auto lt = runtime::load_translator(save_dir + "/checkpoint_best.pt");
     auto sources = io::read_lines(a->test + "." + a->src);
     auto refs = io::read_lines(a->test + "." + a->tgt);
     decode::TranslateOptions to;

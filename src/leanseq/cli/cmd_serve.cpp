@@ -10,7 +10,7 @@
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/serve/server.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 #include "leanseq/train/run_config.h"
 
 namespace leanseq::cli {
@@ -61,16 +61,16 @@ void add_serve(CLI::App& app, int& exit_code) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    const auto paths = train::checkpoint_paths(a->checkpoint, "--checkpoint");
+    const auto paths = runtime::checkpoint_paths(a->checkpoint, "--checkpoint");
     std::vector<std::unique_ptr<decode::Translator>> translators;
     serve::ModelInfo info;
     for (int w = 0; w < a->workers; ++w) {
-      auto lt = train::load_translator(paths.front());
-      train::add_ensemble(lt, paths, device);
+      auto lt = runtime::load_translator(paths.front());
+      runtime::add_ensemble(lt, paths, device);
       if (w == 0) {
         apply_compute_type(lt, *a, device);  // logs the type once
       } else {
-        train::set_compute_type(lt, a->compute_type, device);
+        runtime::set_compute_type(lt, a->compute_type, device);
       }
       info = {a->checkpoint, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
       translators.push_back(std::move(lt.translator));

@@ -19,7 +19,7 @@
 #include "leanseq/core/timer.h"
 #include "leanseq/decode/stream.h"
 #include "leanseq/interop/torch_file.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 
 namespace leanseq::cli {
 
@@ -110,9 +110,9 @@ std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t 
   return os.str();
 }
 // A checkpoint leanseq cannot read that is a fairseq one gets the command that imports it.
-train::LoadedTranslator load_translator_or_explain(const std::string& path) {
+runtime::LoadedTranslator load_translator_or_explain(const std::string& path) {
   try {
-    return train::load_translator(path);
+    return runtime::load_translator(path);
   } catch (const CheckpointError&) {
     if (!interop::is_torch_pickle_file(path)) throw;
     throw CheckpointError(path + " is a fairseq checkpoint: import it first with 'leanseq import-fairseq --checkpoint " +
@@ -158,9 +158,9 @@ void add_translate(CLI::App& app, int& exit_code) {
     if (!a->prefix_file.empty() && !a->opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
     a->opt.search.need_attn = a->alignment;
     // A:B:C decodes the models as an ensemble.
-    const auto paths = train::checkpoint_paths(a->checkpoint, "--checkpoint");
+    const auto paths = runtime::checkpoint_paths(a->checkpoint, "--checkpoint");
     auto lt = load_translator_or_explain(paths.front());
-    train::add_ensemble(lt, paths, device);
+    runtime::add_ensemble(lt, paths, device);
     apply_compute_type(lt, *a, device);
     if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
     log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());

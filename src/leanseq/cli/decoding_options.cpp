@@ -51,8 +51,8 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->default_str("default");
 }
 
-void apply_compute_type(train::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device) {
-  const auto resolved = train::set_compute_type(lt, f.compute_type, device);
+void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device) {
+  const auto resolved = runtime::set_compute_type(lt, f.compute_type, device);
   if (!resolved.notice.empty()) log::warn(resolved.notice);
   log::info("compute type " + kernels::compute_type_name(resolved.type));
 }

@@ -5,7 +5,7 @@
 
 #include "leanseq/decode/translator.h"
 #include "leanseq/kernels/compute_type.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 
 namespace leanseq::cli {
 
@@ -25,6 +25,6 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
 // ConfigError for combinations the flags cannot take; applies --greedy, seeds the sampler.
 void check_decoding_flags(DecodingFlags& f);
 // Packs the loaded models for --compute-type and logs the type in use (and a fallback's notice).
-void apply_compute_type(train::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device);
+void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device);
 
 }  // namespace leanseq::cli

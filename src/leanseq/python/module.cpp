@@ -16,7 +16,7 @@
 #include "leanseq/eval/chrf.h"
 #include "leanseq/eval/ter.h"
 #include "leanseq/interop/fairseq.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 #include "leanseq/train/run_config.h"
 
 namespace py = pybind11;
@@ -88,14 +88,14 @@ class PyTranslator {
       throw ConfigError(std::string("compute_type: ") + e.what());
     }
     set_compute_threads(threads);
-    const auto paths = train::checkpoint_paths(path, "path");
+    const auto paths = runtime::checkpoint_paths(path, "path");
     for (const auto& p : paths) {
       if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
     }
     const auto d = train::resolve_device(device, "device");
-    lt_ = train::load_translator(paths.front());
-    train::add_ensemble(lt_, paths, d);
-    const auto resolved = train::set_compute_type(lt_, request, d);
+    lt_ = runtime::load_translator(paths.front());
+    runtime::add_ensemble(lt_, paths, d);
+    const auto resolved = runtime::set_compute_type(lt_, request, d);
     compute_type_ = kernels::compute_type_name(resolved.type);
     notice_ = resolved.notice;
   }
@@ -141,7 +141,7 @@ class PyTranslator {
 
  private:
   std::string compute_type_, notice_;
-  train::LoadedTranslator lt_;
+  runtime::LoadedTranslator lt_;
   std::mutex mutex_;
 };
 

@@ -1,4 +1,4 @@
-#include "leanseq/train/attention_analysis.h"
+#include "leanseq/analyze/attention_analysis.h"
 
 #include <optional>
 
@@ -6,7 +6,7 @@
 #include "leanseq/models/transformer.h"
 #include "leanseq/nn/functional.h"
 
-namespace leanseq::train {
+namespace leanseq::analyze {
 
 std::vector<AttentionSimilarity> attention_similarity(models::Seq2SeqModel& model, const data::PairDataset& dataset,
                                                       int64_t max_sentences, int64_t max_tokens) {
@@ -47,4 +47,4 @@ std::vector<AttentionSimilarity> attention_similarity(models::Seq2SeqModel& mode
   return out;
 }
 
-}  // namespace leanseq::train
+}  // namespace leanseq::analyze

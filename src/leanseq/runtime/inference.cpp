@@ -1,4 +1,4 @@
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 
 #include <unistd.h>
 
@@ -11,13 +11,13 @@
 #include "leanseq/nn/packed_weight.h"
 #include "leanseq/text/moses_bpe.h"
 
-namespace leanseq::train {
+namespace leanseq::runtime {
 
 namespace {
 std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, const std::string& tag) {
   auto path = std::filesystem::temp_directory_path() /
               ("leanseq-spm-" + std::to_string(::getpid()) + "-" + tag + ".model");
-  write_bytes(path.string(), bytes);
+  train::write_bytes(path.string(), bytes);
   auto sp = std::make_shared<data::SentencePiece>(path.string());  // the helper has read it now
   std::filesystem::remove(path);
   return sp;
@@ -26,7 +26,7 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
 
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
-  out.loaded = load_model(checkpoint_path, dense);
+  out.loaded = train::load_model(checkpoint_path, dense);
   if (out.loaded.config.model->language_model()) {
     throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.config.arch +
                       ") does not translate; evaluate it with 'leanseq eval-lm'");
@@ -51,7 +51,7 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
 
 std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
                                                            const std::string& checkpoint_path) {
-  auto member = load_model(checkpoint_path);
+  auto member = train::load_model(checkpoint_path);
   const auto& a = first.loaded.vocab;
   const auto& b = member.vocab;
   const char* differs = a.src_dict != b.src_dict   ? "source dictionary"
@@ -97,4 +97,4 @@ kernels::ResolvedComputeType set_compute_type(LoadedTranslator& lt, kernels::Com
   return resolved;
 }
 
-}  // namespace leanseq::train
+}  // namespace leanseq::runtime

@@ -7,10 +7,10 @@
 #include "leanseq/decode/translator.h"
 #include "leanseq/train/checkpoint.h"
 
-namespace leanseq::train {
+namespace leanseq::runtime {
 
 struct LoadedTranslator {
-  LoadedModel loaded;
+  train::LoadedModel loaded;
   std::unique_ptr<decode::Translator> translator;
 };
 
@@ -34,4 +34,4 @@ void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths
 kernels::ResolvedComputeType set_compute_type(LoadedTranslator& lt, kernels::ComputeTypeRequest request,
                                               const torch::Device& device);
 
-}  // namespace leanseq::train
+}  // namespace leanseq::runtime

@@ -10,7 +10,7 @@
 
 #include "leanseq/decode/translator.h"
 
-namespace leanseq::train {
+namespace leanseq::prune {
 
 // Writes a copy of `checkpoint` (a sequence model or a text classifier) with the prunable weights
 // pruned to `sparsity` by `method` (weight: per output unit, the smallest magnitudes; unit: whole
@@ -48,4 +48,4 @@ std::vector<PrunePoint> classifier_prune_curve(const std::string& checkpoint, co
                                                const std::vector<double>& sparsities, const std::string& method,
                                                int64_t max_sentences);
 
-}  // namespace leanseq::train
+}  // namespace leanseq::prune

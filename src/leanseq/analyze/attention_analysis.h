@@ -9,7 +9,7 @@
 #include "leanseq/eval/attention_similarity.h"
 #include "leanseq/models/seq2seq.h"
 
-namespace leanseq::train {
+namespace leanseq::analyze {
 
 struct AttentionSimilarity {
   std::string kind;        // encoder_self_attention, decoder_self_attention, encoder_decoder_attention
@@ -24,4 +24,4 @@ struct AttentionSimilarity {
 std::vector<AttentionSimilarity> attention_similarity(models::Seq2SeqModel& model, const data::PairDataset& dataset,
                                                       int64_t max_sentences, int64_t max_tokens);
 
-}  // namespace leanseq::train
+}  // namespace leanseq::analyze

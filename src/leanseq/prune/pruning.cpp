@@ -1,4 +1,4 @@
-#include "leanseq/train/pruning.h"
+#include "leanseq/prune/pruning.h"
 
 #include <cstdio>
 
@@ -9,9 +9,9 @@
 #include "leanseq/nn/targeted_dropout.h"
 #include "leanseq/train/checkpoint.h"
 #include "leanseq/train/classify.h"
-#include "leanseq/train/inference.h"
+#include "leanseq/runtime/inference.h"
 
-namespace leanseq::train {
+namespace leanseq::prune {
 
 namespace {
 // A copy of a run's config that records the pruning and evaluates exactly the asked sparsity.
@@ -26,19 +26,19 @@ Config pruned_config(Config cfg, const std::string& method, double sparsity) {
 
 double write_pruned_checkpoint(const std::string& checkpoint, const std::string& out, const std::string& method,
                                double sparsity) {
-  const auto progress = read_checkpoint(checkpoint).progress;
-  if (is_classifier_checkpoint(checkpoint)) {
-    auto loaded = load_classifier(checkpoint, /*dense=*/true);
+  const auto progress = train::read_checkpoint(checkpoint).progress;
+  if (train::is_classifier_checkpoint(checkpoint)) {
+    auto loaded = train::load_classifier(checkpoint, /*dense=*/true);
     const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
     auto cfg = pruned_config(loaded.config, method, sparsity);
-    save_checkpoint(out, dump_config_yaml(cfg), classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
+    train::save_checkpoint(out, dump_config_yaml(cfg), train::classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
                     nullptr);
     return zeros;
   }
-  auto loaded = load_model(checkpoint, /*dense=*/true);
+  auto loaded = train::load_model(checkpoint, /*dense=*/true);
   const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
   auto cfg = pruned_config(loaded.config, method, sparsity);
-  save_checkpoint(out, dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
+  train::save_checkpoint(out, train::dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
   return zeros;
 }
 
@@ -75,7 +75,7 @@ std::vector<PrunePoint> translation_prune_curve(const std::string& checkpoint, c
     throw DataError("the source file has " + std::to_string(sources.size()) + " lines but the reference has " +
                     std::to_string(refs.size()));
   }
-  auto t = load_translator(checkpoint, /*dense=*/true);
+  auto t = runtime::load_translator(checkpoint, /*dense=*/true);
   auto score = [&] {
     auto out = t.translator->translate(sources, opt);
     std::vector<std::string> hyps;
@@ -88,15 +88,15 @@ std::vector<PrunePoint> translation_prune_curve(const std::string& checkpoint, c
 std::vector<PrunePoint> classifier_prune_curve(const std::string& checkpoint, const std::string& tsv,
                                                const std::vector<double>& sparsities, const std::string& method,
                                                int64_t max_sentences) {
-  auto loaded = load_classifier(checkpoint, /*dense=*/true);
+  auto loaded = train::load_classifier(checkpoint, /*dense=*/true);
   auto ds = data::read_text_tsv(tsv, loaded.config.model->pair, std::nullopt);
   if (!ds.labelled) throw DataError(tsv + ": has no label column to score the classifier " + checkpoint + " with");
   const auto data = data::encode_text(ds, loaded.dict, loaded.labels);
   auto score = [&] {
-    auto r = evaluate_classifier(loaded.model, data, loaded.labels, max_sentences);
+    auto r = train::evaluate_classifier(loaded.model, data, loaded.labels, max_sentences);
     return Scores{{"accuracy", 100 * r.accuracy}, {"macro_f1", 100 * r.macro_f1}};
   };
   return prune_curve(*loaded.model, sparsities, method, score, checkpoint);
 }
 
-}  // namespace leanseq::train
+}  // namespace leanseq::prune
