@@ -443,3 +443,24 @@ TEST(EndToEnd, SigtermSavesAndExits143) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
 }
+
+// stop.patience (--patience): a learning rate too small to move any float32 weight keeps the valid
+// loss exactly where it was, so the first validation is the best and training stops after
+// `patience` more, long before --max-update.
+TEST(EndToEnd, PatienceStopsTrainingThatNoLongerImproves) {
+  const auto dir = temp_dir("patience");
+  const auto data = prepare_task(dir);
+  std::string out;
+  const int rc = run_command(kCli + " train --arch transformer_tiny --data " + data + " --save-dir " + dir +
+                                 "/ck --max-update 200 --patience 2 --seed 1 --set valid.interval_updates=5 "
+                                 "--set optim.lr=1e-12 --set optim.warmup_updates=0 --set model.dropout=0 "
+                                 "--set batch.max_tokens=500 --log-format text",
+                             out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("stopping: 2 validations without a better loss"), std::string::npos) << out;
+  EXPECT_NE(out.find("done: 15 updates"), std::string::npos) << out;
+  // A negative patience, and accumulation for a classifier, are usage errors.
+  EXPECT_EQ(run_command(kCli + " train --arch transformer_tiny --data " + data + " --patience -1", out), 2) << out;
+  EXPECT_EQ(run_command(kCli + " train --task classify --arch disan_small --update-freq 2", out), 2) << out;
+  EXPECT_NE(out.find("--update-freq"), std::string::npos) << out;
+}

@@ -25,7 +25,7 @@ struct TrainArgs {
   std::vector<std::string> configs, sets;
   std::string task, arch, data, save_dir, log_format;
   double max_minutes = -1;
-  int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1, nproc = 1;
+  int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1, nproc = 1, patience = -1, update_freq = 0;
   bool resume = false;
 };
 }  // namespace
@@ -42,6 +42,12 @@ void add_train(CLI::App& app, int& exit_code) {
   sub->add_option("--max-minutes", a->max_minutes, "stop after this much wall-clock time");
   sub->add_option("--max-update", a->max_update, "stop after this many updates");
   sub->add_option("--max-epoch", a->max_epoch, "stop after this many epochs");
+  sub->add_option("--patience", a->patience,
+                  "stop after N validations in a row without a better best metric (stop.patience; both tasks)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--update-freq", a->update_freq,
+                  "accumulate gradients over N batches per update (optim.update_freq; --task seq2seq)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--seed", a->seed, "random seed");
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->add_option("--log-format", a->log_format, "auto, text or json");
@@ -63,11 +69,14 @@ void add_train(CLI::App& app, int& exit_code) {
     if (a->max_minutes >= 0) flag("stop.max_minutes", std::to_string(a->max_minutes));
     if (a->max_update >= 0) flag("stop.max_update", std::to_string(a->max_update));
     if (a->max_epoch >= 0) flag("stop.max_epoch", std::to_string(a->max_epoch));
+    if (a->patience >= 0) flag("stop.patience", std::to_string(a->patience));
+    if (a->update_freq > 0) flag("optim.update_freq", std::to_string(a->update_freq));
     if (a->seed >= 0) flag("seed", std::to_string(a->seed));
     if (a->threads >= 0) flag("threads", std::to_string(a->threads));
     auto task = values.values.find("task");
     if (task != values.values.end() && task->second == "classify") {
       if (a->nproc > 1) throw ConfigError("--nproc: classify runs train in one process");
+      if (a->update_freq > 0) throw ConfigError("--update-freq: classify does not accumulate gradients (one batch per update)");
       if (!a->data.empty()) throw ConfigError("--data: classify reads data.train/data.valid/data.test (TSV files); use --set data.train=FILE");
       auto cfg = train::resolve_classify_config(values);
       auto out = train::train_classifier(cfg, a->resume);

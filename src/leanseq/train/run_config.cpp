@@ -47,6 +47,8 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("stop.max_epoch", max_epoch, "stop after N epochs (0: no limit)");
   v.field("stop.max_update", max_update, "stop after N updates (0: no limit)");
   v.field("stop.max_minutes", max_minutes, "stop after N minutes of wall-clock time (0: no limit)");
+  v.field("stop.patience", patience,
+          "stop after N validations in a row without a better checkpoint.best_metric (fairseq's --patience; 0: never)");
   v.field("checkpoint.save_interval_updates", save_interval_updates, "also save every N updates");
   v.field("checkpoint.keep_interval_updates", keep_interval_updates, "keep the last N update checkpoints (-1: all)");
   v.field("checkpoint.no_epoch_checkpoints", no_epoch_checkpoints, "only keep checkpoint_last/best");
@@ -77,6 +79,7 @@ void RunConfig::validate() const {
   if (lr.lr_shrink <= 0 || lr.lr_shrink > 1) bad("optim.lr_shrink must be in (0, 1]");
   if (lr.force_anneal < 0) bad("optim.force_anneal must be 0 (off) or an epoch");
   if (update_freq < 1) bad("optim.update_freq must be at least 1");
+  if (patience < 0) bad("stop.patience must be 0 (never) or positive");
   if (max_tokens < 1) bad("batch.max_tokens must be positive");
   if (max_cells < 0 || max_source_len < 0 || max_target_len < 0) {
     bad("batch.max_cells, batch.max_source_len and batch.max_target_len must be 0 (no limit) or positive");

@@ -46,6 +46,7 @@ struct RunConfig : Configurable {
   // stopping (0: no limit)
   int64_t max_epoch = 0, max_update = 0;
   double max_minutes = 0;
+  int64_t patience = 0;  // validations in a row without a better best_metric (0: never stop for that)
 
   // checkpoints
   int64_t save_interval_updates = 0;  // also save checkpoint_<epoch>_<updates>.pt every N updates

@@ -73,6 +73,7 @@ struct Trainer::Impl {
 
   double elapsed() const { return progress.elapsed_seconds + timer.seconds(); }
   bool max_update_reached() const { return cfg.max_update > 0 && progress.num_updates >= cfg.max_update; }
+  bool out_of_patience() const { return cfg.patience > 0 && progress.validations_since_best >= cfg.patience; }
   bool max_minutes_reached() const { return cfg.max_minutes > 0 && elapsed() >= cfg.max_minutes * 60.0; }
   // Only rank 0 writes checkpoints and logs.
   bool main_process() const { return !dist || dist->rank() == 0; }
@@ -470,6 +471,10 @@ struct Trainer::Impl {
     bool better = std::isnan(progress.best_metric) ||
                   (cfg.best_metric == "bleu" ? metric > progress.best_metric : metric < progress.best_metric);
     if (better) progress.best_metric = metric;
+    progress.validations_since_best = better ? 0 : progress.validations_since_best + 1;
+    if (out_of_patience() && main_process()) {
+      log::info("stopping: " + std::to_string(cfg.patience) + " validations without a better " + cfg.best_metric);
+    }
     save("checkpoint_last.pt");
     if (better) copy_checkpoint("checkpoint_last.pt", "checkpoint_best.pt");
     if (!extra.empty()) copy_checkpoint("checkpoint_last.pt", extra);
@@ -548,7 +553,7 @@ TrainOutcome Trainer::run() {
         stop = true;
         break;
       }
-      if (s.max_update_reached() || st.time_up) {
+      if (s.max_update_reached() || st.time_up || s.out_of_patience()) {
         stop = true;
         break;
       }
@@ -561,7 +566,7 @@ TrainOutcome Trainer::run() {
       s.progress.batch_in_epoch = 0;
       ++out.epochs_done;
       s.validate_and_save(cfg.no_epoch_checkpoints ? "" : "checkpoint" + std::to_string(finished) + ".pt", true);
-      if (cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch) stop = true;
+      if ((cfg.max_epoch > 0 && s.progress.epoch > cfg.max_epoch) || s.out_of_patience()) stop = true;
     } else if (stop && s.last_validated_update != s.progress.num_updates) {
       s.validate_and_save("");
     }
