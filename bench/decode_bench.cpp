@@ -108,9 +108,8 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, boo
   const torch::Device device(s.device);
   model->to(device);
   model->eval();
-  const auto type = leanseq::kernels::resolve_compute_type(leanseq::kernels::parse_compute_type(c.compute_type),
-                                                           device.is_cuda(), leanseq::detect_cpu_vector_support(),
-                                                           leanseq::kernels::int8_gemm_available());
+  const auto type =
+      leanseq::kernels::resolve_compute_type(leanseq::kernels::parse_compute_type(c.compute_type), device.is_cuda());
   if (!type.notice.empty()) std::cerr << "leanseq-decode-bench: " << c.name << ": " << type.notice << "\n";
   leanseq::nn::set_compute_type(*model, type.type);
   auto src = torch::randint(4, s.vocab, {s.sentences, s.source_length}, torch::kLong);

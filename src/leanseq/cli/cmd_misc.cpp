@@ -62,7 +62,7 @@ void add_average(CLI::App& app, int& exit_code) {
     }
     if (inputs->empty()) throw ConfigError("average: give --inputs, or --dir with --last or --last-updates");
     auto base = train::read_checkpoint(inputs->front());
-    auto loaded = train::load_model(inputs->front());
+    auto loaded = train::load_model(base, inputs->front());
     std::map<std::string, torch::Tensor> sum;
     for (const auto& [k, v] : base.model_tensors) sum[k] = v.to(torch::kDouble);
     for (size_t i = 1; i < inputs->size(); ++i) {
@@ -109,7 +109,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
     if (train::is_classifier_config(parse_yaml_text(ck.config_yaml, *checkpoint + " (config)"))) {
       throw ConfigError(*checkpoint + ": quantize takes sequence models (a text classifier was given)");
     }
-    auto loaded = train::load_model(*checkpoint, /*dense=*/true);
+    auto loaded = train::load_model(ck, *checkpoint, /*dense=*/true);
     train::save_checkpoint(*output, ck.config_yaml, ck.vocab, ck.progress, *loaded.model, nullptr, *type);
     // Against the model's own float32 weights (the input may also hold optimizer state).
     const auto weights = 4 * static_cast<uintmax_t>(models::count_parameters(*loaded.model));

@@ -39,11 +39,8 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
   sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)");
   sub->add_option("--threads", f.threads, kComputeThreadsHelp);
   sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str();
-  std::map<std::string, kernels::ComputeTypeRequest> types;
-  for (const char* name : {"default", "auto", "float32", "int8", "int8_float32", "int8_bfloat16", "int8_bf16", "bfloat16",
-                           "bf16", "float16", "fp16"}) {
-    types[name] = kernels::parse_compute_type(name);
-  }
+  const auto& names = kernels::compute_type_requests();
+  const std::map<std::string, kernels::ComputeTypeRequest> types(names.begin(), names.end());
   sub->add_option("--compute-type", f.compute_type,
                   "type of the matrix products: default (the checkpoint's), auto (the fastest on this device), "
                   "float32, int8, int8_bfloat16, bfloat16, float16 (docs/fast.md)")

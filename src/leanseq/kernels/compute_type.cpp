@@ -2,20 +2,28 @@
 
 #include <stdexcept>
 
+#include "leanseq/kernels/int8_gemm.h"
+
 namespace leanseq::kernels {
 
 namespace {
 const char* const kNoInt8 = "int8 products need oneDNN and AVX2, which this build or CPU lacks; using float32";
 }  // namespace
 
+const std::vector<std::pair<std::string, ComputeTypeRequest>>& compute_type_requests() {
+  using R = ComputeTypeRequest;
+  static const std::vector<std::pair<std::string, R>> names = {
+      {"default", R::default_},   {"auto", R::auto_},           {"float32", R::float32},
+      {"float", R::float32},      {"int8", R::int8},            {"int8_float32", R::int8},
+      {"int8_bfloat16", R::int8_bfloat16}, {"int8_bf16", R::int8_bfloat16}, {"bfloat16", R::bfloat16},
+      {"bf16", R::bfloat16},      {"float16", R::float16},      {"fp16", R::float16}};
+  return names;
+}
+
 ComputeTypeRequest parse_compute_type(const std::string& name) {
-  if (name == "default") return ComputeTypeRequest::default_;
-  if (name == "auto") return ComputeTypeRequest::auto_;
-  if (name == "float32" || name == "float") return ComputeTypeRequest::float32;
-  if (name == "int8" || name == "int8_float32") return ComputeTypeRequest::int8;
-  if (name == "int8_bfloat16" || name == "int8_bf16") return ComputeTypeRequest::int8_bfloat16;
-  if (name == "bfloat16" || name == "bf16") return ComputeTypeRequest::bfloat16;
-  if (name == "float16" || name == "fp16") return ComputeTypeRequest::float16;
+  for (const auto& [accepted, request] : compute_type_requests()) {
+    if (name == accepted) return request;
+  }
   throw std::invalid_argument("unknown compute type '" + name + "' (expected " + compute_type_names() + ")");
 }
 
@@ -82,6 +90,10 @@ ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda, 
     case R::float16: return {T::float32, "float16 products run on CUDA only; using float32 on the CPU"};
   }
   return {T::float32, ""};
+}
+
+ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda) {
+  return resolve_compute_type(request, cuda, detect_cpu_vector_support(), int8_gemm_available());
 }
 
 }  // namespace leanseq::kernels

@@ -5,6 +5,8 @@
 // can, with a one-line notice; `auto` picks the fastest type measured for the device.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "leanseq/core/blas.h"
 
@@ -18,8 +20,10 @@ enum class ComputeTypeRequest { default_, auto_, float32, int8, int8_bfloat16, b
 // The request that keeps weights stored in `storage` in their type.
 ComputeTypeRequest request_for(ComputeType storage);
 
-// "default", "auto", "float32", "int8", "int8_bfloat16", "bfloat16", "float16" (also "bf16", "int8_bf16",
-// "fp16", "int8_float32"); nullopt-like: throws std::invalid_argument naming the accepted values.
+// Every accepted name and what it asks for: "default", "auto", "float32", "int8", "int8_bfloat16",
+// "bfloat16", "float16", and the aliases "float", "int8_float32", "int8_bf16", "bf16", "fp16".
+const std::vector<std::pair<std::string, ComputeTypeRequest>>& compute_type_requests();
+// One of those names; throws std::invalid_argument naming the accepted values for another.
 ComputeTypeRequest parse_compute_type(const std::string& name);
 std::string compute_type_name(ComputeType type);
 std::string compute_type_names();  // the accepted names, for help and error messages
@@ -32,5 +36,7 @@ struct ResolvedComputeType {
 // int8_built: whether this build has the int8 products (int8_gemm_available()).
 ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda, const CpuVectorSupport& cpu,
                                          bool int8_built);
+// The same for this machine's CPU and this build.
+ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda);
 
 }  // namespace leanseq::kernels

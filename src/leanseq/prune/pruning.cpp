@@ -26,8 +26,9 @@ Config pruned_config(Config cfg, const std::string& method, double sparsity) {
 
 double write_pruned_checkpoint(const std::string& checkpoint, const std::string& out, const std::string& method,
                                double sparsity) {
-  const auto progress = train::read_checkpoint(checkpoint).progress;
-  if (train::is_classifier_checkpoint(checkpoint)) {
+  const auto ck = train::read_checkpoint(checkpoint);
+  const auto progress = ck.progress;
+  if (train::is_classifier_config(parse_yaml_text(ck.config_yaml, checkpoint + " (config)"))) {
     auto loaded = train::load_classifier(checkpoint, /*dense=*/true);
     const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
     auto cfg = pruned_config(loaded.config, method, sparsity);
@@ -35,7 +36,7 @@ double write_pruned_checkpoint(const std::string& checkpoint, const std::string&
                     nullptr);
     return zeros;
   }
-  auto loaded = train::load_model(checkpoint, /*dense=*/true);
+  auto loaded = train::load_model(ck, checkpoint, /*dense=*/true);
   const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
   auto cfg = pruned_config(loaded.config, method, sparsity);
   train::save_checkpoint(out, train::dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);

@@ -91,8 +91,7 @@ void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths
 kernels::ResolvedComputeType set_compute_type(LoadedTranslator& lt, kernels::ComputeTypeRequest request,
                                               const torch::Device& device) {
   if (request == kernels::ComputeTypeRequest::default_) request = kernels::request_for(lt.loaded.storage);
-  auto resolved = kernels::resolve_compute_type(request, device.is_cuda(), detect_cpu_vector_support(),
-                                                kernels::int8_gemm_available());
+  auto resolved = kernels::resolve_compute_type(request, device.is_cuda());
   for (auto* model : lt.translator->models()) nn::set_compute_type(*model, resolved.type);
   return resolved;
 }

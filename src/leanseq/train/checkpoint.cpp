@@ -205,8 +205,9 @@ bool is_classifier_checkpoint(const std::string& path) {
   return is_classifier_config(parse_yaml_text(read_checkpoint(path).config_yaml, path + " (config)"));
 }
 
-LoadedModel load_model(const std::string& path, bool dense) {
-  auto ck = read_checkpoint(path);
+LoadedModel load_model(const std::string& path, bool dense) { return load_model(read_checkpoint(path), path, dense); }
+
+LoadedModel load_model(const Checkpoint& ck, const std::string& path, bool dense) {
   auto values = parse_yaml_text(ck.config_yaml, path + " (config)");
   if (is_classifier_config(values)) {
     throw CheckpointError(path + ": a text classifier checkpoint, not a sequence model (use leanseq classify)");

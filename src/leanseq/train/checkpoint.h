@@ -76,6 +76,8 @@ struct LoadedModel {
 // A model trained with targeted dropout (td.eval_prune) comes pruned as it was evaluated, unless
 // `dense` asks for the weights as trained.
 LoadedModel load_model(const std::string& path, bool dense = false);
+// The same from a checkpoint already read (`origin`: its file, for messages).
+LoadedModel load_model(const Checkpoint& ck, const std::string& origin, bool dense = false);
 
 // Writes `bytes` to a file (atomically).
 void write_bytes(const std::string& path, const std::string& bytes);
