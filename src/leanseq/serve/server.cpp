@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,9 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+// Connections the kernel holds for accept(): as many as the worker pool's threads.
+constexpr int kListenBacklog = 64;
 
 // A request that cannot be served, with its status.
 struct Refusal {
@@ -140,6 +145,7 @@ struct Server::Impl {
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
   httplib::Server http;
+  int listen_socket = -1;
 
   // Translates `texts` with `opt` through the batcher; throws Refusal for a full queue or a timeout.
   std::vector<std::vector<decode::TranslationHyp>> translate(const std::vector<std::string>& texts,
@@ -305,6 +311,12 @@ Server::Server(std::vector<std::unique_ptr<decode::Translator>> translators, Mod
   // Answers go out at once, not held back by Nagle's algorithm for the client's delayed ACK.
   impl_->http.set_tcp_nodelay(true);
   impl_->http.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  // httplib's own socket options (address reuse), and the socket remembered so that run() can
+  // widen the listen backlog, which this httplib fixes at 5: a burst of clients overflowed it.
+  impl_->http.set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    impl_->listen_socket = sock;
+  });
   impl_->routes();
 }
 
@@ -318,6 +330,7 @@ bool Server::run(const std::function<void(int)>& on_listening) {
   } else if (!impl_->http.bind_to_port(impl_->opt.host, port)) {
     return false;
   }
+  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, kListenBacklog);
   if (on_listening) on_listening(port);
   return impl_->http.listen_after_bind();
 }
