@@ -106,13 +106,28 @@ void ensure_fast_blas(char** argv) {
   setenv(kMarker, "failed", 1);
 }
 
+namespace {
+// "; idle threads: ...": how long the thread pools spin after their work.
+std::string idle_thread_summary() {
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return "; idle threads: OPENBLAS_THREAD_TIMEOUT=" + std::string(timeout ? timeout : "unset") +
+         (policy ? ", OMP_WAIT_POLICY=" + std::string(policy) : ", GOMP_SPINCOUNT=" + std::string(spin ? spin : "unset"));
+}
+}  // namespace
+
 std::string blas_summary() {
   using Config = char* (*)();
   auto* config = openblas_entry<Config>("openblas_get_config");
-  if (!config) return "BLAS: not OpenBLAS (the library LibTorch was linked with chooses its own kernels)";
+  std::string line;
+  if (!config) {
+    line = "BLAS: not OpenBLAS (the library LibTorch was linked with chooses its own kernels)";
+    return line + idle_thread_summary();
+  }
   std::string version = config();
   version = version.substr(0, version.find(' ', version.find(' ') + 1));  // "OpenBLAS 0.3.21"
-  std::string line = "BLAS: " + version + ", " + loaded_openblas_core() + " kernels";
+  line = "BLAS: " + version + ", " + loaded_openblas_core() + " kernels";
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   const char* marker = std::getenv(kMarker);
   if (marker && std::string(marker) == "failed") {
@@ -122,12 +137,7 @@ std::string blas_summary() {
   } else if (user) {
     line += " (OPENBLAS_CORETYPE=" + std::string(user) + " from the environment)";
   }
-  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
-  const char* spin = std::getenv("GOMP_SPINCOUNT");
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  line += "; idle threads: OPENBLAS_THREAD_TIMEOUT=" + std::string(timeout ? timeout : "unset") +
-          (policy ? ", OMP_WAIT_POLICY=" + std::string(policy) : ", GOMP_SPINCOUNT=" + std::string(spin ? spin : "unset"));
-  return line;
+  return line + idle_thread_summary();
 }
 
 }  // namespace leanseq
