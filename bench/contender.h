@@ -20,6 +20,7 @@ struct Contender {
   std::vector<std::string> settings;  // key=value for the model config
   int threads = 0;                    // "threads=N" among them: intra-op threads for this contender
   std::string compute_type = "float32";  // "compute_type=T": the inference compute type (decoding)
+  std::string amp;                       // "amp=float16|bfloat16": mixed-precision training (CUDA)
 };
 
 // Parses a spec; an unknown preset fails here, before any run.
@@ -39,6 +40,9 @@ inline Contender parse_contender(const std::string& spec) {
       } else if (item.rfind("compute_type=", 0) == 0) {
         c.compute_type = item.substr(13);
         kernels::parse_compute_type(c.compute_type);  // an unknown name fails here
+      } else if (item.rfind("amp=", 0) == 0) {
+        c.amp = item.substr(4);
+        if (c.amp != "float16" && c.amp != "bfloat16") throw ConfigError(spec + ": amp= takes float16 or bfloat16");
       } else if (!item.empty()) {
         c.settings.push_back(item);
       }

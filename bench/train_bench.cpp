@@ -1,6 +1,7 @@
 // Training speed and activation memory at a fixed batch shape: untrained presets, random
 // sentence pairs of --length tokens in batches of --batch-size, Adam updates. Each contender is a
-// preset, optionally with model settings after ':' (e.g. pervasive_small:memory_efficient=true).
+// preset, optionally with model settings after ':' (e.g. pervasive_small:memory_efficient=true),
+// and on CUDA mixed precision (`transformer_small:amp=float16`, as train --amp).
 // The contenders run side by side in one process, interleaved over rounds; for each, the median
 // target tokens/s and the peak bytes of CPU tensor storage during its updates (core/memory.h),
 // with the ratios to the first contender, as one JSON object (see bench/README.md).
@@ -15,6 +16,8 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
+#include "leanseq/train/mixed_precision.h"
+#include "leanseq/train/run_config.h"
 #include "contender.h"
 #include "errors.h"
 #include "median.h"
@@ -25,14 +28,18 @@ using leanseq::bench::parse_contender;
 
 struct Settings {
   int64_t length = 20, batch_size = 64, vocab = 8000, steps = 5;
+  torch::Device device{torch::kCPU};
 };
 
 nlohmann::json train(const Contender& c, const Settings& s) {
   torch::manual_seed(1);
   leanseq::bench::ContenderThreads threads(c);
   auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
+  model->to(s.device);
   model->train();
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-4));
+  if (c.amp == "float16" && !s.device.is_cuda()) throw leanseq::ConfigError(c.name + ": amp=float16 trains on CUDA only");
+  leanseq::train::MixedPrecision amp(c.amp, s.device.is_cuda(), 128, 2000, 1e-4);
   const int64_t B = s.batch_size, T = s.length;
   auto src = torch::randint(4, s.vocab, {B, T}, torch::kLong);
   src.select(1, T - 1).fill_(2);
@@ -40,19 +47,31 @@ nlohmann::json train(const Contender& c, const Settings& s) {
   target.select(1, T - 1).fill_(2);
   auto prev = torch::cat({torch::full({B, 1}, 2, torch::kLong), target.narrow(1, 0, T - 1)}, 1);
   auto lengths = torch::full({B}, T, torch::kLong);
+  src = src.to(s.device), target = target.to(s.device), prev = prev.to(s.device);
+  const auto params = model->parameters();
   auto update = [&] {
     adam.zero_grad();
-    auto logits = model->forward(src, lengths, prev).logits;
+    torch::Tensor logits;
+    {
+      leanseq::train::MixedPrecision::Autocast autocast(amp);
+      logits = model->forward(src, lengths, prev).logits;
+    }
+    logits = logits.to(torch::kFloat);
     auto loss = leanseq::kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), target.view(-1),
                                                                0.1, 1);
-    loss.loss.backward();
-    adam.step();
+    amp.scale_loss(loss.loss).backward();
+    if (amp.unscale(params, 1.0)) adam.step();
+  };
+  auto sync = [&] {
+    if (s.device.is_cuda()) torch::cuda::synchronize(s.device.index());
   };
   update();  // the optimizer state and the allocator's first blocks
+  sync();
   leanseq::reset_cpu_tensor_peak();
   const int64_t before = leanseq::cpu_tensor_bytes();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.steps; ++i) update();
+  sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double tokens = static_cast<double>(B * T * s.steps);
   return {{"seconds", seconds},
@@ -75,19 +94,24 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<std::string> specs;
   int64_t rounds = 3, threads = 0;
-  app.add_option("--arch", specs, "contenders: preset[:key=value...] (repeat); the first is the baseline")->required();
+  std::string device = "cpu";
+  app.add_option("--arch", specs, "contenders: preset[:key=value...], comma-separated or repeated; the first is the baseline")
+      ->required()
+      ->delimiter(',');
   app.add_option("--length", s.length, "source and target tokens per sentence, </s> included")->capture_default_str();
   app.add_option("--batch-size", s.batch_size, "sentences per batch")->capture_default_str();
   app.add_option("--vocab", s.vocab, "vocabulary size")->capture_default_str();
   app.add_option("--steps", s.steps, "measured updates per round")->capture_default_str();
   app.add_option("--rounds", rounds, "repetitions, interleaved over the contenders")->capture_default_str();
   app.add_option("--threads", threads, "threads for CPU tensor work, ATen's and OpenBLAS's (0: their defaults)");
+  app.add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-train-bench", [&] {
     if (rounds < 1 || s.steps < 1 || s.length < 2 || s.batch_size < 1 || s.vocab < 5) {
       throw leanseq::ConfigError("need --rounds, --steps, --batch-size >= 1, --length >= 2, --vocab >= 5");
     }
     leanseq::set_compute_threads(static_cast<int>(threads));
+    s.device = leanseq::train::resolve_device(device, "--device");
     std::vector<Contender> contenders;
     for (const auto& spec : specs) contenders.push_back(parse_contender(spec));
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());
@@ -98,7 +122,7 @@ int main(int argc, char** argv) {
       }
     }
     nlohmann::json out{{"threads", torch::get_num_threads()}, {"rounds", rounds},     {"steps", s.steps},
-                       {"length", s.length},                  {"batch_size", s.batch_size}, {"vocab", s.vocab},
+                       {"length", s.length},                  {"batch_size", s.batch_size}, {"vocab", s.vocab}, {"device", s.device.str()},
                        {"contenders", nlohmann::json::array()}};
     double first_tps = 0, first_mem = 0;
     for (size_t i = 0; i < contenders.size(); ++i) {

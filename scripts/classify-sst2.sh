@@ -28,7 +28,7 @@ for arch in "${archs[@]}"; do
 import json, sys
 arch, d, secs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t = json.load(open(d + "/test_report.json"))
-best = max(json.loads(l)["valid_accuracy"] for l in open(d + "/train_log.jsonl"))
+best = max(r["accuracy"] for r in map(json.loads, open(d + "/train_log.jsonl")) if r.get("type") == "valid")
 print(json.dumps({"arch": arch, "test_accuracy": round(100 * t["accuracy"], 2), "test_macro_f1": round(100 * t["macro_f1"], 2),
                   "best_valid_accuracy": round(100 * best, 2), "wall_seconds": secs}))
 PY

@@ -1,4 +1,5 @@
-// The synthetic translation task of the end-to-end tests, written and prepared through the CLI.
+// The synthetic tasks of the end-to-end tests: translation (written and prepared through the CLI)
+// and sentiment classification.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -45,6 +46,34 @@ inline std::string prepare_task(const std::string& dir) {
                        out);
   EXPECT_EQ(rc, 0) << out;
   return dir + "/bin";
+}
+
+// Sentences of filler words with one sentiment word; with `pairs`, the label says whether two
+// sentences agree.
+inline void write_sentiment(const std::string& path, int n, uint32_t seed, bool pairs = false) {
+  const char* pos[] = {"good", "great", "fine", "lovely"};
+  const char* neg[] = {"bad", "awful", "poor", "dull"};
+  std::ofstream f(path);
+  f << (pairs ? "s1\ts2\tlabel\n" : "sentence\tlabel\n");
+  uint32_t x = seed * 2654435761u + 1;
+  auto next = [&x] { return (x = x * 1664525u + 1013904223u) >> 8; };
+  auto sentence = [&](bool positive) {
+    std::string s;
+    const auto len = 2 + next() % 5, at = next() % len;
+    for (uint32_t k = 0; k < len; ++k) {
+      s += k ? " " : "";
+      s += k == at ? (positive ? pos[next() % 4] : neg[next() % 4]) : "w" + std::to_string(next() % 30);
+    }
+    return s;
+  };
+  for (int i = 0; i < n; ++i) {
+    const bool a = next() % 2, b = next() % 2;
+    if (pairs) {
+      f << sentence(a) << "\t" << sentence(b) << "\t" << (a == b ? "same" : "different") << "\n";
+    } else {
+      f << sentence(a) << " \t" << (a ? 1 : 0) << "\n";
+    }
+  }
 }
 
 // A transformer_tiny checkpoint trained for 30 updates on the task (once per test program).

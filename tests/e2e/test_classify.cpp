@@ -9,39 +9,11 @@
 
 #include "e2e/task.h"
 #include "leanseq/nn/targeted_dropout.h"
-#include "leanseq/train/classify.h"
+#include "leanseq/runtime/classifier.h"
 
 using namespace leanseq::test;
 
 namespace {
-// Sentences of filler words with one sentiment word; with `pairs`, the label says whether two
-// sentences agree.
-void write_sentiment(const std::string& path, int n, uint32_t seed, bool pairs = false) {
-  const char* pos[] = {"good", "great", "fine", "lovely"};
-  const char* neg[] = {"bad", "awful", "poor", "dull"};
-  std::ofstream f(path);
-  f << (pairs ? "s1\ts2\tlabel\n" : "sentence\tlabel\n");
-  uint32_t x = seed * 2654435761u + 1;
-  auto next = [&x] { return (x = x * 1664525u + 1013904223u) >> 8; };
-  auto sentence = [&](bool positive) {
-    std::string s;
-    const auto len = 2 + next() % 5, at = next() % len;
-    for (uint32_t k = 0; k < len; ++k) {
-      s += k ? " " : "";
-      s += k == at ? (positive ? pos[next() % 4] : neg[next() % 4]) : "w" + std::to_string(next() % 30);
-    }
-    return s;
-  };
-  for (int i = 0; i < n; ++i) {
-    const bool a = next() % 2, b = next() % 2;
-    if (pairs) {
-      f << sentence(a) << "\t" << sentence(b) << "\t" << (a == b ? "same" : "different") << "\n";
-    } else {
-      f << sentence(a) << " \t" << (a ? 1 : 0) << "\n";
-    }
-  }
-}
-
 std::string train_cmd(const std::string& dir, const std::string& arch, const std::string& prefix) {
   return kCli + " train --task classify -a " + arch + " --set data.train=" + dir + "/" + prefix + "train.tsv" +
          " --set data.valid=" + dir + "/" + prefix + "valid.tsv --set model.embed_dim=16 --set model.hidden_dim=16" +
@@ -128,7 +100,7 @@ TEST(EndToEndClassify, TargetedDropoutTrainsAClassifierThatLoadsPruned) {
   std::string out = train_with_targeted_dropout(dir, "lightconv_classifier", 6);
   EXPECT_NE(out.find("targeted dropout: weight, gamma 0.50, alpha 0.50; validation prunes"), std::string::npos) << out;
   // The checkpoint holds the dense weights; loading it prunes the targeted half of every unit.
-  auto loaded = leanseq::train::load_classifier(dir + "/ck/checkpoint_last.pt");
+  auto loaded = leanseq::runtime::load_classifier(dir + "/ck/checkpoint_last.pt");
   EXPECT_GE(leanseq::nn::prunable_sparsity(*loaded.model), 0.45);
   int rc = run_command(train_cmd(dir, "lightconv_classifier", "") + " --set td.type=sometimes --max-update 1 --save-dir " +
                        dir + "/bad",
@@ -148,7 +120,7 @@ TEST(EndToEndClassify, PruneAndThePruningCurveTakeClassifiers) {
   EXPECT_NE(out.find("75.00% of the prunable weights are zero"), std::string::npos) << out;
   // The pruned copy loads at exactly the asked sparsity (3/4 of each 16- or 32-wide row; no
   // further pruning at gamma 0.5 on load), records it, and classifies.
-  auto pruned = leanseq::train::load_classifier(dir + "/p75.pt");
+  auto pruned = leanseq::runtime::load_classifier(dir + "/p75.pt");
   EXPECT_NEAR(leanseq::nn::prunable_sparsity(*pruned.model), 0.75, 1e-3);
   EXPECT_EQ(pruned.config.pruned_method, "weight");
   EXPECT_DOUBLE_EQ(pruned.config.pruned_sparsity, 0.75);

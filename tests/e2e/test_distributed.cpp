@@ -18,6 +18,7 @@ using leanseq::test::prepare_task;
 using leanseq::test::read_text;
 using leanseq::test::run_command;
 using leanseq::test::temp_dir;
+using leanseq::test::write_sentiment;
 
 namespace {
 
@@ -46,17 +47,23 @@ std::vector<nlohmann::json> records(const std::string& log_path, const std::stri
   return out;
 }
 
-void expect_same_losses(const std::string& a, const std::string& b) {
+// The "train" and "valid" records of two logs agree: same updates, and `keys` within `tol`.
+void expect_same_records(const std::string& a, const std::string& b, const std::vector<std::string>& keys, double tol) {
   for (const char* type : {"train", "valid"}) {
     auto ra = records(a, type), rb = records(b, type);
     ASSERT_EQ(ra.size(), rb.size()) << type;
     ASSERT_FALSE(ra.empty()) << type;
     for (size_t i = 0; i < ra.size(); ++i) {
       EXPECT_EQ(ra[i]["update"], rb[i]["update"]);
-      EXPECT_NEAR(ra[i]["loss"].get<double>(), rb[i]["loss"].get<double>(), 1e-5) << type << " record " << i;
-      EXPECT_NEAR(ra[i]["nll_loss"].get<double>(), rb[i]["nll_loss"].get<double>(), 1e-5) << type << " record " << i;
+      for (const auto& k : keys) {
+        EXPECT_NEAR(ra[i][k].get<double>(), rb[i][k].get<double>(), tol) << type << " record " << i << " " << k;
+      }
     }
   }
+}
+
+void expect_same_losses(const std::string& a, const std::string& b) {
+  expect_same_records(a, b, {"loss", "nll_loss"}, 1e-5);
 }
 
 // The model weights of two checkpoints agree within `tol`.
@@ -104,6 +111,32 @@ TEST(Distributed, TwoRanksTrainAsOneProcessWithTwiceTheAccumulationAndResume) {
   expect_same_losses(dir + "/one-then-two/train_log.jsonl", dir + "/two-then-one/train_log.jsonl");
   expect_same_weights(dir + "/one-then-two/checkpoint_last.pt", dir + "/two-then-one/checkpoint_last.pt", 1e-5);
   EXPECT_EQ(records(dir + "/one-then-two/train_log.jsonl", "valid").back()["update"], 40);
+}
+
+// The classification task runs in the same engine: DiSAN in 2 ranks trains as one process with
+// twice the accumulation, and resumes.
+TEST(Distributed, DisanClassifierInTwoRanksTrainsAsOneProcessWithTwiceTheAccumulation) {
+  auto dir = temp_dir("e2e-dist-cls");
+  write_sentiment(dir + "/train.tsv", 400, 11);
+  write_sentiment(dir + "/valid.tsv", 60, 12);
+  const std::string flags = " train --task classify -a disan_small --seed 5 --set data.train=" + dir +
+                            "/train.tsv --set data.valid=" + dir +
+                            "/valid.tsv --set model.dropout=0 --set batch.max_sentences=16 --set optim.lr=0.003 "
+                            "--set log.interval=5 --set valid.interval_updates=10 --log-format text";
+  std::string out;
+  int rc = run_command(kCli + flags + " --save-dir " + dir + "/two --max-update 20 --nproc 2 --set dist.check_weights=1",
+                       out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("distributed: 2 ranks (Gloo)"), std::string::npos) << out;
+  rc = run_command(kOneThread + kCli + flags + " --save-dir " + dir + "/one --max-update 20 --update-freq 2", out);
+  ASSERT_EQ(rc, 0) << out;
+  expect_same_records(dir + "/one/train_log.jsonl", dir + "/two/train_log.jsonl", {"loss", "accuracy"}, 1e-5);
+  expect_same_weights(dir + "/one/checkpoint_last.pt", dir + "/two/checkpoint_last.pt", 1e-5);
+  EXPECT_EQ(records(dir + "/two/train_log.jsonl", "train").size(), 4u);  // rank 0 alone writes
+  rc = run_command(kCli + flags + " --save-dir " + dir + "/two --max-update 30 --resume --nproc 2", out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("resumed from"), std::string::npos) << out;
+  EXPECT_EQ(records(dir + "/two/train_log.jsonl", "valid").back()["update"], 30);
 }
 
 TEST(Distributed, AKilledWorkerStopsTheOthersAndLeavesTheCheckpoint) {

@@ -7,7 +7,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
-#include "leanseq/train/classify.h"
+#include "leanseq/runtime/classifier.h"
 
 namespace leanseq::cli {
 
@@ -35,7 +35,7 @@ void add_classify(CLI::App& app, int& exit_code) {
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
     leanseq::set_compute_threads(static_cast<int>(a->threads));
-    auto loaded = train::load_classifier(a->checkpoint);
+    auto loaded = runtime::load_classifier(a->checkpoint);
     auto ds = data::read_text_tsv(a->input, loaded.config.model->pair, std::nullopt);
     if (!a->report.empty() && !ds.labelled) {
       throw ConfigError("--report: " + ds.path + " has no label column to score");
@@ -58,7 +58,7 @@ void add_classify(CLI::App& app, int& exit_code) {
       io::atomic_write_text(a->output, out);
     }
     if (ds.labelled) {
-      auto report = train::score_predictions(enc.labels, predicted, loaded.labels);
+      auto report = eval::score_predictions(enc.labels, predicted, loaded.labels);
       std::cerr << ds.path << ": " << report.text();
       if (!a->report.empty()) io::atomic_write_text(a->report, report.json());
     }

@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <optional>
 #include <iostream>
 
 #include "leanseq/cli/commands.h"
@@ -6,7 +7,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/core/logging.h"
-#include "leanseq/train/classify.h"
+#include "leanseq/train/classification_task.h"
 #include "leanseq/train/launcher.h"
 #include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
@@ -23,10 +24,10 @@ const std::vector<std::string>& program_args() { return g_program_args; }
 namespace {
 struct TrainArgs {
   std::vector<std::string> configs, sets;
-  std::string task, arch, data, save_dir, log_format;
+  std::string task, arch, data, save_dir, log_format, device, amp_dtype;
   double max_minutes = -1;
   int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1, nproc = 1, patience = -1, update_freq = 0;
-  bool resume = false;
+  bool resume = false, amp = false, bf16 = false;
 };
 }  // namespace
 
@@ -46,15 +47,22 @@ void add_train(CLI::App& app, int& exit_code) {
                   "stop after N validations in a row without a better best metric (stop.patience; both tasks)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--update-freq", a->update_freq,
-                  "accumulate gradients over N batches per update (optim.update_freq; --task seq2seq)")
+                  "accumulate gradients over N batches per update (optim.update_freq; both tasks)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--device", a->device, "cpu, cuda or cuda:N (device)");
+  sub->add_flag("--amp", a->amp,
+                "mixed precision on CUDA: float16 autocast with a dynamic loss scale (optim.amp; fairseq's --amp; both tasks)");
+  sub->add_option("--amp-dtype", a->amp_dtype, "the type --amp computes in (implies --amp)")
+      ->check(CLI::IsMember({"float16", "bfloat16"}));
+  sub->add_flag("--bf16", a->bf16,
+                "mixed precision in bfloat16 (optim.amp=bfloat16): on CUDA, or on a CPU with AVX512_BF16 (else float32)");
   sub->add_option("--seed", a->seed, "random seed");
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->add_option("--log-format", a->log_format, "auto, text or json");
   sub->add_flag("--resume", a->resume, "continue from <save-dir>/checkpoint_last.pt");
   sub->add_option("--nproc", a->nproc,
-                  "data-parallel training in N worker processes on this machine (under torchrun or another "
-                  "launcher that sets RANK and WORLD_SIZE, leave it out)")
+                  "data-parallel training in N worker processes on this machine, both tasks (under torchrun or "
+                  "another launcher that sets RANK and WORLD_SIZE, leave it out)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   sub->callback([a, &exit_code] {
     ConfigValues values;
@@ -71,28 +79,27 @@ void add_train(CLI::App& app, int& exit_code) {
     if (a->max_epoch >= 0) flag("stop.max_epoch", std::to_string(a->max_epoch));
     if (a->patience >= 0) flag("stop.patience", std::to_string(a->patience));
     if (a->update_freq > 0) flag("optim.update_freq", std::to_string(a->update_freq));
+    if (!a->device.empty()) flag("device", a->device);
+    if (a->bf16 && (a->amp || !a->amp_dtype.empty()) && a->amp_dtype != "bfloat16") {
+      throw ConfigError("--bf16 asks for bfloat16 and --amp for float16: give one of them");
+    }
+    const std::string amp_type = a->bf16 ? "bfloat16" : !a->amp_dtype.empty() ? a->amp_dtype : a->amp ? "float16" : "";
+    if (!amp_type.empty()) flag("optim.amp", amp_type);
     if (a->seed >= 0) flag("seed", std::to_string(a->seed));
     if (a->threads >= 0) flag("threads", std::to_string(a->threads));
     auto task = values.values.find("task");
-    if (task != values.values.end() && task->second == "classify") {
-      if (a->nproc > 1) throw ConfigError("--nproc: classify runs train in one process");
-      if (a->update_freq > 0) throw ConfigError("--update-freq: classify does not accumulate gradients (one batch per update)");
-      if (!a->data.empty()) throw ConfigError("--data: classify reads data.train/data.valid/data.test (TSV files); use --set data.train=FILE");
-      auto cfg = train::resolve_classify_config(values);
-      auto out = train::train_classifier(cfg, a->resume);
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "done: %lld updates, %.0f examples/s, best valid accuracy %.2f%%",
-                    static_cast<long long>(out.num_updates), out.examples_per_second, 100 * out.best_valid_accuracy);
-      std::string line = buf;
-      if (out.test) {
-        std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * out.test->accuracy);
-        line += buf;
-      }
-      log::info(line);
-      exit_code = out.signal ? 128 + out.signal : 0;
-      return;
+    const bool classify = task != values.values.end() && task->second == "classify";
+    if (classify && !a->data.empty()) {
+      throw ConfigError("--data: classify reads data.train/data.valid/data.test (TSV files); use --set data.train=FILE");
     }
-    auto cfg = train::resolve_run_config(values);
+    // The config is checked here, before any worker starts.
+    std::optional<train::ClassifyConfig> classify_cfg;
+    std::optional<train::RunConfig> cfg;
+    if (classify) {
+      classify_cfg = train::resolve_classify_config(values);
+    } else {
+      cfg = train::resolve_run_config(values);
+    }
     if (a->nproc > 1) {
       if (std::getenv("WORLD_SIZE")) {
         throw ConfigError("--nproc: WORLD_SIZE is set, so a launcher already started this process as a worker; "
@@ -111,7 +118,21 @@ void add_train(CLI::App& app, int& exit_code) {
       exit_code = train::launch_local_workers(static_cast<int>(a->nproc), argv, std::chrono::seconds(30));
       return;
     }
-    train::Trainer trainer(cfg, a->resume);
+    if (classify) {
+      auto out = train::train_classifier(*classify_cfg, a->resume);
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "done: %lld updates, %.0f examples/s, best valid accuracy %.2f%%",
+                    static_cast<long long>(out.num_updates), out.examples_per_second, 100 * out.best_valid_accuracy);
+      std::string line = buf;
+      if (out.test) {
+        std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * out.test->accuracy);
+        line += buf;
+      }
+      log::info(line);
+      exit_code = out.signal ? 128 + out.signal : 0;
+      return;
+    }
+    train::Trainer trainer(*cfg, a->resume);
     auto out = trainer.run();
     std::string comm;
     if (out.comm_seconds > 0 && out.num_updates > 0) {

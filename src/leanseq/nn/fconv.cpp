@@ -26,13 +26,17 @@ class ConvTBCFunction : public torch::autograd::Function<ConvTBCFunction> {
                                const torch::Tensor& b, int64_t pad) {
     ctx->save_for_backward({x, w, b});
     ctx->saved_data["pad"] = pad;
-    return torch::conv_tbc(x, w, b, pad);
+    return torch::conv_tbc(x, w, b, pad);  // under autocast, in its type
   }
+  // In the gradient's type (autocast's, in mixed-precision training), each result back in its input's.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     auto s = ctx->get_saved_variables();
-    auto [dx, dw, db] = torch::conv_tbc_backward(grad[0].contiguous(), s[0], s[1], s[2], ctx->saved_data["pad"].toInt());
-    return {dx, dw, db, torch::Tensor()};
+    auto g = grad[0].contiguous();
+    const auto t = g.scalar_type();
+    auto [dx, dw, db] =
+        torch::conv_tbc_backward(g, s[0].to(t), s[1].to(t), s[2].to(t), ctx->saved_data["pad"].toInt());
+    return {dx.to(s[0].scalar_type()), dw.to(s[1].scalar_type()), db.to(s[2].scalar_type()), torch::Tensor()};
   }
 };
 

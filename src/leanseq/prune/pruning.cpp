@@ -8,7 +8,7 @@
 #include "leanseq/eval/chrf.h"
 #include "leanseq/nn/targeted_dropout.h"
 #include "leanseq/train/checkpoint.h"
-#include "leanseq/train/classify.h"
+#include "leanseq/runtime/classifier.h"
 #include "leanseq/runtime/inference.h"
 
 namespace leanseq::prune {
@@ -29,7 +29,7 @@ double write_pruned_checkpoint(const std::string& checkpoint, const std::string&
   const auto ck = train::read_checkpoint(checkpoint);
   const auto progress = ck.progress;
   if (train::is_classifier_config(parse_yaml_text(ck.config_yaml, checkpoint + " (config)"))) {
-    auto loaded = train::load_classifier(checkpoint, /*dense=*/true);
+    auto loaded = runtime::load_classifier(checkpoint, /*dense=*/true);
     const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
     auto cfg = pruned_config(loaded.config, method, sparsity);
     train::save_checkpoint(out, dump_config_yaml(cfg), train::classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
@@ -89,7 +89,7 @@ std::vector<PrunePoint> translation_prune_curve(const std::string& checkpoint, c
 std::vector<PrunePoint> classifier_prune_curve(const std::string& checkpoint, const std::string& tsv,
                                                const std::vector<double>& sparsities, const std::string& method,
                                                int64_t max_sentences) {
-  auto loaded = train::load_classifier(checkpoint, /*dense=*/true);
+  auto loaded = runtime::load_classifier(checkpoint, /*dense=*/true);
   auto ds = data::read_text_tsv(tsv, loaded.config.model->pair, std::nullopt);
   if (!ds.labelled) throw DataError(tsv + ": has no label column to score the classifier " + checkpoint + " with");
   const auto data = data::encode_text(ds, loaded.dict, loaded.labels);

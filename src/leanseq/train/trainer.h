@@ -1,10 +1,14 @@
-// The training loop: token-based batches, label-smoothed cross-entropy, Adam with a schedule,
-// gradient accumulation and clipping, validation, checkpoints, exact resume, clean stop on signals.
+// The training engine, one loop for every task (train/task.h): shuffled length-sorted batches,
+// gradient accumulation (optim.update_freq), mixed precision, clipping, data-parallel training over
+// c10d (--nproc, torchrun), validation with checkpoint_best and stop.patience, interval and epoch
+// checkpoints, exact resume, a clean stop on SIGINT/SIGTERM, and logs (text, JSON, train_log.jsonl).
 #pragma once
 #include <memory>
 #include <string>
 
+#include "leanseq/train/loop_options.h"
 #include "leanseq/train/run_config.h"
+#include "leanseq/train/task.h"
 
 namespace leanseq::train {
 
@@ -12,6 +16,7 @@ struct TrainOutcome {
   int signal = 0;  // non-zero when stopped by SIGINT/SIGTERM (the caller exits 128 + signal)
   int64_t num_updates = 0, epochs_done = 0;
   double best_metric = 0, last_valid_loss = 0, last_valid_bleu = -1;
+  // What the task's losses are weighted by (target tokens; classify: examples), summed over ranks.
   double train_tokens_per_second = 0;
   int64_t train_target_tokens = 0;
   double train_seconds = 0;
@@ -20,18 +25,15 @@ struct TrainOutcome {
   double comm_seconds = 0;
 };
 
-struct ValidResult {
-  double loss = 0, nll_loss = 0;  // per target token, base 2 (as fairseq reports)
-  double bleu = -1;               // detokenized sacreBLEU (13a) when enabled
-};
-
 class Trainer {
  public:
   // With `resume`, continues from <save_dir>/checkpoint_last.pt when it exists.
+  Trainer(std::unique_ptr<Task> task, const TrainLoopOptions& options, bool resume);
+  // A translation or language-modelling run (train/translation_task.h).
   Trainer(RunConfig cfg, bool resume);
   ~Trainer();
   TrainOutcome run();
-  ValidResult validate();
+  Task& task();
 
  private:
   struct Impl;

@@ -1,14 +1,14 @@
 // Classification scores against hand-computed values.
 #include <gtest/gtest.h>
 
-#include "leanseq/train/classify.h"
+#include "leanseq/eval/classification.h"
 
 using namespace leanseq;
 
 TEST(ClassifyScores, PerClassPrecisionRecallF1AndConfusion) {
   // gold:      a a a b b c
   // predicted: a a b b c c
-  auto r = train::score_predictions({0, 0, 0, 1, 1, 2}, {0, 0, 1, 1, 2, 2}, {"a", "b", "c"});
+  auto r = eval::score_predictions({0, 0, 0, 1, 1, 2}, {0, 0, 1, 1, 2, 2}, {"a", "b", "c"});
   EXPECT_EQ(r.correct, 4);
   EXPECT_DOUBLE_EQ(r.accuracy, 4.0 / 6.0);
   EXPECT_DOUBLE_EQ(r.classes[0].precision, 1.0);
@@ -26,7 +26,7 @@ TEST(ClassifyScores, PerClassPrecisionRecallF1AndConfusion) {
 }
 
 TEST(ClassifyScores, AClassNeverPredictedHasZeroPrecisionNotNaN) {
-  auto r = train::score_predictions({0, 1}, {0, 0}, {"x", "y"});
+  auto r = eval::score_predictions({0, 1}, {0, 0}, {"x", "y"});
   EXPECT_EQ(r.classes[1].precision, 0.0);
   EXPECT_EQ(r.classes[1].f1, 0.0);
 }
