@@ -62,7 +62,8 @@ nlohmann::json measure(int rounds, bool low_precision) {
     if (low_precision) {
       auto w = b.t().contiguous();
       auto q = quantize_weight(w);
-      for (auto [name, act] : {std::pair{"int8_u8_gops", Int8Activations::u8_shifted}, {"int8_s8_gops", Int8Activations::s8}}) {
+      for (auto [name, act] : {std::pair{"int8_u8_gops", Int8Activations::u8_shifted}, {"int8_s8_gops", Int8Activations::s8},
+                               {"int8_split_gops", Int8Activations::u8_split}}) {
         row[name] = rate(flops, rounds, [&, act = act] { int8_linear(a, q, torch::Tensor(), act); });
       }
       auto a16 = a.to(torch::kBFloat16), w16 = w.to(torch::kBFloat16);

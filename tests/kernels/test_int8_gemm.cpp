@@ -36,13 +36,31 @@ TEST(Int8Gemm, MatchesTheExactIntegerReference) {
     auto w = quantize_weight(torch::randn({N, K}) * 0.1);
     auto bias = torch::randn({N});
     auto want = int8_linear_reference(x, w, bias);
-    for (auto act : {Int8Activations::u8_shifted, Int8Activations::s8}) {
+    // The one-product forms are exact where the CPU multiplies bytes with VNNI (elsewhere they
+    // saturate, and the split form is the default); the split form is exact everywhere.
+    std::vector<Int8Activations> forms{Int8Activations::u8_split};
+    if (default_int8_activations() == Int8Activations::u8_shifted) {
+      forms.push_back(Int8Activations::u8_shifted);
+      forms.push_back(Int8Activations::s8);
+    }
+    for (auto act : forms) {
       auto got = int8_linear(x, w, bias, act);
       ASSERT_EQ(got.sizes(), want.sizes());
       // The integers are the same; float rounding of the scales differs by a few ulps at most.
       EXPECT_LT(relative_error(got, want), 1e-5) << M << "x" << K << "x" << N;
     }
   }
+}
+
+// The form is chosen by the CPU: one product with VNNI (either kind), the split form without.
+TEST(Int8Gemm, CpusWithoutVnniUseTheSplitForm) {
+  leanseq::CpuVectorSupport cpu;
+  cpu.avx2 = true;
+  EXPECT_EQ(default_int8_activations(cpu), Int8Activations::u8_split);
+  cpu.avxvnni = true;
+  EXPECT_EQ(default_int8_activations(cpu), Int8Activations::u8_shifted);
+  cpu.avxvnni = false, cpu.avx512vnni = true;
+  EXPECT_EQ(default_int8_activations(cpu), Int8Activations::u8_shifted);
 }
 
 TEST(Int8Gemm, IsCloseToTheFloatProductOnRandomAndOutlierInputs) {

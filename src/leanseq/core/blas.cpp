@@ -70,6 +70,7 @@ CpuVectorSupport detect_cpu_vector_support() {
   s.avx512cd = __builtin_cpu_supports("avx512cd");
   s.avx512vnni = __builtin_cpu_supports("avx512vnni");
   s.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  s.avxvnni = __builtin_cpu_supports("avxvnni");
 #endif
   return s;
 }

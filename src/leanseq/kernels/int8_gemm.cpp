@@ -35,6 +35,31 @@ void quantize_rows(const float* x, int64_t M, int64_t K, Out* q, float* scale, i
   parallel_chunks(M, workers_for(M * K, 1 << 16), rows);
 }
 
+// The u8_split form of a [M, K] float matrix: per row q = round(x / s) in [-127, 127] (s =
+// max|x| / 127), written as hi = (q >> 1) + 64 in [0, 127] and lo = q & 1.
+void quantize_rows_split(const float* x, int64_t M, int64_t K, uint8_t* hi, uint8_t* lo, float* scale) {
+  auto rows = [&](int, int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      const float* r = x + m * K;
+      float amax = 0.f;
+#pragma omp simd reduction(max : amax)
+      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(r[k]));
+      const float s = amax > 0.f ? amax / 127.f : 1.f;
+      const float inv = 1.f / s;
+      uint8_t* h = hi + m * K;
+      uint8_t* l = lo + m * K;
+#pragma omp simd
+      for (int64_t k = 0; k < K; ++k) {
+        const int q = static_cast<int>(std::nearbyint(r[k] * inv));
+        h[k] = static_cast<uint8_t>((q >> 1) + 64);  // arithmetic shift: floor(q / 2)
+        l[k] = static_cast<uint8_t>(q & 1);
+      }
+      scale[m] = s;
+    }
+  };
+  parallel_chunks(M, workers_for(M * K, 1 << 16), rows);
+}
+
 #ifdef LEANSEQ_WITH_DNNL
 void check(dnnl_status_t status, const char* what) {
   if (status != dnnl_success) throw std::runtime_error(std::string("oneDNN ") + what + " failed (status " + std::to_string(status) + ")");
@@ -47,6 +72,15 @@ torch::Tensor check_weight(const torch::Tensor& weight) {
 }
 
 }  // namespace
+
+Int8Activations default_int8_activations(const CpuVectorSupport& cpu) {
+  return cpu.avx512vnni || cpu.avxvnni ? Int8Activations::u8_shifted : Int8Activations::u8_split;
+}
+
+Int8Activations default_int8_activations() {
+  static const Int8Activations form = default_int8_activations(detect_cpu_vector_support());
+  return form;
+}
 
 bool int8_gemm_available() {
 #ifdef LEANSEQ_WITH_DNNL
@@ -104,6 +138,21 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
     check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
                             acc.data_ptr<int32_t>(), N, w.compensation.data_ptr<int32_t>()),
           "u8s8s32 GEMM");
+  } else if (act == Int8Activations::u8_split) {
+    auto hi = torch::empty({M, K}, torch::kByte), lo = torch::empty({M, K}, torch::kByte);
+    quantize_rows_split(in.data_ptr<float>(), M, K, hi.data_ptr<uint8_t>(), lo.data_ptr<uint8_t>(),
+                        xscale.data_ptr<float>());
+    // (h + 64) w - 64 sum_k w = h w (the weight's compensation is -128 sum_k w), then 2 (h w) + l w.
+    auto co = torch::div(w.compensation, 2, "trunc").contiguous();  // exact: the values are even
+    auto acc_lo = torch::empty({M, N}, torch::kInt);
+    const int32_t zero = 0;
+    check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, hi.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
+                            acc.data_ptr<int32_t>(), N, co.data_ptr<int32_t>()),
+          "u8s8s32 GEMM (high bits)");
+    check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, lo.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
+                            acc_lo.data_ptr<int32_t>(), N, &zero),
+          "u8s8s32 GEMM (low bit)");
+    acc.mul_(2).add_(acc_lo);
   } else {
     auto xq = torch::empty({M, K}, torch::kChar);
     quantize_rows(in.data_ptr<float>(), M, K, xq.data_ptr<int8_t>(), xscale.data_ptr<float>(), 0);

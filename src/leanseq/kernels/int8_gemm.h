@@ -6,6 +6,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/core/blas.h"
+
 namespace leanseq::kernels {
 
 // Whether this build has oneDNN (int8_linear throws otherwise).
@@ -27,14 +29,27 @@ Int8Weight int8_weight_from(torch::Tensor q, torch::Tensor scale);
 // q * scale, as float32 [N, K].
 torch::Tensor dequantize(const Int8Weight& w);
 
-// How the activations of int8_linear are quantized: per row, symmetric to [-127, 127], then either
-// shifted by 128 to u8 for oneDNN's u8 x s8 product (the shift is undone with the weight's
-// compensation: VNNI multiplies u8 by s8 natively) or passed as s8 to its s8 x s8 product.
-enum class Int8Activations { u8_shifted, s8 };
+// How the activations of int8_linear are quantized: per row, symmetric to [-127, 127], then
+// - u8_shifted: shifted by 128 to u8 for oneDNN's u8 x s8 product (the shift is undone with the
+//   weight's compensation: VNNI multiplies u8 by s8 natively);
+// - s8: passed as s8 to its s8 x s8 product;
+// - u8_split: for CPUs without VNNI. There oneDNN multiplies bytes with vpmaddubsw, which adds two
+//   u8 x s8 products in 16 bits and saturates (2 x 255 x 127 > 32767), and u8_shifted and s8 (which
+//   oneDNN shifts to u8 itself) lose precision. Each activation q is split as q = 2h + l with
+//   h = q >> 1 in [-64, 63] (shifted by 64 to [0, 127]) and l = q & 1, and two u8 x s8 products
+//   whose pair sums stay under 2^15 give 2 (h w) + (l w) = q w exactly, at twice the work.
+// Every form gives the same integers as int8_linear_reference.
+enum class Int8Activations { u8_shifted, s8, u8_split };
+
+// The form int8_linear uses by default on a CPU: u8_shifted with VNNI (AVX512_VNNI or AVX-VNNI),
+// u8_split without.
+Int8Activations default_int8_activations(const CpuVectorSupport& cpu);
+// The same for this CPU (detected once).
+Int8Activations default_int8_activations();
 
 // x [..., K] float32 times the weight's transpose, plus `bias` ([N] or undefined): [..., N] float32.
 torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias,
-                          Int8Activations act = Int8Activations::u8_shifted);
+                          Int8Activations act = default_int8_activations());
 // The same quantization and the integer product in float64 with ATen: the reference.
 torch::Tensor int8_linear_reference(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias);
 
