@@ -25,7 +25,8 @@ struct Contender {
 
 // Parses a spec; an unknown preset fails here, before any run.
 inline Contender parse_contender(const std::string& spec) {
-  Contender c{spec, spec, {}};
+  Contender c;
+  c.name = c.arch = spec;
   auto colon = spec.find(':');
   if (colon != std::string::npos) {
     c.arch = spec.substr(0, colon);

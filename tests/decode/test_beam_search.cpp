@@ -225,7 +225,9 @@ TEST(Sampling, SamplesAreReproduciblePerSeedDifferentAcrossSeedsAndTopOneIsGreed
         last = hyps[k].tokens[t];
       }
       EXPECT_NEAR(hyps[k].score, sum / static_cast<double>(hyps[k].tokens.size()), 1e-5);
-      if (k > 0) EXPECT_GE(hyps[k - 1].score, hyps[k].score);
+      if (k > 0) {
+        EXPECT_GE(hyps[k - 1].score, hyps[k].score);
+      }
     }
   }
   // Sampling from the single most likely token is greedy search.

@@ -75,7 +75,9 @@ void compare(const std::string& what, const std::string& expected_text, const st
     for (size_t k = 0; k < hyps.size(); ++k) {
       EXPECT_EQ(got[k].tokens, hyps[k].tokens) << what << " sentence " << id << " hypothesis " << k;
       EXPECT_NEAR(got[k].score, hyps[k].score, 1e-4) << what << " sentence " << id << " hypothesis " << k;
-      if (detok) EXPECT_EQ(got[k].detok, hyps[k].detok) << what << " sentence " << id;
+      if (detok) {
+        EXPECT_EQ(got[k].detok, hyps[k].detok) << what << " sentence " << id;
+      }
       ASSERT_EQ(got[k].positional.size(), hyps[k].positional.size()) << what << " sentence " << id;
       for (size_t t = 0; t < hyps[k].positional.size(); ++t) {
         // Both printed with 4 decimals: one unit of the last one apart at most.

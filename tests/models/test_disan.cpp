@@ -23,7 +23,7 @@ TEST(Disan, DirectionalMasksExcludeTheDiagonal) {
 TEST(Disan, FeatureWiseSoftmaxSumsToOneOverAllowedKeysAndEmptyRowsAreZero) {
   torch::manual_seed(3);
   for (bool forward : {true, false}) {
-    nn::DirectionalSelfAttention block(6, 8, forward, "elu", 0.0);
+    nn::DirectionalSelfAttention block(6, 8, forward, nn::Activation::elu, 0.0);
     auto x = torch::randn({2, 5, 6}, torch::requires_grad());
     auto pads = torch::zeros({2, 5}, torch::kBool);
     pads[1][4] = true;  // row 1 has 4 tokens
@@ -56,7 +56,7 @@ TEST(Disan, FeatureWiseSoftmaxSumsToOneOverAllowedKeysAndEmptyRowsAreZero) {
 TEST(Disan, BlockMatchesTheFormulaElementByElement) {
   torch::manual_seed(5);
   const int64_t T = 4, C = 3, H = 2;
-  nn::DirectionalSelfAttention block(C, H, true, "relu", 0.0);
+  nn::DirectionalSelfAttention block(C, H, true, nn::Activation::relu, 0.0);
   torch::NoGradGuard ng;
   torch::nn::init::normal_(block->attn_bias);
   auto x = torch::randn({1, T, C}, torch::kDouble);
@@ -86,7 +86,7 @@ TEST(Disan, BlockMatchesTheFormulaElementByElement) {
 
 TEST(Disan, Source2TokenWeightsSumToOnePerChannelAndIgnorePads) {
   torch::manual_seed(7);
-  nn::Source2Token s2t(4, "elu", 0.0);
+  nn::Source2Token s2t(4, nn::Activation::elu, 0.0);
   auto x = torch::randn({3, 5, 4});
   auto pads = torch::zeros({3, 5}, torch::kBool);
   pads.index_put_({1, torch::indexing::Slice(2)}, true);  // 2 tokens

@@ -108,10 +108,14 @@ TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
   EXPECT_LT(max_abs_diff(blk(y).narrow(1, 0, 4), full.narrow(1, 0, 4)), 1e-6);
   // A beam reorder after 4 steps.
   auto order = torch::tensor({2, 0, 0}, torch::kLong);
-  nn::IncrementalState state(1);
-  blk->step(x.narrow(1, 0, 4), state.get<nn::DoubleAttentionCache>(0));
+  nn::IncrementalState state;
+  blk->step(x.narrow(1, 0, 4), state.get<nn::DoubleAttentionCache>("a2"));
   state.reorder(order);
-  auto rest = blk->step(x.index_select(0, order).narrow(1, 4, 3), state.get<nn::DoubleAttentionCache>(0));
+  auto rest = blk->step(x.index_select(0, order).narrow(1, 4, 3), state.get<nn::DoubleAttentionCache>("a2"));
+  // A name holds one cache type; an unnamed cache is refused.
+  EXPECT_EQ(state.size(), 1u);
+  EXPECT_THROW(state.get<nn::ConvWindowCache>("a2"), std::logic_error);
+  EXPECT_THROW(state.get<nn::ConvWindowCache>(""), std::logic_error);
   EXPECT_LT(max_abs_diff(rest, blk(x.index_select(0, order)).narrow(1, 4, 3)), 1e-5);
 }
 

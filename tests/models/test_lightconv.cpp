@@ -65,10 +65,11 @@ TEST(LightConvLayers, ReproduceFairseqForwardAndSteps) {
       auto r = layer->forward(x, memory, mask, true);
       EXPECT_LT(test::max_abs_diff(r.out.transpose(0, 1), fx.outputs["y"]), 1e-5) << where;
       EXPECT_LT(test::max_abs_diff(r.weights, fx.outputs["attn"]), 1e-5) << where;
-      nn::IncrementalState state(2);
+      nn::IncrementalState state;
+      layer->name_state("layers.0");
       std::vector<torch::Tensor> ys, attns;
       for (int64_t t = 0; t < x.size(1); ++t) {
-        auto s = layer->step(x.narrow(1, t, 1), memory, mask, state, 0, 1, true);
+        auto s = layer->step(x.narrow(1, t, 1), memory, mask, state, true);
         ys.push_back(s.out);
         attns.push_back(s.weights);
       }

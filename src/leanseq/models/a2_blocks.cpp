@@ -5,6 +5,8 @@
 
 namespace leanseq::models {
 
+std::string a2_state_name(size_t i) { return "a2_" + std::to_string(i); }
+
 void A2Blocks::visit(ConfigVisitor& v, const std::string& prefix) {
   v.field(prefix + "a2_layers", layers, "A2 double-attention blocks after these layers, e.g. \"1,3\" (decoders: causal)");
   v.field(prefix + "a2_features", features, "A2: gathered feature size m (0: a quarter of the width)");
@@ -39,7 +41,7 @@ std::vector<nn::DoubleAttention> A2Blocks::make(torch::nn::Module& owner, const 
     blocks.emplace_back(nullptr);
     if (chosen[i]) {
       const int64_t d = dims[i], m = features > 0 ? features : d / 4, n = descriptors > 0 ? descriptors : d / 4;
-      blocks.back() = owner.register_module("a2_" + std::to_string(i), nn::DoubleAttention(d, m, n, causal, dropout, block_norm));
+      blocks.back() = owner.register_module(a2_state_name(static_cast<size_t>(i)), nn::DoubleAttention(d, m, n, causal, dropout, block_norm));
     }
   }
   return blocks;
@@ -48,7 +50,7 @@ std::vector<nn::DoubleAttention> A2Blocks::make(torch::nn::Module& owner, const 
 torch::Tensor step_a2(std::vector<nn::DoubleAttention>& a2, size_t i, const torch::Tensor& x,
                       nn::IncrementalState& state, const torch::Tensor& token_padding) {
   if (!a2[i]) return x;
-  return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(2 * a2.size() + i), token_padding);
+  return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(a2_state_name(i)), token_padding);
 }
 
 }  // namespace leanseq::models

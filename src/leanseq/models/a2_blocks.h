@@ -36,9 +36,11 @@ struct A2Blocks {
   }
 };
 
+// The name of the i-th block's module, and of its cache in an IncrementalState.
+std::string a2_state_name(size_t i);
+
 // Decoding, after decoder layer i: x through the A2 block that follows the layer (x itself where
-// none does). The blocks' running sums live after the layers' own two slots each
-// (EncoderDecoderModel::init_state), at 2 * a2.size() + i.
+// none does). The block's running sums are the state's cache "a2_<i>" (the block's module name).
 torch::Tensor step_a2(std::vector<nn::DoubleAttention>& a2, size_t i, const torch::Tensor& x,
                       nn::IncrementalState& state, const torch::Tensor& token_padding);
 

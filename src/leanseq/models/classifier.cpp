@@ -76,9 +76,13 @@ void ClassifierConfig::validate() const {
 
 SentenceClassifierImpl::SentenceClassifierImpl(const ClassifierConfig& cfg, int64_t vocab_size) : cfg_(cfg) {
   cfg_.validate();
+  disan_ = cfg.encoder == "disan";
+  const auto pooling = cfg.pooling_kind();
+  pooling_ = pooling == "source2token" ? Pooling::source2token : pooling == "max" ? Pooling::max : Pooling::mean;
+  activation_ = nn::parse_activation(cfg.activation, "model.activation");
   embed_tokens = register_module("embed_tokens", nn::make_embedding(vocab_size, cfg.embed_dim, nn::kPadIndex));
-  if (cfg.encoder == "disan") {
-    disa = register_module("disa", nn::DiSAEncoder(cfg.embed_dim, cfg.hidden_dim, cfg.activation, cfg.dropout));
+  if (disan_) {
+    disa = register_module("disa", nn::DiSAEncoder(cfg.embed_dim, cfg.hidden_dim, activation_, cfg.dropout));
   } else {
     embed_positions = register_module(
         "embed_positions", nn::PositionalEmbedding(cfg.hidden_dim, nn::kPadIndex, cfg.max_positions, false));
@@ -98,10 +102,10 @@ SentenceClassifierImpl::SentenceClassifierImpl(const ClassifierConfig& cfg, int6
       }
     }
   }
-  const int64_t width = cfg.token_dim(), n_layers = cfg.encoder == "disan" ? 1 : cfg.layers;
+  const int64_t width = cfg.token_dim(), n_layers = disan_ ? 1 : cfg.layers;
   a2 = cfg.a2.make(*this, n_layers, width, false, cfg.dropout, nn::BlockNorm::post);  // post-norm layers
-  if (cfg.pooling_kind() == "source2token") {
-    source2token = register_module("source2token", nn::Source2Token(cfg.token_dim(), cfg.activation, cfg.dropout));
+  if (pooling_ == Pooling::source2token) {
+    source2token = register_module("source2token", nn::Source2Token(cfg.token_dim(), activation_, cfg.dropout));
   }
   const int64_t features = cfg.token_dim() * (cfg.pair ? 4 : 1);
   pre_logits = register_module("pre_logits", nn::make_linear(features, cfg.classifier_hidden));
@@ -112,7 +116,7 @@ torch::Tensor SentenceClassifierImpl::encode(const torch::Tensor& tokens_in) {
   auto tokens = tokens_in.size(1) > cfg_.max_positions ? tokens_in.narrow(1, 0, cfg_.max_positions) : tokens_in;
   auto pads = tokens.eq(nn::kPadIndex);
   auto x = embed_tokens(tokens);
-  if (cfg_.encoder == "disan") {
+  if (disan_) {
     auto h = disa(nn::maybe_dropout(x, cfg_.dropout, is_training()), pads);
     return a2[0] ? a2[0](h, pads) : h;
   }
@@ -134,9 +138,8 @@ torch::Tensor SentenceClassifierImpl::encode(const torch::Tensor& tokens_in) {
 torch::Tensor SentenceClassifierImpl::sentence(const torch::Tensor& tokens) {
   auto x = encode(tokens);
   auto pads = tokens.narrow(1, 0, x.size(1)).eq(nn::kPadIndex);
-  const auto kind = cfg_.pooling_kind();
-  if (kind == "source2token") return source2token(x, pads);
-  if (kind == "max") return x.masked_fill(pads.unsqueeze(-1), -1e30).amax(1);
+  if (pooling_ == Pooling::source2token) return source2token(x, pads);
+  if (pooling_ == Pooling::max) return x.masked_fill(pads.unsqueeze(-1), -1e30).amax(1);
   auto n = pads.logical_not().sum(1, true).clamp_min(1).to(x.dtype());
   return x.sum(1) / n;
 }
@@ -149,7 +152,7 @@ torch::Tensor SentenceClassifierImpl::forward(const torch::Tensor& tokens, const
     auto v = sentence(tokens2);
     features = torch::cat({u, v, u - v, u * v}, -1);
   }
-  auto h = nn::disan_activation(pre_logits(nn::maybe_dropout(features, cfg_.dropout, is_training())), cfg_.activation);
+  auto h = nn::activate(pre_logits(nn::maybe_dropout(features, cfg_.dropout, is_training())), activation_);
   return out(nn::maybe_dropout(h, cfg_.dropout, is_training()));
 }
 

@@ -62,7 +62,12 @@ class SentenceClassifierImpl : public torch::nn::Module {
   nn::Linear pre_logits{nullptr}, out{nullptr};
 
  private:
+  enum class Pooling { mean, max, source2token };
   ClassifierConfig cfg_;
+  // The config's strings, parsed once.
+  bool disan_;
+  Pooling pooling_;
+  nn::Activation activation_;
 };
 TORCH_MODULE(SentenceClassifier);
 

@@ -1,6 +1,6 @@
 // The encoder-decoder model shared by the families whose encoder and decoder are fairseq-style
 // modules: token embeddings (shared when share_all_embeddings), `encoder` and `decoder` children
-// (fairseq's state_dict prefixes), and a decoder with forward/step and three cache slots per layer.
+// (fairseq's state_dict prefixes), and a decoder with forward/step and named caches per layer.
 #pragma once
 #include <functional>
 
@@ -50,10 +50,8 @@ class EncoderDecoderModel : public Seq2SeqModel {
   DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override {
     return decoder->forward(prev_tokens, enc, need_attn);
   }
-  // Two slots per decoder layer, and a third for an A2 block after it.
-  nn::IncrementalState init_state(const EncoderOut&) override {
-    return nn::IncrementalState(3 * decoder->layers->size());
-  }
+  // Empty: each decoder layer (and A2 block) adds its named caches on its first step.
+  nn::IncrementalState init_state(const EncoderOut&) override { return {}; }
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                   bool need_attn) override {
     return decoder->step(tokens, enc, state, need_attn);

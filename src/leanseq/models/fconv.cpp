@@ -379,9 +379,9 @@ DecoderOut FConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut&
   const auto padding = has_a2() ? nn::mask_if_any(tokens.eq(nn::kPadIndex)) : torch::Tensor();
   auto out = run(
       embedded, enc, need_attn,
-      [&](size_t i, const torch::Tensor& x) { return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(i)); },
+      [&](size_t i, const torch::Tensor& x) { return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(nn::state_name("convolutions", i))); },
       [&](size_t i, const torch::Tensor& x) {
-        return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(specs_.size() + i), padding);
+        return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(a2_state_name(i)), padding);
       });
   state.steps += n;
   return out;

@@ -117,7 +117,7 @@ class FConvModel : public Seq2SeqModel {
     return decoder->forward(prev_tokens, enc, need_attn);
   }
   // A convolution window per decoder layer, then the running sums of the A2 block after each.
-  nn::IncrementalState init_state(const EncoderOut&) override { return nn::IncrementalState(2 * decoder->num_layers()); }
+  nn::IncrementalState init_state(const EncoderOut&) override { return {}; }
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                   bool need_attn) override {
     return decoder->step(tokens, enc, state, need_attn);

@@ -207,6 +207,7 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
     layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
+    layers[layers->size() - 1]->as<nn::LightConvDecoderLayer>()->name_state("layers." + std::to_string(layers->size() - 1));
   }
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);
@@ -239,8 +240,7 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
   auto out = run_decoder_stack(
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool attn) {
-        auto r = layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, 2 * i,
-                                                                 2 * i + 1, attn);
+        auto r = layers[i]->as<nn::LightConvDecoderLayer>()->step(h, enc.out, enc.padding_mask, state, attn);
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
@@ -267,9 +267,7 @@ DecoderOut LightConvLanguageModel::decode(const torch::Tensor& prev_tokens, cons
   return decoder->forward(prev_tokens, enc, false);
 }
 
-nn::IncrementalState LightConvLanguageModel::init_state(const EncoderOut&) {
-  return nn::IncrementalState(3 * decoder->layers->size());  // as LightConvModel's
-}
+nn::IncrementalState LightConvLanguageModel::init_state(const EncoderOut&) { return {}; }
 
 DecoderOut LightConvLanguageModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                         bool need_attn) {

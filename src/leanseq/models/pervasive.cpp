@@ -174,14 +174,13 @@ class ResNet : public GridNet {
     const double scale = 1.0 / static_cast<double>(residual_blocks->size() + 1);
     auto x = x0, sum = x0 * scale;
     for (size_t i = 0; i < residual_blocks->size(); ++i) {
-      x = residual_blocks[i]->as<ResLayer>()->step(x, m, state.get<nn::GridRowsCache>(i));
-      if (a2[i]) x = a2[i]->step_grid(x, m.cells(), state.get<nn::DoubleAttentionCache>(residual_blocks->size() + i));
+      x = residual_blocks[i]->as<ResLayer>()->step(x, m, state.get<nn::GridRowsCache>(nn::state_name("residual_blocks", i)));
+      if (a2[i]) x = a2[i]->step_grid(x, m.cells(), state.get<nn::DoubleAttentionCache>(a2_state_name(i)));
       sum = sum + x * scale;
     }
     return sum;
   }
   int64_t output_channels() const override { return channels_; }
-  size_t slots() const override { return 2 * residual_blocks->size(); }  // a second per layer for its A2 block
   torch::nn::ModuleList residual_blocks;
   std::vector<nn::DoubleAttention> a2;  // per layer; null where none follows it
 
@@ -270,16 +269,15 @@ class DenseNet : public GridNet {
   torch::Tensor step(const torch::Tensor& x, const GridMasks& m, nn::IncrementalState& state) override {
     std::vector<torch::Tensor> features{x};
     for (size_t i = 0; i < dense_layers->size(); ++i) {
-      features.push_back(dense_layers[i]->as<DenseLayer>()->step(features, m, state.get<nn::GridRowsCache>(i)));
+      features.push_back(dense_layers[i]->as<DenseLayer>()->step(features, m, state.get<nn::GridRowsCache>(nn::state_name("dense_layers", i))));
       if (a2[i]) {
         features = {a2[i]->step_grid(torch::cat(features, -1), m.cells(),
-                                     state.get<nn::DoubleAttentionCache>(dense_layers->size() + i))};
+                                     state.get<nn::DoubleAttentionCache>(a2_state_name(i)))};
       }
     }
     return finish(features);
   }
   int64_t output_channels() const override { return channels_; }
-  size_t slots() const override { return 2 * dense_layers->size(); }  // a second per layer for its A2 block
   torch::nn::ModuleList dense_layers;
   std::vector<nn::DoubleAttention> a2;  // per layer; null where none follows it
   torch::nn::BatchNorm2d transition_norm{nullptr}, norm_last{nullptr};
@@ -298,9 +296,22 @@ class DenseNet : public GridNet {
 
 // ---------------------------------------------------------------- aggregation
 
-AggregatorImpl::AggregatorImpl(const std::string& kind, int64_t channels) : kind_(kind), channels_(channels) {
-  if (kind == "gated-max") linear = register_module("linear", nn::make_linear(channels, 2 * channels));
-  if (kind == "attn" || kind == "max-attn") {
+AggregatorImpl::AggregatorImpl(const std::string& kind, int64_t channels) : channels_(channels) {
+  if (kind == "max") {
+    kind_ = Kind::max;
+  } else if (kind == "avg") {
+    kind_ = Kind::avg;
+  } else if (kind == "attn") {
+    kind_ = Kind::attn;
+  } else if (kind == "max-attn") {
+    kind_ = Kind::max_attn;
+  } else if (kind == "gated-max") {
+    kind_ = Kind::gated_max;
+  } else {
+    throw ConfigError("model.aggregator: unknown aggregator '" + kind + "'");
+  }
+  if (kind_ == Kind::gated_max) linear = register_module("linear", nn::make_linear(channels, 2 * channels));
+  if (kind_ == Kind::attn || kind_ == Kind::max_attn) {
     w1 = register_module("w1", nn::make_linear(channels, channels));
     w2 = register_module("w2", nn::make_linear(channels, 1));
   }
@@ -310,7 +321,7 @@ std::pair<torch::Tensor, torch::Tensor> AggregatorImpl::forward(const torch::Ten
                                                                 bool need_attn) {
   // source_pad: [B, 1, S, 1] bool or undefined.
   const int64_t S = x_in.size(2);
-  auto x = kind_ == "gated-max" ? torch::glu(channel_linear(linear, x_in), -1) : x_in;
+  auto x = kind_ == Kind::gated_max ? torch::glu(channel_linear(linear, x_in), -1) : x_in;
   auto max_pool = [&](const torch::Tensor& v) {
     auto masked = source_pad.defined() ? v.masked_fill(source_pad, -std::numeric_limits<float>::infinity()) : v;
     auto [values, index] = masked.max(2);  // [B, T, C]
@@ -327,9 +338,9 @@ std::pair<torch::Tensor, torch::Tensor> AggregatorImpl::forward(const torch::Ten
     auto alpha = torch::softmax(scores, 2);
     return std::make_pair((alpha * v).sum(2), alpha.squeeze(-1));
   };
-  if (kind_ == "max" || kind_ == "gated-max") return max_pool(x);
-  if (kind_ == "attn") return attention_pool(x);
-  if (kind_ == "max-attn") {
+  if (kind_ == Kind::max || kind_ == Kind::gated_max) return max_pool(x);
+  if (kind_ == Kind::attn) return attention_pool(x);
+  if (kind_ == Kind::max_attn) {
     auto [m, counts] = max_pool(x);
     auto [a, alpha] = attention_pool(x);
     return {torch::cat({m, a}, -1), alpha};
@@ -416,7 +427,7 @@ DecoderOut PervasiveModel::decode(const torch::Tensor& prev_tokens, const Encode
   return predict(net->forward(x, masks), masks, need_attn);
 }
 
-nn::IncrementalState PervasiveModel::init_state(const EncoderOut&) { return nn::IncrementalState(net->slots()); }
+nn::IncrementalState PervasiveModel::init_state(const EncoderOut&) { return {}; }
 
 DecoderOut PervasiveModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                 bool need_attn) {

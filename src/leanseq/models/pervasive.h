@@ -76,10 +76,9 @@ struct GridMasks {
 class GridNet : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x, const GridMasks& masks) = 0;
-  // The next rows of the grid; state slots first_slot .. first_slot + slots() - 1 are this net's.
+  // The next rows of the grid; each layer keeps its rows in `state` under its own name.
   virtual torch::Tensor step(const torch::Tensor& rows, const GridMasks& masks, nn::IncrementalState& state) = 0;
   virtual int64_t output_channels() const = 0;
-  virtual size_t slots() const = 0;
 };
 
 // Pooling over the source axis: [B, T, S, C] -> features [B, T, C'] and, when asked, a
@@ -90,11 +89,12 @@ class AggregatorImpl : public torch::nn::Module {
   AggregatorImpl(const std::string& kind, int64_t channels);
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& source_pad,
                                                   bool need_attn);
-  int64_t output_channels() const { return kind_ == "max-attn" ? 2 * channels_ : channels_; }
+  int64_t output_channels() const { return kind_ == Kind::max_attn ? 2 * channels_ : channels_; }
   nn::Linear linear{nullptr}, w1{nullptr}, w2{nullptr};
 
  private:
-  std::string kind_;
+  enum class Kind { max, avg, attn, max_attn, gated_max };  // the config's name, parsed once
+  Kind kind_;
   int64_t channels_;
 };
 TORCH_MODULE(Aggregator);

@@ -118,7 +118,7 @@ nn::TransformerLayerOptions TransformerConfig::side_options(const TransformerSid
   o.attention_dropout = attention_dropout;
   o.activation_dropout = activation_dropout;
   o.normalize_before = side.normalize_before;
-  o.activation = activation_fn;
+  o.activation = nn::parse_activation(activation_fn, "model.activation_fn");
   return o;
 }
 
@@ -131,7 +131,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   embed_tokens = register_module("embed_tokens", embed);
   layers = register_module("layers", torch::nn::ModuleList());
   if (cfg.encoder_type == "disan") {
-    disa = register_module("disa", nn::DiSAEncoder(s.embed_dim, s.embed_dim / 2, "elu", cfg.dropout));
+    disa = register_module("disa", nn::DiSAEncoder(s.embed_dim, s.embed_dim / 2, nn::Activation::elu, cfg.dropout));
     a2 = s.a2.make(*this, 1, s.embed_dim, false, cfg.dropout, nn::BlockNorm::post);  // as after a classifier's DiSAN
     return;
   }
@@ -177,6 +177,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   layers = register_module("layers", torch::nn::ModuleList());
   for (const auto& o : cfg.layer_options("decoder")) {
     layers->push_back(nn::TransformerDecoderLayer(o));
+    layers[layers->size() - 1]->as<nn::TransformerDecoderLayer>()->name_state("layers." + std::to_string(layers->size() - 1));
     if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
   }
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
@@ -219,8 +220,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
       x, layers->size(),
       [&](size_t i, const torch::Tensor& h, bool) {
         auto r = layers[i]->as<nn::TransformerDecoderLayer>()->step(h, token_padding, enc.out, enc.padding_mask, state,
-                                                                    2 * i, 2 * i + 1, need_attn && returns_attn(i),
-                                                                    shared);
+                                                                    need_attn && returns_attn(i), shared);
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },

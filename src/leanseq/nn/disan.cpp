@@ -10,12 +10,6 @@ namespace {
 // A logit that no kept logit can approach: finite, so that a row with every key masked softmaxes
 // to a uniform row (later zeroed) instead of NaN.
 constexpr double kMaskedLogit = -1e30;
-
-void check_activation(const std::string& name) {
-  if (name != "elu" && name != "relu") {
-    throw ConfigError("model.activation: '" + name + "' is not elu or relu");
-  }
-}
 }  // namespace
 
 torch::Tensor directional_mask(int64_t length, bool forward, const torch::Device& device) {
@@ -24,14 +18,9 @@ torch::Tensor directional_mask(int64_t length, bool forward, const torch::Device
   return forward ? key.lt(query) : key.gt(query);
 }
 
-torch::Tensor disan_activation(const torch::Tensor& x, const std::string& name) {
-  return name == "relu" ? torch::relu(x) : torch::elu(x);
-}
-
 DirectionalSelfAttentionImpl::DirectionalSelfAttentionImpl(int64_t in_dim, int64_t hidden, bool forward_direction,
-                                                           std::string activation, double dropout)
-    : forward_(forward_direction), activation_(std::move(activation)), dropout_(dropout) {
-  check_activation(activation_);
+                                                           Activation activation, double dropout)
+    : forward_(forward_direction), activation_(activation), dropout_(dropout) {
   map = register_module("map", make_linear(in_dim, hidden));
   dependent = register_module("dependent", make_linear(hidden, hidden, false));
   head = register_module("head", make_linear(hidden, hidden, false));
@@ -44,7 +33,7 @@ DirectionalAttentionResult DirectionalSelfAttentionImpl::forward(const torch::Te
                                                                  const torch::Tensor& padding_mask, bool need_probs) {
   const int64_t T = x.size(1);
   auto keep = padding_mask.defined() ? padding_mask.logical_not() : torch::ones({x.size(0), T}, x.options().dtype(torch::kBool));
-  auto h = disan_activation(map(x), activation_);
+  auto h = activate(map(x), activation_);
   auto hd = maybe_dropout(h, dropout_, is_training());
   // logits[b, i, j, c] for query i and key j
   auto logits = dependent(hd).unsqueeze(1) + head(hd).unsqueeze(2) + attn_bias;
@@ -58,15 +47,14 @@ DirectionalAttentionResult DirectionalSelfAttentionImpl::forward(const torch::Te
   return {out, need_probs ? probs : torch::Tensor()};
 }
 
-Source2TokenImpl::Source2TokenImpl(int64_t dim, std::string activation, double dropout)
-    : activation_(std::move(activation)), dropout_(dropout) {
-  check_activation(activation_);
+Source2TokenImpl::Source2TokenImpl(int64_t dim, Activation activation, double dropout)
+    : activation_(activation), dropout_(dropout) {
   map1 = register_module("map1", make_linear(dim, dim));
   map2 = register_module("map2", make_linear(dim, dim));
 }
 
 torch::Tensor Source2TokenImpl::weights(const torch::Tensor& x, const torch::Tensor& padding_mask) {
-  auto logits = map2(maybe_dropout(disan_activation(map1(maybe_dropout(x, dropout_, is_training())), activation_),
+  auto logits = map2(maybe_dropout(activate(map1(maybe_dropout(x, dropout_, is_training())), activation_),
                                    dropout_, is_training()));
   if (!padding_mask.defined()) return torch::softmax(logits, 1);
   auto pads = padding_mask.unsqueeze(-1);
@@ -77,7 +65,7 @@ torch::Tensor Source2TokenImpl::forward(const torch::Tensor& x, const torch::Ten
   return (weights(x, padding_mask) * x).sum(1);
 }
 
-DiSAEncoderImpl::DiSAEncoderImpl(int64_t in_dim, int64_t hidden, std::string activation, double dropout) {
+DiSAEncoderImpl::DiSAEncoderImpl(int64_t in_dim, int64_t hidden, Activation activation, double dropout) {
   fw = register_module("fw", DirectionalSelfAttention(in_dim, hidden, true, activation, dropout));
   bw = register_module("bw", DirectionalSelfAttention(in_dim, hidden, false, activation, dropout));
 }

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
 namespace leanseq::nn {
@@ -13,9 +14,6 @@ namespace leanseq::nn {
 // [T, T] bool: true where query i may attend to key j. Forward: j < i; backward: j > i; the
 // diagonal is excluded in both.
 torch::Tensor directional_mask(int64_t length, bool forward, const torch::Device& device = torch::kCPU);
-
-// elu or relu, by name (the reference code uses elu in general and relu for SST).
-torch::Tensor disan_activation(const torch::Tensor& x, const std::string& name);
 
 struct DirectionalAttentionResult {
   torch::Tensor out;    // [B, T, H], zero at pads
@@ -30,7 +28,7 @@ struct DirectionalAttentionResult {
 // Dropout (p) applies to h where it enters the attention and the gate, as in the reference code.
 class DirectionalSelfAttentionImpl : public torch::nn::Module {
  public:
-  DirectionalSelfAttentionImpl(int64_t in_dim, int64_t hidden, bool forward_direction, std::string activation,
+  DirectionalSelfAttentionImpl(int64_t in_dim, int64_t hidden, bool forward_direction, Activation activation,
                                double dropout);
   DirectionalAttentionResult forward(const torch::Tensor& x, const torch::Tensor& padding_mask,
                                      bool need_probs = false);
@@ -39,7 +37,7 @@ class DirectionalSelfAttentionImpl : public torch::nn::Module {
 
  private:
   bool forward_;
-  std::string activation_;
+  Activation activation_;
   double dropout_;
 };
 TORCH_MODULE(DirectionalSelfAttention);
@@ -49,14 +47,14 @@ TORCH_MODULE(DirectionalSelfAttention);
 // all-pad row gives zeros).
 class Source2TokenImpl : public torch::nn::Module {
  public:
-  Source2TokenImpl(int64_t dim, std::string activation, double dropout);
+  Source2TokenImpl(int64_t dim, Activation activation, double dropout);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask);
   // The per-channel weights [B, T, C] (each channel sums to 1 over the non-pad positions).
   torch::Tensor weights(const torch::Tensor& x, const torch::Tensor& padding_mask);
   Linear map1{nullptr}, map2{nullptr};
 
  private:
-  std::string activation_;
+  Activation activation_;
   double dropout_;
 };
 TORCH_MODULE(Source2Token);
@@ -65,7 +63,7 @@ TORCH_MODULE(Source2Token);
 // per token ([B, T, 2H], zero at pads).
 class DiSAEncoderImpl : public torch::nn::Module {
  public:
-  DiSAEncoderImpl(int64_t in_dim, int64_t hidden, std::string activation, double dropout);
+  DiSAEncoderImpl(int64_t in_dim, int64_t hidden, Activation activation, double dropout);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& padding_mask);
   DirectionalSelfAttention fw{nullptr}, bw{nullptr};
 };

@@ -2,10 +2,35 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <string>
+
+#include "leanseq/core/error.h"
+
 #include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/dropout.h"
 
 namespace leanseq::nn {
+
+// A layer's nonlinearity, parsed once from its config key (parse_activation) so that layers do not
+// compare strings.
+enum class Activation { relu, gelu, elu };
+// ConfigError naming `key` for another name than relu, gelu or elu.
+inline Activation parse_activation(const std::string& name, const std::string& key) {
+  if (name == "relu") return Activation::relu;
+  if (name == "gelu") return Activation::gelu;
+  if (name == "elu") return Activation::elu;
+  throw ConfigError(key + ": '" + name + "' is not relu, gelu or elu");
+}
+inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
+  switch (a) {
+    case Activation::gelu:
+      return torch::gelu(x);
+    case Activation::elu:
+      return torch::elu(x);
+    default:
+      return torch::relu(x);
+  }
+}
 
 // fairseq's padding index (<pad> = 1 in every dictionary).
 constexpr int64_t kPadIndex = 1;

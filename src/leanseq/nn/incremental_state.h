@@ -1,9 +1,12 @@
-// Incremental decoding state: one owner, typed caches per layer, one generic reorder.
+// Incremental decoding state: one owner, a typed cache per layer registered under the layer's name
+// (its state_dict path, e.g. "layers.2.self_attn"), one generic reorder.
 #pragma once
 #include <torch/torch.h>
 
+#include <map>
+#include <stdexcept>
+#include <string>
 #include <variant>
-#include <vector>
 
 namespace leanseq::nn {
 
@@ -52,18 +55,24 @@ struct DoubleAttentionCache {
   template <class F> void for_each_tensor(F&& f) { f(max), f(num), f(den); }
 };
 
+// The state name of the i-th module of a list: "layers.2", "convolutions.0" (their state_dict paths).
+inline std::string state_name(const std::string& list, size_t i) { return list + "." + std::to_string(i); }
+
 using LayerCache = std::variant<std::monostate, SelfAttentionCache, StaticAttentionCache, ConvWindowCache,
                                 AverageCache, GridRowsCache, DoubleAttentionCache>;
 
 class IncrementalState {
  public:
-  explicit IncrementalState(size_t slots = 0) : caches_(slots) {}
   size_t size() const { return caches_.size(); }
   int64_t steps = 0;  // target tokens consumed so far
 
-  template <class T> T& get(size_t i) {
-    auto& c = caches_.at(i);
-    if (!std::holds_alternative<T>(c)) c = T{};
+  // The cache of type T named `name`, empty on its first use. A name holds one type for the
+  // state's life: asking for it as another is a programming error (std::logic_error).
+  template <class T> T& get(const std::string& name) {
+    if (name.empty()) throw std::logic_error("IncrementalState: a layer asked for its cache without a name");
+    auto& c = caches_[name];
+    if (std::holds_alternative<std::monostate>(c)) c = T{};
+    if (!std::holds_alternative<T>(c)) throw std::logic_error("IncrementalState: cache '" + name + "' holds another type");
     return std::get<T>(c);
   }
 
@@ -71,7 +80,7 @@ class IncrementalState {
   // within_sentence (a beam reorder that keeps every row inside its sentence's group of beams),
   // caches that are the same for all beams of a sentence (kPerSentence) are left as they are.
   void reorder(const torch::Tensor& order, bool within_sentence = false) {
-    for (auto& c : caches_) {
+    for (auto& [name, c] : caches_) {
       std::visit(
           [&](auto& cache) {
             using Cache = std::decay_t<decltype(cache)>;
@@ -96,7 +105,7 @@ class IncrementalState {
       return false;
     }
   }
-  std::vector<LayerCache> caches_;
+  std::map<std::string, LayerCache> caches_;
 };
 
 }  // namespace leanseq::nn

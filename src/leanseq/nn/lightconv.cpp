@@ -135,14 +135,19 @@ AttentionResult LightConvDecoderLayerImpl::forward(const torch::Tensor& x, const
   });
 }
 
+void LightConvDecoderLayerImpl::name_state(const std::string& name) {
+  conv_state_ = name + ".conv";
+  cross_state_ = name + ".encoder_attn";
+}
+
 AttentionResult LightConvDecoderLayerImpl::step(const torch::Tensor& x, const torch::Tensor& memory,
                                                 const torch::Tensor& memory_padding_mask, IncrementalState& state,
-                                                size_t conv_slot, size_t cross_slot, bool need_attn) {
+                                                bool need_attn) {
   auto h = conv_block(x, o_, linear1, linear2, conv_layer_norm, is_training(), [&](const torch::Tensor& in) {
-    return conv->step(in, state.get<ConvWindowCache>(conv_slot));
+    return conv->step(in, state.get<ConvWindowCache>(conv_state_));
   });
   return after_conv(h, [&](const torch::Tensor& q) {
-    return encoder_attn->step_static(q, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_slot),
+    return encoder_attn->step_static(q, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_state_),
                                      need_attn);
   });
 }

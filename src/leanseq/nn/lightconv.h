@@ -75,10 +75,12 @@ class LightConvDecoderLayerImpl : public torch::nn::Module {
   // averaged over heads [B, T, S].
   AttentionResult forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_padding_mask,
                           bool need_attn);
-  // n new positions x [B, n, C]; caches in `state` slots conv_slot (the conv's last K - 1 inputs)
-  // and cross_slot (encoder keys/values).
+  // Names this layer's caches in an IncrementalState: <name>.conv (the conv's last K - 1 inputs)
+  // and <name>.encoder_attn (encoder keys/values); its owner calls it with the layer's path.
+  void name_state(const std::string& name);
+  // n new positions x [B, n, C]; reads and extends the layer's caches in `state`.
   AttentionResult step(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_padding_mask,
-                       IncrementalState& state, size_t conv_slot, size_t cross_slot, bool need_attn);
+                       IncrementalState& state, bool need_attn);
   Linear linear1{nullptr}, linear2{nullptr}, fc1{nullptr}, fc2{nullptr};
   LightConv1d conv{nullptr};
   MultiheadAttention encoder_attn{nullptr};
@@ -87,6 +89,7 @@ class LightConvDecoderLayerImpl : public torch::nn::Module {
  private:
   AttentionResult after_conv(const torch::Tensor& x, const std::function<AttentionResult(const torch::Tensor&)>& attend);
   LightConvLayerOptions o_;
+  std::string conv_state_, cross_state_;  // cache names (name_state)
 };
 TORCH_MODULE(LightConvDecoderLayer);
 

@@ -117,27 +117,30 @@ double prunable_sparsity(torch::nn::Module& model) {
 TargetedDropout::TargetedDropout(TargetedDropoutOptions o, torch::nn::Module& model)
     : o_(std::move(o)), params_(prunable_parameters(model)) {
   o_.validate();
+  enabled_ = o_.enabled();
+  whole_units_ = o_.type == "unit" || o_.type == "untargeted_unit";
+  targeted_ = o_.targeted();
 }
 
 void TargetedDropout::begin_update(int64_t step) {
-  if (!o_.enabled()) return;
+  if (!enabled_) return;
   torch::NoGradGuard no_grad;
   const auto [gamma, alpha] = targeted_rates_at(o_, step);
   saved_.clear(), scales_.clear();
   for (auto& [name, w] : params_) {
     torch::Tensor scale;
-    if (o_.type == "weight" || o_.type == "untargeted_weight") {
+    if (!whole_units_) {
       auto drop = torch::rand(w.sizes(), w.options()).lt(alpha);
-      if (o_.type == "weight") drop.logical_and_(targeted_weight_mask(w, gamma));
+      if (targeted_) drop.logical_and_(targeted_weight_mask(w, gamma));
       scale = drop.logical_not().to(w.dtype());
     } else {
       auto drop = torch::rand({w.size(0)}, w.options()).lt(alpha);
-      if (o_.type == "unit") drop.logical_and_(targeted_unit_mask(w, gamma).reshape({w.size(0), -1}).select(1, 0));
+      if (targeted_) drop.logical_and_(targeted_unit_mask(w, gamma).reshape({w.size(0), -1}).select(1, 0));
       std::vector<int64_t> shape(static_cast<size_t>(w.dim()), 1);
       shape[0] = w.size(0);
       scale = drop.logical_not().to(w.dtype()).view(shape).expand(w.sizes()).contiguous();
     }
-    if (o_.type == "untargeted_weight" || o_.type == "untargeted_unit") scale.div_(1.0 - alpha);
+    if (!targeted_) scale.div_(1.0 - alpha);
     saved_.push_back(w.clone());
     w.mul_(scale);
     scales_.push_back(scale);

@@ -75,6 +75,9 @@ class TargetedDropout {
 
  private:
   TargetedDropoutOptions o_;
+  // o_.type, parsed once: what is dropped (single weights or whole units), and whether only among
+  // the targeted ones (else all, rescaled by 1 / (1 - alpha)).
+  bool enabled_, whole_units_, targeted_;
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> saved_, scales_;
 };

@@ -8,7 +8,7 @@ namespace leanseq::nn {
 torch::Tensor feed_forward(const torch::Tensor& x, Linear& fc1, Linear& fc2,
                            torch::nn::LayerNorm& norm, const TransformerLayerOptions& o, bool training) {
   auto h = o.normalize_before ? norm(x) : x;
-  h = o.activation == "gelu" ? torch::gelu(fc1(h)) : fc1->forward_relu(h);
+  h = o.activation == Activation::relu ? fc1->forward_relu(h) : activate(fc1(h), o.activation);
   h = maybe_dropout(h, o.activation_dropout, training);
   return residual_add(x, fc2(h), o.dropout, training, norm, !o.normalize_before);
 }
@@ -88,15 +88,19 @@ AttentionResult TransformerDecoderLayerImpl::forward(const torch::Tensor& x, con
   return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn};
 }
 
+void TransformerDecoderLayerImpl::name_state(const std::string& name) {
+  self_state_ = name + ".self_attn";
+  cross_state_ = name + ".encoder_attn";
+}
+
 AttentionResult TransformerDecoderLayerImpl::step(const torch::Tensor& x, const torch::Tensor& token_padding,
                                                   const torch::Tensor& memory,
                                                   const torch::Tensor& memory_padding_mask, IncrementalState& state,
-                                                  size_t self_slot, size_t cross_slot, bool need_attn,
-                                                  SharedAttention& shared) {
+                                                  bool need_attn, SharedAttention& shared) {
   torch::Tensor attn;
   auto h = residual_block(x, self_attn_layer_norm, [&](const torch::Tensor& in) {
-    if (avg_attn) return avg_attn->step(in, token_padding, state.get<AverageCache>(self_slot));
-    auto& cache = state.get<SelfAttentionCache>(self_slot);
+    if (avg_attn) return avg_attn->step(in, token_padding, state.get<AverageCache>(self_state_));
+    auto& cache = state.get<SelfAttentionCache>(self_state_);
     if (o_.reuse_self_attn) return self_attn->step_self_with(in, shared.self_probs, cache, false).out;
     auto r = self_attn->step_self(in, token_padding, cache, false);
     shared.self_probs = r.probs;
@@ -104,7 +108,7 @@ AttentionResult TransformerDecoderLayerImpl::step(const torch::Tensor& x, const 
   });
   h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
     auto r = encoder_attention(shared, [&] {
-      return encoder_attn->step_static(in, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_slot),
+      return encoder_attn->step_static(in, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_state_),
                                        need_attn);
     });
     attn = r.weights;

@@ -6,6 +6,7 @@
 
 #include "leanseq/nn/attention.h"
 #include "leanseq/nn/average_attention.h"
+#include "leanseq/nn/functional.h"
 #include "leanseq/nn/incremental_state.h"
 
 namespace leanseq::nn {
@@ -14,7 +15,7 @@ struct TransformerLayerOptions {
   int64_t embed_dim = 512, ffn_dim = 2048, heads = 8;
   double dropout = 0.1, attention_dropout = 0.0, activation_dropout = 0.0;
   bool normalize_before = false;
-  std::string activation = "relu";  // relu | gelu
+  Activation activation = Activation::relu;  // relu | gelu
   // SAN: this layer applies the self-attention distribution of its block's first layer to its own
   // values (it has no q_proj/k_proj) ...
   bool reuse_self_attn = false;
@@ -62,11 +63,14 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   AttentionResult forward(const torch::Tensor& x, const torch::Tensor& self_padding_mask,
                           const torch::Tensor& memory, const torch::Tensor& memory_padding_mask,
                           bool need_attn, SharedAttention& shared);
+  // Names this layer's caches in an IncrementalState: <name>.self_attn and <name>.encoder_attn
+  // (its owner calls it with the layer's path, e.g. "layers.2").
+  void name_state(const std::string& name);
   // Incremental: x [B, n, C] for the n new positions (token_padding [B, n] bool or undefined);
-  // caches in `state` slots self_slot/cross_slot.
+  // reads and extends the layer's caches in `state`.
   AttentionResult step(const torch::Tensor& x, const torch::Tensor& token_padding, const torch::Tensor& memory,
-                       const torch::Tensor& memory_padding_mask, IncrementalState& state,
-                       size_t self_slot, size_t cross_slot, bool need_attn, SharedAttention& shared);
+                       const torch::Tensor& memory_padding_mask, IncrementalState& state, bool need_attn,
+                       SharedAttention& shared);
   MultiheadAttention self_attn{nullptr}, encoder_attn{nullptr};  // absent when averaged / reused
   AverageAttention avg_attn{nullptr};                            // AAN
   torch::nn::LayerNorm self_attn_layer_norm{nullptr}, encoder_attn_layer_norm{nullptr};
@@ -81,6 +85,7 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   template <class Attend>
   AttentionResult encoder_attention(SharedAttention& shared, Attend&& attend);
   TransformerLayerOptions o_;
+  std::string self_state_, cross_state_;  // cache names (name_state)
 };
 TORCH_MODULE(TransformerDecoderLayer);
 
