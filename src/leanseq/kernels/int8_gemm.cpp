@@ -14,6 +14,14 @@ namespace leanseq::kernels {
 
 namespace {
 
+// The symmetric int8 scale of a row of K floats: max |r| / 127 (1 for an all-zero row).
+float row_scale(const float* r, int64_t K) {
+  float amax = 0.f;
+#pragma omp simd reduction(max : amax)
+  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(r[k]));
+  return amax > 0.f ? amax / 127.f : 1.f;
+}
+
 // Per-row symmetric quantization of a [M, K] float matrix: writes the int8 values (shifted by
 // `shift`, 0 or 128, into the same bytes) and returns nothing; scale[m] = max|x[m]| / 127.
 template <class Out>
@@ -21,11 +29,7 @@ void quantize_rows(const float* x, int64_t M, int64_t K, Out* q, float* scale, i
   auto rows = [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       const float* r = x + m * K;
-      float amax = 0.f;
-#pragma omp simd reduction(max : amax)
-      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(r[k]));
-      const float s = amax > 0.f ? amax / 127.f : 1.f;
-      const float inv = 1.f / s;
+      const float s = row_scale(r, K), inv = 1.f / s;
       Out* o = q + m * K;
 #pragma omp simd
       for (int64_t k = 0; k < K; ++k) o[k] = static_cast<Out>(static_cast<int>(std::nearbyint(r[k] * inv)) + shift);
@@ -41,11 +45,7 @@ void quantize_rows_split(const float* x, int64_t M, int64_t K, uint8_t* hi, uint
   auto rows = [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       const float* r = x + m * K;
-      float amax = 0.f;
-#pragma omp simd reduction(max : amax)
-      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(r[k]));
-      const float s = amax > 0.f ? amax / 127.f : 1.f;
-      const float inv = 1.f / s;
+      const float s = row_scale(r, K), inv = 1.f / s;
       uint8_t* h = hi + m * K;
       uint8_t* l = lo + m * K;
 #pragma omp simd
