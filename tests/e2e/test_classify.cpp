@@ -185,6 +185,22 @@ TEST(EndToEndClassify, PruneAndThePruningCurveTakeClassifiers) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/x"));
 }
 
+// --patience stops a classifier as it stops a translation model (one engine): a learning rate too
+// small to move a weight keeps the valid accuracy where it was, so the first validation (update 3)
+// stays the best and training stops two validations later.
+TEST(EndToEndClassify, PatienceStopsAClassifierThatNoLongerImproves) {
+  auto dir = temp_dir("clspatience");
+  write_sentiment(dir + "/train.tsv", 600, 21);
+  write_sentiment(dir + "/valid.tsv", 60, 22);
+  std::string out;
+  const int rc = run_command(train_cmd(dir, "disan", "") + " --max-update 200 --patience 2 --set valid.interval_updates=3 "
+                                 "--set optim.lr=1e-12 --set model.dropout=0 --log-format text --save-dir " + dir + "/ck",
+                             out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("stopping: 2 validations without a better accuracy"), std::string::npos) << out;
+  EXPECT_NE(out.find("done: 9 updates"), std::string::npos) << out;
+}
+
 TEST(EndToEndClassify, BadInputGivesOneLineAndTheRightExitCode) {
   auto dir = temp_dir("clsbad");
   write_sentiment(dir + "/train.tsv", 50, 1);

@@ -29,10 +29,7 @@ void ClassifyConfig::visit(ConfigVisitor& v) {
     model->visit(pv);
   }
   v.field("optim.lr", lr, "Adam learning rate");
-  v.field("optim.adam_beta1", adam_beta1, "Adam beta1");
-  v.field("optim.adam_beta2", adam_beta2, "Adam beta2");
-  v.field("optim.adam_eps", adam_eps, "Adam epsilon");
-  v.field("optim.weight_decay", weight_decay, "L2 weight decay");
+  adam.visit(v, "L2 weight decay");
   v.field("optim.lr_shrink", lr_shrink, "multiply the LR by this after a validation without improvement (1: never)");
   v.field("batch.max_sentences", max_sentences, "examples per batch");
   v.field("batch.max_tokens", max_tokens, "padded tokens per batch (0: no limit)");
@@ -168,9 +165,7 @@ class ClassificationTask : public Task {
   }
 
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) override {
-    torch::optim::AdamOptions ao(cfg_.lr);
-    ao.betas({cfg_.adam_beta1, cfg_.adam_beta2}).eps(cfg_.adam_eps).weight_decay(cfg_.weight_decay);
-    return std::make_unique<torch::optim::Adam>(params, ao);
+    return std::make_unique<torch::optim::Adam>(params, cfg_.adam.options(cfg_.lr));
   }
 
   double learning_rate(const TrainerProgress& p) const override {

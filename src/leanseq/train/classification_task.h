@@ -27,7 +27,8 @@ struct ClassifyConfig : Configurable, TrainLoopOptions {
   int64_t min_count = 1;                          // data.min_count
   std::shared_ptr<models::ClassifierConfig> model;
 
-  double lr = 1e-3, adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8, weight_decay = 0.0;
+  double lr = 1e-3;
+  AdamSettings adam{0.9, 0.999};
   double lr_shrink = 1.0;  // multiply the LR by this after a validation that does not improve (1: never)
   int64_t max_sentences = 64, max_tokens = 0;
   std::string pruned_method;  // pruned.*: set by leanseq prune

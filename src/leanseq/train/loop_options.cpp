@@ -7,6 +7,19 @@
 
 namespace leanseq::train {
 
+void AdamSettings::visit(ConfigVisitor& v, const char* weight_decay_help) {
+  v.field("optim.adam_beta1", beta1, "Adam beta1");
+  v.field("optim.adam_beta2", beta2, "Adam beta2");
+  v.field("optim.adam_eps", eps, "Adam epsilon");
+  v.field("optim.weight_decay", weight_decay, weight_decay_help);
+}
+
+torch::optim::AdamOptions AdamSettings::options(double lr) const {
+  torch::optim::AdamOptions ao(lr);
+  ao.betas({beta1, beta2}).eps(eps).weight_decay(weight_decay);
+  return ao;
+}
+
 void TrainLoopOptions::visit_loop(ConfigVisitor& v) {
   v.field("save_dir", save_dir, "where checkpoints and the training log go");
   v.field("seed", seed, "random seed");

@@ -14,6 +14,14 @@
 
 namespace leanseq::train {
 
+// Adam's settings (optim.adam_beta1, adam_beta2, adam_eps, weight_decay), the same keys for every
+// task; the defaults differ (fairseq's translation recipes take beta2 0.98).
+struct AdamSettings {
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-8, weight_decay = 0.0;
+  void visit(ConfigVisitor& v, const char* weight_decay_help);
+  torch::optim::AdamOptions options(double lr) const;
+};
+
 struct TrainLoopOptions {
   std::string save_dir = "checkpoints";
   int64_t seed = 1;

@@ -16,10 +16,7 @@ void RunConfig::visit(ConfigVisitor& v) {
   }
   v.field("optim.optimizer", optimizer, "adam or nag (fairseq's Nesterov momentum, ConvS2S)");
   v.field("optim.momentum", momentum, "NAG momentum");
-  v.field("optim.adam_beta1", adam_beta1, "Adam beta1");
-  v.field("optim.adam_beta2", adam_beta2, "Adam beta2");
-  v.field("optim.adam_eps", adam_eps, "Adam epsilon");
-  v.field("optim.weight_decay", weight_decay, "L2 weight decay (as torch.optim.Adam; NAG: decoupled, as fairseq)");
+  adam.visit(v, "L2 weight decay (as torch.optim.Adam; NAG: decoupled, as fairseq)");
   v.field("optim.lr", lr.lr, "peak learning rate");
   v.field("optim.lr_scheduler", lr.kind, "inverse_sqrt or fixed");
   v.field("optim.lr_shrink", lr.lr_shrink, "fixed: factor of each shrink");

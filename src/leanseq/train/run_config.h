@@ -22,7 +22,7 @@ struct RunConfig : Configurable, TrainLoopOptions {
 
   // optimisation
   std::string optimizer = "adam";  // adam | nag
-  double adam_beta1 = 0.9, adam_beta2 = 0.98, adam_eps = 1e-8, weight_decay = 0.0;
+  AdamSettings adam;               // (its weight_decay is also NAG's, decoupled)
   double momentum = 0.99;          // nag
   LrScheduleOptions lr;
   double label_smoothing = 0.1;

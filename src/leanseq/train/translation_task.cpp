@@ -164,10 +164,8 @@ std::string TranslationTask::describe() const {
 
 std::unique_ptr<torch::optim::Optimizer> TranslationTask::make_optimizer(const std::vector<torch::Tensor>& params) {
   const auto& c = impl_->cfg;
-  if (c.optimizer == "nag") return std::make_unique<NAG>(params, c.lr.lr, c.momentum, c.weight_decay);
-  torch::optim::AdamOptions ao(c.lr.lr);
-  ao.betas({c.adam_beta1, c.adam_beta2}).eps(c.adam_eps).weight_decay(c.weight_decay);
-  return std::make_unique<torch::optim::Adam>(params, ao);
+  if (c.optimizer == "nag") return std::make_unique<NAG>(params, c.lr.lr, c.momentum, c.adam.weight_decay);
+  return std::make_unique<torch::optim::Adam>(params, c.adam.options(c.lr.lr));
 }
 
 double TranslationTask::learning_rate(const TrainerProgress& p) const {
