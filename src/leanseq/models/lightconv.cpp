@@ -206,8 +206,9 @@ LightConvDecoderImpl::LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t k : s.kernel_sizes("model.decoder.kernel_size_list")) {
-    layers->push_back(nn::LightConvDecoderLayer(cfg.layer_options(s, k)));
-    layers[layers->size() - 1]->as<nn::LightConvDecoderLayer>()->name_state("layers." + std::to_string(layers->size() - 1));
+    nn::LightConvDecoderLayer layer(cfg.layer_options(s, k));
+    layer->name_state(nn::state_name("layers", layers->size()));
+    layers->push_back(layer);
   }
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before && !cfg.decoder_only, s.embed_dim);

@@ -176,8 +176,9 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
   for (const auto& o : cfg.layer_options("decoder")) {
-    layers->push_back(nn::TransformerDecoderLayer(o));
-    layers[layers->size() - 1]->as<nn::TransformerDecoderLayer>()->name_state("layers." + std::to_string(layers->size() - 1));
+    nn::TransformerDecoderLayer layer(o);
+    layer->name_state(nn::state_name("layers", layers->size()));
+    layers->push_back(layer);
     if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
   }
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));

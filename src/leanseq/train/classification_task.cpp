@@ -126,17 +126,16 @@ class ClassificationTask : public Task {
  public:
   explicit ClassificationTask(ClassifyConfig cfg) : cfg_(std::move(cfg)) {}
 
-  void setup(const Checkpoint* resumed) override {
+  void setup(const Checkpoint* resumed, const std::string& resumed_path) override {
     auto train_ds = data::read_text_tsv(cfg_.train_file, std::nullopt, true);
     auto valid_ds = data::read_text_tsv(cfg_.valid_file, train_ds.pair, true);
     std::optional<data::TextDataset> test_ds;
     if (!cfg_.test_file.empty()) test_ds = data::read_text_tsv(cfg_.test_file, train_ds.pair, true);
     if (resumed) {
-      const std::string last = cfg_.save_dir + "/checkpoint_last.pt";
-      auto saved = resolve_classify_config(parse_yaml_text(resumed->config_yaml, last + " (config)"));
+      auto saved = resolve_classify_config(parse_yaml_text(resumed->config_yaml, resumed_path + " (config)"));
       cfg_.arch = saved.arch;
       cfg_.model = saved.model;
-      read_classifier_vocab(resumed->vocab, last, dict_, labels_);
+      read_classifier_vocab(resumed->vocab, resumed_path, dict_, labels_);
     } else {
       dict_ = data::build_word_dictionary(train_ds, cfg_.min_count);
       labels_ = data::collect_labels(train_ds);

@@ -49,6 +49,12 @@ class Distributed {
   // on the group's device; they are moved for the collective when the backend needs it.
   void all_reduce_sum(torch::Tensor& t, const std::string& what) { all_reduce(t, false, what); }
   void all_reduce_max(torch::Tensor& t, const std::string& what) { all_reduce(t, true, what); }
+  // A few numbers (loss sums, counts) summed across ranks, in place.
+  void all_reduce_sum(std::vector<double>& values, const std::string& what) {
+    auto t = torch::tensor(values, torch::kDouble);
+    all_reduce(t, false, what);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = t[static_cast<int64_t>(i)].item<double>();
+  }
   void broadcast(std::vector<torch::Tensor>& tensors, int root, const std::string& what);
   // Sums the gradients of `params` over ranks (an undefined gradient counts as zeros and becomes
   // a defined one), packed into flat buckets of at most `bucket_bytes` whose all-reduces are all

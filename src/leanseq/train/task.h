@@ -47,8 +47,9 @@ class Task {
   virtual ~Task() = default;
 
   // Reads the data and builds the model (the engine has seeded the RNG). `resumed`: the checkpoint
-  // a resumed run continues, whose model config and vocabularies win; null for a new run.
-  virtual void setup(const Checkpoint* resumed) = 0;
+  // a resumed run continues (read from `resumed_path`), whose model config and vocabularies win;
+  // null for a new run.
+  virtual void setup(const Checkpoint* resumed, const std::string& resumed_path) = 0;
   virtual torch::nn::Module& model() = 0;
   virtual std::string describe() const = 0;  // arch, parameters and data sizes, for the start-up log
   virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) = 0;

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -136,7 +137,8 @@ struct Trainer::Impl {
     std::optional<Checkpoint> ck;
     if (resume && io::file_exists(last)) ck = read_checkpoint(last, device);
     torch::manual_seed(static_cast<uint64_t>(opt.seed));
-    task->setup(ck ? &*ck : nullptr);
+    task->setup(ck ? &*ck : nullptr, last);
+    log_sums.assign(task->sum_count(), 0.0);
     auto& model = task->model();
     model.to(device);
     params = models::unique_parameters(model);
@@ -223,7 +225,6 @@ struct Trainer::Impl {
     const double secs = t.seconds();
     weight_this_run += weight;
     train_seconds_this_run += secs;
-    log_sums.resize(sums.size(), 0.0);
     for (size_t i = 0; i < sums.size(); ++i) log_sums[i] += sums[i];
     log_weight += weight, log_seconds += secs;
     ++log_updates;
@@ -234,10 +235,9 @@ struct Trainer::Impl {
   void sum_over_ranks(std::vector<double>& sums, double& weight) {
     std::vector<double> v{weight};
     v.insert(v.end(), sums.begin(), sums.end());
-    auto t = torch::tensor(v, torch::kDouble);
-    dist->all_reduce_sum(t, "the all-reduce of loss sums");
-    weight = t[0].item<double>();
-    for (size_t i = 0; i < sums.size(); ++i) sums[i] = t[static_cast<int64_t>(i) + 1].item<double>();
+    dist->all_reduce_sum(v, "the all-reduce of loss sums");
+    weight = v[0];
+    std::copy(v.begin() + 1, v.end(), sums.begin());
   }
 
   void check_weights() {

@@ -139,13 +139,13 @@ struct TranslationTask::Impl {
 TranslationTask::TranslationTask(RunConfig cfg) : impl_(std::make_unique<Impl>()) { impl_->cfg = std::move(cfg); }
 TranslationTask::~TranslationTask() = default;
 
-void TranslationTask::setup(const Checkpoint* resumed) {
+void TranslationTask::setup(const Checkpoint* resumed, const std::string& resumed_path) {
   auto& s = *impl_;
   s.read_data();
   if (resumed) {
-    auto saved = resolve_run_config(parse_yaml_text(resumed->config_yaml, s.cfg.save_dir + "/checkpoint_last.pt (config)"));
+    auto saved = resolve_run_config(parse_yaml_text(resumed->config_yaml, resumed_path + " (config)"));
     if (saved.arch != s.cfg.arch || dump_config_yaml(*saved.model) != dump_config_yaml(*s.cfg.model)) {
-      log::warn("resuming with the model config stored in " + s.cfg.save_dir + "/checkpoint_last.pt (arch " + saved.arch + ")");
+      log::warn("resuming with the model config stored in " + resumed_path + " (arch " + saved.arch + ")");
     }
     s.cfg.arch = saved.arch;
     s.cfg.model = saved.model;
@@ -201,10 +201,9 @@ Validation TranslationTask::validate(const torch::Device& device, Distributed* d
   const int rank = dist ? dist->rank() : 0, ranks = dist ? dist->world_size() : 1;
   auto totals = dataset_loss(*s.model, *s.valid, s.cfg.batching(), s.cfg.label_smoothing, rank, ranks);
   if (dist) {
-    auto sums = torch::tensor({totals.loss, totals.nll, static_cast<double>(totals.tokens)}, torch::kDouble);
+    std::vector<double> sums{totals.loss, totals.nll, static_cast<double>(totals.tokens)};
     dist->all_reduce_sum(sums, "the all-reduce of validation sums");
-    totals.loss = sums[0].item<double>(), totals.nll = sums[1].item<double>();
-    totals.tokens = static_cast<int64_t>(sums[2].item<double>());
+    totals.loss = sums[0], totals.nll = sums[1], totals.tokens = static_cast<int64_t>(sums[2]);
   }
   Validation v;
   v.loss = totals.loss_base2();

@@ -15,7 +15,7 @@ class TranslationTask : public Task {
   explicit TranslationTask(RunConfig cfg);
   ~TranslationTask() override;
 
-  void setup(const Checkpoint* resumed) override;
+  void setup(const Checkpoint* resumed, const std::string& resumed_path) override;
   torch::nn::Module& model() override;
   std::string describe() const override;
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) override;
