@@ -397,6 +397,8 @@ TEST(EndToEnd, UnknownCommandsAndOptionsAreNamed) {
   rc = run_command(kCli, out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_EQ(run_command(kCli + " --version", out), 0) << out;
+  EXPECT_NE(out.find("leanseq 0.1.0\nBLAS: "), std::string::npos) << out;
+  EXPECT_NE(out.find("idle threads: "), std::string::npos) << out;
 }
 
 TEST(EndToEnd, TokenizeIsALineFilterBothWays) {

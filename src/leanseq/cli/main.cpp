@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "leanseq/cli/commands.h"
+#include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/startup.h"
 
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
   leanseq::cli::set_program_args(argc, argv);
   CLI::App app{"leanseq: sequence-to-sequence models that pay less attention", "leanseq"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "leanseq 0.1.0");
+  // The version and the BLAS this process runs (bench/peer/fairseq.sh gives fairseq the same).
+  app.set_version_flag("--version", [] { return "leanseq 0.1.0\n" + leanseq::blas_summary(); });
   int exit_code = 0;
   leanseq::cli::add_prepare(app, exit_code);
   leanseq::cli::add_train(app, exit_code);
