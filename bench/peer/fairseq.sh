@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# leanseq and fairseq 0.12.2 side by side on this machine: the same data, dictionaries, presets,
+# recipes, threads and wall-clock budget for training, then the same test set, beam and batch size
+# for decoding; prints one table of ratios (and its JSON). Not part of the build or the tests.
+#
+#   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/fairseq.sh [--minutes 6] [--threads 2]
+#       [--rounds 1] [--families "transformer dynamicconv fconv"] [--work /tmp/leanseq-peer]
+#       [--data ../shared/data/multi30k] [--leanseq build/leanseq] [--decode-only]
+#
+# --decode-only keeps the checkpoints and training logs of an earlier run under --work and decodes
+# and scores again (after a change to leanseq's decoding, say).
+#
+# fairseq runs twice per family: as installed, and tuned: given the environment leanseq gives
+# itself (the OPENBLAS_CORETYPE it picks for this CPU, if any, and its idle-thread settings, read
+# from `leanseq --version`), so the table tells leanseq's own merit apart. Each fairseq model is also
+# imported (leanseq import-fairseq) and decoded by leanseq: the same model decoded by both tools,
+# with the number of identical translations. README.md beside this
+# file lists what it needs and the changes fairseq_cli311.py makes so fairseq runs on Debian 12.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+minutes=6 threads=2 rounds=1 families="transformer dynamicconv fconv"
+work=/tmp/leanseq-peer data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
+beam=5 batch=64 py=/usr/bin/python3 decode_only=0
+
+die() { echo "fairseq.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  if [ "$1" = --decode-only ]; then decode_only=1; shift; continue; fi
+  [ $# -ge 2 ] || die "$1 needs a value (see the comment at the top of this script)"
+  case "$1" in
+    --minutes) minutes=$2 ;; --threads) threads=$2 ;; --rounds) rounds=$2 ;;
+    --families) families=$2 ;; --work) work=$2 ;; --data) data=$2 ;; --leanseq) leanseq=$2 ;;
+    *) die "unknown option '$1' (see the comment at the top of this script)" ;;
+  esac
+  shift 2
+done
+[[ "$minutes" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--minutes must be a number, got '$minutes'"
+[[ "$threads" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--threads and --rounds must be positive integers"
+for f in $families; do
+  case "$f" in transformer | dynamicconv | fconv) ;; *) die "unknown family '$f' (transformer, dynamicconv, fconv)" ;; esac
+done
+[ -f "${FAIRSEQ_SRC:-/nonexistent}/fairseq/__init__.py" ] ||
+  die "set FAIRSEQ_SRC to a fairseq 0.12.2 source tree (git clone -b v0.12.2 https://github.com/facebookresearch/fairseq)"
+[ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"
+[ -f "$data/train.de" ] || die "no Multi30k at $data (train.de, train.en, valid.*, test2016.*)"
+$py -c 'import torch, omegaconf, numpy, Cython, regex, bitarray, tqdm, cffi' 2>/dev/null ||
+  die "fairseq needs Debian's python3-torch python3-omegaconf python3-numpy cython3 python3-regex python3-bitarray python3-tqdm python3-cffi python3-dev python3-setuptools (apt-get install them)"
+
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# fairseq: a copy of the tree with its C extensions built (the given tree is left as it is).
+fs="$work/fairseq"
+if [ ! -f "$fs/.built" ]; then
+  log "copying $FAIRSEQ_SRC and building its extensions"
+  rm -rf "$fs" && mkdir -p "$fs"
+  (cd "$FAIRSEQ_SRC" && tar cf - --exclude=.git --exclude='*.so' --exclude=build .) | (cd "$fs" && tar xf -)
+  (cd "$fs" && $py "$here/build_extensions.py" >"$work/build_extensions.log" 2>&1) ||
+    die "building fairseq's extensions failed; see $work/build_extensions.log"
+  touch "$fs/.built"
+fi
+fs_env=()  # the environment fairseq runs in, beside the threads
+fairseq() { env "${threads_env[@]}" "${fs_env[@]}" FAIRSEQ_SRC="$fs" "$py" "$here/fairseq_cli311.py" "$@"; }
+threads_env=(OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads")
+
+# One corpus for both: leanseq prepare's SentencePiece model, dictionaries and filtered pairs;
+# fairseq-preprocess binarizes the same ids with the same dictionaries.
+if [ ! -f "$work/fairseq-data/.done" ]; then
+  log "preparing Multi30k de-en for both tools"
+  rm -rf "$work/data" "$work/text" "$work/fairseq-data"
+  "$leanseq" prepare --src de --tgt en --train "$data/train" --valid "$data/valid" --test "$data/test2016" \
+    --out "$work/data" --vocab-size 8000 >"$work/prepare.log" 2>&1 || die "leanseq prepare failed; see $work/prepare.log"
+  $py "$here/export_splits.py" "$work/data" "$work/text" de en >>"$work/prepare.log"
+  fairseq preprocess --source-lang de --target-lang en --trainpref "$work/text/train" \
+    --validpref "$work/text/valid" --testpref "$work/text/test" --destdir "$work/fairseq-data" \
+    --srcdict "$work/data/dict.de.txt" --tgtdict "$work/data/dict.en.txt" --workers "$threads" \
+    >>"$work/prepare.log" 2>&1 || die "fairseq-preprocess failed; see $work/prepare.log"
+  touch "$work/fairseq-data/.done"
+fi
+
+# What leanseq gives itself, from its start-up line (e.g. "BLAS: OpenBLAS 0.3.21, Zen kernels;
+# idle threads: OPENBLAS_THREAD_TIMEOUT=4, GOMP_SPINCOUNT=1000").
+blas=$("$leanseq" --version | grep '^BLAS: ' || true)
+tuned=(OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=1000)
+coretype=$(sed -n 's/.*(OPENBLAS_CORETYPE=\([A-Za-z0-9]*\) set by leanseq.*/\1/p' <<<"$blas")
+[ -n "$coretype" ] && tuned+=("OPENBLAS_CORETYPE=$coretype")
+log "leanseq: $blas"
+log "fairseq tuned: ${tuned[*]}"
+
+common_fairseq=(--max-tokens 2048 --seed 1 --no-epoch-checkpoints --log-format json --log-interval 100
+  --stop-time-hours "$($py -c "print($minutes / 60)")" --criterion label_smoothed_cross_entropy --label-smoothing 0.1)
+adam=(--optimizer adam --adam-betas '(0.9,0.98)' --lr 0.001 --lr-scheduler inverse_sqrt --warmup-updates 400
+  --weight-decay 0.0001)
+dims=(--encoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --encoder-layers 3 --encoder-attention-heads 4
+  --decoder-embed-dim 256 --decoder-ffn-embed-dim 1024 --decoder-layers 3 --decoder-attention-heads 4)
+recipe() {  # the fairseq flags of a family, matching configs/<family>_small_multi30k.yaml
+  case "$1" in
+    transformer) echo --arch transformer "${dims[@]}" --dropout 0.2 --share-all-embeddings "${adam[@]}" ;;
+    dynamicconv) echo --arch lightconv_iwslt_de_en "${dims[@]}" --encoder-kernel-size-list '[3,7,15]' \
+      --decoder-kernel-size-list '[3,7,15]' --encoder-conv-type dynamic --decoder-conv-type dynamic \
+      --dropout 0.2 --attention-dropout 0.1 --weight-dropout 0.1 --input-dropout 0.0 --share-all-embeddings "${adam[@]}" ;;
+    fconv) echo --arch fconv_iwslt_de_en --dropout 0.2 --optimizer nag --momentum 0.99 --lr 0.25 --clip-norm 0.1 \
+      --lr-scheduler reduce_lr_on_plateau --lr-shrink 0.1 ;;
+  esac
+}
+
+results="$work/results"
+rm -rf "$results" && mkdir -p "$results"
+run_leanseq() {  # family round
+  local dir="$work/runs/$1.leanseq.$2"
+  if fresh "$dir"; then
+    log "$1, round $2: leanseq trains for $minutes min"
+    "$leanseq" train -c "$root/configs/$1_small_multi30k.yaml" --data "$work/data" --save-dir "$dir/ckpt" \
+      --max-minutes "$minutes" --threads "$threads" --seed 1 --set valid.bleu=false \
+      --set checkpoint.no_epoch_checkpoints=true >"$dir/train.log" 2>&1 || die "leanseq train failed; see $dir/train.log"
+  fi
+  log "$1, round $2: leanseq translates test2016"
+  "$leanseq" translate --checkpoint "$dir/ckpt/checkpoint_last.pt" --beam "$beam" --batch-size "$batch" \
+    --threads "$threads" -i "$data/test2016.de" -o "$dir/hyp.en" >"$dir/decode.log" 2>&1 ||
+    die "leanseq translate failed; see $dir/decode.log"
+  finish "$1" leanseq "$2" "$dir"
+}
+run_fairseq() {  # family round installed|tuned
+  local dir="$work/runs/$1.fairseq-$3.$2"
+  fs_env=()
+  [ "$3" = tuned ] && fs_env=("${tuned[@]}")
+  if fresh "$dir"; then
+    log "$1, round $2: fairseq ($3) trains for $minutes min"
+    # shellcheck disable=SC2046 # the recipe's words are flags
+    fairseq train "$work/fairseq-data" $(recipe "$1") "${common_fairseq[@]}" --save-dir "$dir/ckpt" \
+      >"$dir/train.log" 2>&1 || die "fairseq train failed; see $dir/train.log"
+  fi
+  log "$1, round $2: fairseq ($3) translates test2016"
+  fairseq generate "$work/fairseq-data" --path "$dir/ckpt/checkpoint_last.pt" --gen-subset test --beam "$beam" \
+    --batch-size "$batch" --post-process sentencepiece >"$dir/generate.out" 2>"$dir/decode.log" ||
+    die "fairseq generate failed; see $dir/decode.log"
+  grep '^D-' "$dir/generate.out" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 >"$dir/hyp.en"
+  log "$1, round $2: leanseq imports fairseq's ($3) model and translates test2016"
+  "$leanseq" import-fairseq --checkpoint "$dir/ckpt/checkpoint_last.pt" --data-dir "$work/fairseq-data" \
+    --spm "$work/data/spm.model" -o "$dir/imported.pt" >"$dir/import.log" 2>&1 || die "import-fairseq failed; see $dir/import.log"
+  "$leanseq" translate --checkpoint "$dir/imported.pt" --beam "$beam" --batch-size "$batch" --threads "$threads" \
+    -i "$data/test2016.de" -o "$dir/hyp.imported.en" >"$dir/decode.imported.log" 2>&1 ||
+    die "leanseq translate failed; see $dir/decode.imported.log"
+  finish "$1" "fairseq-$3" "$2" "$dir" --same-model-log "$dir/decode.imported.log" \
+    --same-model-hyp "$dir/hyp.imported.en" --hyp "$dir/hyp.en"
+}
+fresh() {  # run directory: true when it is to be trained (again)
+  if [ "$decode_only" = 1 ]; then
+    [ -f "$1/ckpt/checkpoint_last.pt" ] || die "--decode-only: no earlier run in $1"
+    return 1
+  fi
+  rm -rf "$1" && mkdir -p "$1"
+}
+finish() {  # family tool round dir [results.py record's options]
+  [ "$(wc -l <"$4/hyp.en")" = "$(wc -l <"$data/test2016.en")" ] || die "$4/hyp.en: not one line per test sentence"
+  "$leanseq" score --ref "$data/test2016.en" --hyp "$4/hyp.en" --format json >"$4/bleu.json"
+  $py "$here/results.py" record "$results/$1.$2.$3.json" --tool "$2" --family "$1" --round "$3" \
+    --train-log "$4/train.log" --decode-log "$4/decode.log" --bleu "$4/bleu.json" "${@:5}" >&2
+}
+
+# Rounds alternate which tool goes first (and, for fairseq, which setting).
+turn=0
+for round in $(seq 1 "$rounds"); do
+  for family in $families; do
+    if [ $((turn % 2)) = 0 ]; then
+      run_leanseq "$family" "$round"; run_fairseq "$family" "$round" installed; run_fairseq "$family" "$round" tuned
+    else
+      run_fairseq "$family" "$round" tuned; run_fairseq "$family" "$round" installed; run_leanseq "$family" "$round"
+    fi
+    turn=$((turn + 1))
+  done
+done
+echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), fairseq 0.12.2, $(date +%F), $(nproc) cores," \
+  "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch; $blas; fairseq tuned: ${tuned[*]}"
+$py "$here/results.py" table "$results"
