@@ -47,6 +47,7 @@ done
 $py -c 'import torch, omegaconf, numpy, Cython, regex, bitarray, tqdm, cffi' 2>/dev/null ||
   die "fairseq needs Debian's python3-torch python3-omegaconf python3-numpy cython3 python3-regex python3-bitarray python3-tqdm python3-cffi python3-dev python3-setuptools (apt-get install them)"
 
+[ "$decode_only" = 0 ] || [ -d "$work/runs" ] || die "--decode-only: no earlier run under $work"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
