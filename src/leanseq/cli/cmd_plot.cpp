@@ -39,6 +39,25 @@ Curves read_log(const std::string& path, const std::string& x_key, const std::st
 }
 }  // namespace
 
+void plot_training_logs(const std::vector<std::string>& logs, const std::vector<std::string>& labels,
+                        const std::string& x, const std::string& output) {
+  if (x != "minutes" && x != "update") throw ConfigError("--x must be minutes or update");
+  viz::Panel loss{"Validation loss", x, "loss (base 2)", {}}, bleu{"Validation BLEU", x, "BLEU", {}},
+      train{"Training loss", x, "loss (base 2)", {}};
+  for (size_t i = 0; i < logs.size(); ++i) {
+    std::string label =
+        i < labels.size() ? labels[i] : std::filesystem::path(logs[i]).parent_path().filename().string();
+    auto c = read_log(logs[i], x, label.empty() ? logs[i] : label);
+    loss.series.push_back(c.valid_loss);
+    train.series.push_back(c.train_loss);
+    if (!c.valid_bleu.x.empty()) bleu.series.push_back(c.valid_bleu);
+  }
+  std::vector<viz::Panel> panels{loss};
+  if (!bleu.series.empty()) panels.push_back(bleu);
+  panels.push_back(train);
+  viz::plot_panels(panels, output);
+}
+
 void add_plot(CLI::App& app, int& exit_code) {
   auto logs = std::make_shared<std::vector<std::string>>();
   auto labels = std::make_shared<std::vector<std::string>>();
@@ -50,21 +69,7 @@ void add_plot(CLI::App& app, int& exit_code) {
   sub->add_option("--output,-o", *output, "image file (.png or .svg)")->required();
   sub->add_option("--x", *x, "x axis: minutes or update")->capture_default_str();
   sub->callback([=, &exit_code] {
-    if (*x != "minutes" && *x != "update") throw ConfigError("--x must be minutes or update");
-    viz::Panel loss{"Validation loss", *x, "loss (base 2)", {}}, bleu{"Validation BLEU", *x, "BLEU", {}},
-        train{"Training loss", *x, "loss (base 2)", {}};
-    for (size_t i = 0; i < logs->size(); ++i) {
-      std::string label = i < labels->size() ? (*labels)[i]
-                                             : std::filesystem::path((*logs)[i]).parent_path().filename().string();
-      auto c = read_log((*logs)[i], *x, label.empty() ? (*logs)[i] : label);
-      loss.series.push_back(c.valid_loss);
-      train.series.push_back(c.train_loss);
-      if (!c.valid_bleu.x.empty()) bleu.series.push_back(c.valid_bleu);
-    }
-    std::vector<viz::Panel> panels{loss};
-    if (!bleu.series.empty()) panels.push_back(bleu);
-    panels.push_back(train);
-    viz::plot_panels(panels, *output);
+    plot_training_logs(*logs, *labels, *x, *output);
     exit_code = 0;
   });
 }

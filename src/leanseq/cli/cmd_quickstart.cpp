@@ -25,7 +25,9 @@ namespace leanseq::cli {
 
 namespace {
 struct QuickstartArgs {
-  std::string work = "leanseq-quickstart", arch = "transformer_small";
+  // ConvS2S learns the most in a few minutes on 2 CPU cores (measured 2026-11-25, 5 minutes on
+  // the Bible corpus: fconv_small 385 updates and test BLEU 10.44, transformer_small 266 and 0.36).
+  std::string work = "leanseq-quickstart", arch = "fconv_small";
   std::string src = "es", tgt = "en", train, valid, test;
   double minutes = 5;
   int64_t vocab_size = 8000, samples = 5;
@@ -96,6 +98,9 @@ void add_quickstart(CLI::App& app, int& exit_code) {
     values.set("optim.weight_decay", "0.0001", "quickstart");
     values.set("batch.max_tokens", "2048", "quickstart");
     values.set("log.interval", "50", "quickstart");
+    // A budget of minutes is less than an epoch: validate every 100 updates so the learning curve
+    // has a validation line (the 501 valid verses take a few seconds).
+    values.set("valid.interval_updates", "100", "quickstart");
     values.merge(parse_assignments(a->sets, "--set"));
     auto cfg = train::resolve_run_config(values);
     train::Trainer trainer(cfg, false);
@@ -134,8 +139,10 @@ void add_quickstart(CLI::App& app, int& exit_code) {
       size_t k = static_cast<size_t>(i) * sources.size() / static_cast<size_t>(a->samples);
       std::printf("\nSRC: %s\nREF: %s\nHYP: %s\n", sources[k].c_str(), refs[k].c_str(), hyps[k].c_str());
     }
-    std::printf("\ncheckpoint: %s/checkpoint_best.pt, translations: %s/test.hyp.%s\n", save_dir.c_str(),
-                a->work.c_str(), a->tgt.c_str());
+    const std::string curve = a->work + "/learning_curve.png";
+    plot_training_logs({save_dir + "/train_log.jsonl"}, {a->arch}, "update", curve);
+    std::printf("\ncheckpoint: %s/checkpoint_best.pt, translations: %s/test.hyp.%s\nlearning curve: %s\n",
+                save_dir.c_str(), a->work.c_str(), a->tgt.c_str(), curve.c_str());
     exit_code = 0;
   });
 }

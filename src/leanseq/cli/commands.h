@@ -30,4 +30,10 @@ void add_import_fairseq(CLI::App& app, int& exit_code);
 void add_tokenize(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
 
+// Learning curves (validation loss, validation BLEU where logged, training loss) of training logs
+// (train_log.jsonl) against `x` ("minutes" or "update"), one series per log, as a PNG or SVG
+// (`leanseq plot`, and the quick start's curve).
+void plot_training_logs(const std::vector<std::string>& logs, const std::vector<std::string>& labels,
+                        const std::string& x, const std::string& output);
+
 }  // namespace leanseq::cli
