@@ -109,6 +109,10 @@ recipe() {  # the fairseq flags of a family, matching configs/<family>_small_mul
 
 results="$work/results"
 rm -rf "$results" && mkdir -p "$results"
+leanseq_translate() {  # checkpoint hypotheses log: test2016 with the table's beam, batch and threads
+  "$leanseq" translate --checkpoint "$1" --beam "$beam" --batch-size "$batch" --threads "$threads" \
+    -i "$data/test2016.de" -o "$2" >"$3" 2>&1 || die "leanseq translate failed; see $3"
+}
 run_leanseq() {  # family round
   local dir="$work/runs/$1.leanseq.$2"
   if fresh "$dir"; then
@@ -118,9 +122,7 @@ run_leanseq() {  # family round
       --set checkpoint.no_epoch_checkpoints=true >"$dir/train.log" 2>&1 || die "leanseq train failed; see $dir/train.log"
   fi
   log "$1, round $2: leanseq translates test2016"
-  "$leanseq" translate --checkpoint "$dir/ckpt/checkpoint_last.pt" --beam "$beam" --batch-size "$batch" \
-    --threads "$threads" -i "$data/test2016.de" -o "$dir/hyp.en" >"$dir/decode.log" 2>&1 ||
-    die "leanseq translate failed; see $dir/decode.log"
+  leanseq_translate "$dir/ckpt/checkpoint_last.pt" "$dir/hyp.en" "$dir/decode.log"
   finish "$1" leanseq "$2" "$dir"
 }
 run_fairseq() {  # family round installed|tuned
@@ -141,9 +143,7 @@ run_fairseq() {  # family round installed|tuned
   log "$1, round $2: leanseq imports fairseq's ($3) model and translates test2016"
   "$leanseq" import-fairseq --checkpoint "$dir/ckpt/checkpoint_last.pt" --data-dir "$work/fairseq-data" \
     --spm "$work/data/spm.model" -o "$dir/imported.pt" >"$dir/import.log" 2>&1 || die "import-fairseq failed; see $dir/import.log"
-  "$leanseq" translate --checkpoint "$dir/imported.pt" --beam "$beam" --batch-size "$batch" --threads "$threads" \
-    -i "$data/test2016.de" -o "$dir/hyp.imported.en" >"$dir/decode.imported.log" 2>&1 ||
-    die "leanseq translate failed; see $dir/decode.imported.log"
+  leanseq_translate "$dir/imported.pt" "$dir/hyp.imported.en" "$dir/decode.imported.log"
   finish "$1" "fairseq-$3" "$2" "$dir" --same-model-log "$dir/decode.imported.log" \
     --same-model-hyp "$dir/hyp.imported.en" --hyp "$dir/hyp.en"
 }
