@@ -57,6 +57,16 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
   rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --x update --output " + dir + "/curve.svg", out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(leanseq::test::read_text(dir + "/curve.svg").find("<svg"), std::string::npos);
+  // A bad axis or a log that is not JSON: one line, the right exit code, no image.
+  rc = run_command(kCli + " plot --log " + dir + "/ck/train_log.jsonl --x epoch --output " + dir + "/bad.png", out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(out, "leanseq: error: --x must be minutes or update\n");
+  std::ofstream(dir + "/not.jsonl") << "{\"type\":\"train\"}\nnot json\n";
+  rc = run_command(kCli + " plot --log " + dir + "/not.jsonl --output " + dir + "/bad.png", out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("not.jsonl:2: not a JSON record"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "one line: " << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bad.png"));
   // Averaging three checkpoints gives the element-wise mean of their parameters, and it translates.
   const std::vector<std::string> inputs{dir + "/ck/checkpoint1.pt", dir + "/ck/checkpoint2.pt",
                                         dir + "/ck/checkpoint_last.pt"};
