@@ -108,6 +108,30 @@ TEST(Batching, GridCellBudgetAndLengthLimits) {
   EXPECT_EQ(first_too_long(lengths, opt), 11);  // {13, 19}: the target is over the limit
 }
 
+TEST(Batching, PaddingCountsThePositionsBeyondEachPairsLength) {
+  // lengths {src, tgt}: batch {0, 1} pads source 3 -> 5 (2 positions) and target 4 -> 4 (none);
+  // batch {2} pads nothing.
+  const std::vector<std::pair<int64_t, int64_t>> lengths{{3, 4}, {5, 2}, {6, 6}};
+  const auto p = padding_of({{0, 1}, {2}}, lengths);
+  EXPECT_EQ(p.src_tokens, 14);
+  EXPECT_EQ(p.src_positions, 16);
+  EXPECT_EQ(p.tgt_tokens, 12);
+  EXPECT_EQ(p.tgt_positions, 14);
+  EXPECT_DOUBLE_EQ(p.src_fraction(), 2.0 / 16);
+  EXPECT_DOUBLE_EQ(p.tgt_fraction(), 2.0 / 14);
+  EXPECT_DOUBLE_EQ(padding_of({}, lengths).src_fraction(), 0.0);
+  // Sorted batches of similar lengths pad less than the same pairs in their given order.
+  std::vector<std::pair<int64_t, int64_t>> many;
+  for (int i = 0; i < 400; ++i) many.push_back({2 + (i * 13) % 37, 2 + (i * 7) % 29});
+  BatchingOptions opt;
+  opt.max_tokens = 256;
+  const auto sorted = padding_of(batch_by_size(many, opt), many);
+  std::vector<std::vector<int64_t>> in_order(50);  // 8 consecutive pairs each
+  for (int64_t i = 0; i < 400; ++i) in_order[i / 8].push_back(i);
+  EXPECT_LT(sorted.tgt_fraction(), 0.02);
+  EXPECT_LT(sorted.src_fraction(), padding_of(in_order, many).src_fraction());
+}
+
 namespace {
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 std::string synthetic(int n, int seed, bool reverse) {

@@ -118,6 +118,24 @@ std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int6
   return batches;
 }
 
+Padding padding_of(const std::vector<std::vector<int64_t>>& batches,
+                   const std::vector<std::pair<int64_t, int64_t>>& lengths) {
+  Padding p;
+  for (const auto& batch : batches) {
+    int64_t max_src = 0, max_tgt = 0;
+    for (int64_t i : batch) {
+      p.src_tokens += lengths[i].first;
+      p.tgt_tokens += lengths[i].second;
+      max_src = std::max(max_src, lengths[i].first);
+      max_tgt = std::max(max_tgt, lengths[i].second);
+    }
+    const auto n = static_cast<int64_t>(batch.size());
+    p.src_positions += n * max_src;
+    p.tgt_positions += n * max_tgt;
+  }
+  return p;
+}
+
 int64_t first_too_long(const std::vector<std::pair<int64_t, int64_t>>& lengths, const BatchingOptions& opt) {
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (opt.too_long(lengths[i])) return static_cast<int64_t>(i);

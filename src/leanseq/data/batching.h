@@ -66,6 +66,16 @@ std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int6
                                                 const BatchingOptions& opt);
 void shuffle_batches(std::vector<std::vector<int64_t>>& batches, uint64_t seed);
 
+// Padded positions of a list of batches: each batch is as long as its longest source (target),
+// so a batch of n pairs holds n * max_len positions of which sum(len) are tokens.
+struct Padding {
+  int64_t src_tokens = 0, src_positions = 0, tgt_tokens = 0, tgt_positions = 0;
+  double src_fraction() const { return src_positions ? 1.0 - static_cast<double>(src_tokens) / src_positions : 0.0; }
+  double tgt_fraction() const { return tgt_positions ? 1.0 - static_cast<double>(tgt_tokens) / tgt_positions : 0.0; }
+};
+Padding padding_of(const std::vector<std::vector<int64_t>>& batches,
+                   const std::vector<std::pair<int64_t, int64_t>>& lengths);
+
 // The index of the first pair over opt's length limits, or -1.
 int64_t first_too_long(const std::vector<std::pair<int64_t, int64_t>>& lengths, const BatchingOptions& opt);
 

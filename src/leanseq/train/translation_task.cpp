@@ -1,6 +1,7 @@
 #include "leanseq/train/translation_task.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
@@ -158,8 +159,14 @@ torch::nn::Module& TranslationTask::model() { return *impl_->model; }
 
 std::string TranslationTask::describe() const {
   const auto& s = *impl_;
+  const auto batches = train_batches();
+  const auto pad = data::padding_of(batches, s.train_lengths);
+  char padding[96];
+  std::snprintf(padding, sizeof padding, "; %zu batches, padding %.1f%% of source and %.1f%% of target positions",
+                batches.size(), 100 * pad.src_fraction(), 100 * pad.tgt_fraction());
   return "model " + s.cfg.arch + " (" + s.cfg.model->summary() + "), " + std::to_string(models::count_parameters(*s.model)) +
-         " parameters; " + std::to_string(s.train->size()) + " training pairs, " + std::to_string(s.valid->size()) + " valid";
+         " parameters; " + std::to_string(s.train->size()) + " training pairs, " + std::to_string(s.valid->size()) + " valid" +
+         padding;
 }
 
 std::unique_ptr<torch::optim::Optimizer> TranslationTask::make_optimizer(const std::vector<torch::Tensor>& params) {
