@@ -4,10 +4,13 @@
 // and on CUDA mixed precision (`transformer_small:amp=float16`, as train --amp).
 // The contenders run side by side in one process, interleaved over rounds; for each, the median
 // target tokens/s and the peak bytes of CPU tensor storage during its updates (core/memory.h),
-// with the ratios to the first contender, as one JSON object (see bench/README.md).
+// with the ratios to the first contender, as one JSON object (see bench/README.md). With --profile,
+// one more, untimed pass per contender charges each operator its self time (operator_time.h).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <iostream>
+#include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "leanseq/core/config.h"
@@ -21,6 +24,7 @@
 #include "contender.h"
 #include "errors.h"
 #include "median.h"
+#include "operator_time.h"
 
 namespace {
 using leanseq::bench::Contender;
@@ -31,7 +35,38 @@ struct Settings {
   torch::Device device{torch::kCPU};
 };
 
-nlohmann::json train(const Contender& c, const Settings& s) {
+// Whether an operator is a matrix product (its self time is the BLAS call).
+bool matrix_product(const std::string& name) {
+  static const std::set<std::string> products{"aten::addmm", "aten::addmm_", "aten::baddbmm", "aten::bmm", "aten::mm",
+                                              "aten::_addmm_activation", "aten::addbmm"};
+  return products.count(name) > 0;
+}
+
+// The operators' self times of `updates` updates, per update, the largest first, and the shares of
+// the wall time that matrix products, the other operators and the rest took.
+nlohmann::json operator_profile(const std::vector<leanseq::bench::OperatorTime::Entry>& by_name, double seconds,
+                                int64_t updates) {
+  nlohmann::json ops = nlohmann::json::array();
+  double products = 0, all = 0;
+  for (const auto& e : by_name) {
+    all += e.seconds;
+    if (matrix_product(e.name)) products += e.seconds;
+    if (ops.size() < 25) {
+      ops.push_back({{"name", e.name},
+                     {"ms_per_update", 1e3 * e.seconds / updates},
+                     {"share", e.seconds / seconds},
+                     {"calls_per_update", static_cast<double>(e.calls) / updates}});
+    }
+  }
+  return {{"matrix_products_share", products / seconds},
+          {"other_operators_share", (all - products) / seconds},
+          {"outside_operators_share", 1.0 - all / seconds},
+          {"by_self_time", ops}};
+}
+
+// One contender's updates; with `profile`, each operator's self time is recorded as well (which
+// slows the updates a little).
+nlohmann::json train(const Contender& c, const Settings& s, bool profile = false) {
   torch::manual_seed(1);
   leanseq::bench::ContenderThreads threads(c);
   auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
@@ -69,10 +104,13 @@ nlohmann::json train(const Contender& c, const Settings& s) {
   sync();
   leanseq::reset_cpu_tensor_peak();
   const int64_t before = leanseq::cpu_tensor_bytes();
+  std::optional<leanseq::bench::OperatorTime> times;
+  if (profile) times.emplace();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.steps; ++i) update();
   sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (profile) return operator_profile(times->by_name(), seconds, s.steps);
   const double tokens = static_cast<double>(B * T * s.steps);
   return {{"seconds", seconds},
           {"threads", torch::get_num_threads()},
@@ -105,6 +143,10 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "repetitions, interleaved over the contenders")->capture_default_str();
   app.add_option("--threads", threads, "threads for CPU tensor work, ATen's and OpenBLAS's (0: their defaults)");
   app.add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
+  bool profile = false;
+  app.add_flag("--profile", profile,
+               "after the rounds, one more pass per contender with each operator's self time (CPU time on the "
+               "calling thread; on CUDA the launches, not the kernels)");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-train-bench", [&] {
     if (rounds < 1 || s.steps < 1 || s.length < 2 || s.batch_size < 1 || s.vocab < 5) {
@@ -125,6 +167,11 @@ int main(int argc, char** argv) {
                        {"length", s.length},                  {"batch_size", s.batch_size}, {"vocab", s.vocab}, {"device", s.device.str()},
                        {"contenders", nlohmann::json::array()}};
     double first_tps = 0, first_mem = 0;
+    std::vector<nlohmann::json> profiles(contenders.size());
+    for (size_t i = 0; profile && i < contenders.size(); ++i) {
+      std::cerr << "leanseq-train-bench: profiling " << contenders[i].name << "\n";
+      profiles[i] = train(contenders[i], s, true);
+    }
     for (size_t i = 0; i < contenders.size(); ++i) {
       std::vector<double> tps, mem;
       for (const auto& r : runs[i]) {
@@ -140,6 +187,7 @@ int main(int argc, char** argv) {
                                    {"speed_ratio_to_first", t / first_tps},
                                    {"memory_ratio_to_first", m / first_mem},
                                    {"runs", runs[i]}});
+      if (profile) out["contenders"].back()["operators"] = profiles[i];
     }
     std::cout << out.dump() << std::endl;
   });

@@ -1,0 +1,75 @@
+// Where the time of a piece of work goes, per ATen operator: while an OperatorTime lives, every
+// operator call (forward, and the autograd nodes of backward) is timed through LibTorch's
+// RecordFunction callbacks, and each operator is charged its self time, i.e. its own time less
+// that of the operators it calls. A matrix product's self time is thus the BLAS call, and a
+// `linear` is charged only the glue around its `addmm`. Work outside any operator (the
+// framework's bookkeeping, the program's own loops) is what the wall time leaves over.
+#pragma once
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace leanseq::bench {
+
+class OperatorTime {
+ public:
+  OperatorTime()
+      : handle_(at::addGlobalCallback(at::RecordFunctionCallback(&OperatorTime::enter, &OperatorTime::leave)
+                                          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}))) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    self_.clear();
+  }
+  ~OperatorTime() { at::removeCallback(handle_); }
+  OperatorTime(const OperatorTime&) = delete;
+  OperatorTime& operator=(const OperatorTime&) = delete;
+
+  struct Entry {
+    std::string name;
+    double seconds = 0;  // self time
+    int64_t calls = 0;
+  };
+  // Per operator name, the most self time first.
+  std::vector<Entry> by_name() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<Entry> v;
+    for (const auto& [name, e] : self_) v.push_back({name, e.first, e.second});
+    std::sort(v.begin(), v.end(), [](const Entry& a, const Entry& b) {
+      return a.seconds != b.seconds ? a.seconds > b.seconds : a.name < b.name;
+    });
+    return v;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Frame {
+    Clock::time_point start;
+    double children = 0;  // seconds spent in the operators this one called
+  };
+  static std::unique_ptr<at::ObserverContext> enter(const at::RecordFunction&) {
+    stack_.push_back({Clock::now()});
+    return nullptr;
+  }
+  static void leave(const at::RecordFunction& fn, at::ObserverContext*) {
+    if (stack_.empty()) return;  // entered before this OperatorTime existed
+    const Frame f = stack_.back();
+    stack_.pop_back();
+    const double total = std::chrono::duration<double>(Clock::now() - f.start).count();
+    if (!stack_.empty()) stack_.back().children += total;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& e = self_[fn.name()];
+    e.first += total - f.children;
+    ++e.second;
+  }
+  static inline std::mutex mutex_;
+  static inline std::map<std::string, std::pair<double, int64_t>> self_;  // self seconds, calls
+  static inline thread_local std::vector<Frame> stack_;
+  at::CallbackHandle handle_;
+};
+
+}  // namespace leanseq::bench
