@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
@@ -52,7 +53,7 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
                                                const torch::Tensor& v, const torch::Tensor& mask,
                                                bool need_weights) {
   auto scores = single_cpu_query(q) ? (q * k).sum(-1).unsqueeze(2)                 // [B, H, 1, S]
-                                    : torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
+                                    : kernels::batched_matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
   if (mask.defined()) scores = scores + mask;
   auto probs = torch::softmax(scores, -1, torch::kFloat);
   return apply(probs.scalar_type() == q.scalar_type() ? probs : probs.to(q.scalar_type()), v, need_weights);
@@ -61,7 +62,7 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
   auto dropped = maybe_dropout(probs, dropout_, is_training());
   auto ctx = single_cpu_query(dropped) ? (dropped.transpose(2, 3) * v).sum(2, true)  // [B, H, 1, d]
-                                        : torch::matmul(dropped, v);                 // [B, H, T, d]
+                                        : kernels::batched_matmul(dropped, v);       // [B, H, T, d]
   const int64_t B = probs.size(0), T = probs.size(2);
   ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});
   AttentionResult r{out_proj(ctx), {}, probs};

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "leanseq/kernels/batched_matmul.h"
+
 namespace leanseq::nn {
 
 namespace {
@@ -131,7 +133,7 @@ FConvAttentionResult FConvAttentionImpl::forward(const torch::Tensor& x, const t
                                                  const torch::Tensor& keys, const torch::Tensor& values,
                                                  const torch::Tensor& padding_mask) {
   auto q = (in_projection(x) + target_embedding) * kSqrtHalf;
-  auto scores = torch::bmm(q, keys.transpose(1, 2));  // [B, T, S]
+  auto scores = kernels::batched_matmul(q, keys.transpose(1, 2));  // [B, T, S]
   const int64_t S = keys.size(1);
   torch::Tensor scale;  // s * sqrt(1 / s), s = real source tokens
   if (padding_mask.defined()) {
@@ -140,7 +142,7 @@ FConvAttentionResult FConvAttentionImpl::forward(const torch::Tensor& x, const t
     scale = s * s.rsqrt();
   }
   auto attn = torch::softmax(scores, -1);
-  auto ctx = torch::bmm(attn, values);
+  auto ctx = kernels::batched_matmul(attn, values);
   ctx = scale.defined() ? ctx * scale : ctx * (static_cast<double>(S) * std::sqrt(1.0 / static_cast<double>(S)));
   return {(out_projection(ctx) + x) * kSqrtHalf, attn};
 }

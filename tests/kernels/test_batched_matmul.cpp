@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "leanseq/kernels/batched_matmul.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+
+namespace {
+// The product in float64, the reference of the float32 results.
+torch::Tensor exact(const torch::Tensor& a, const torch::Tensor& b) {
+  return torch::matmul(a.to(torch::kDouble), b.to(torch::kDouble)).to(torch::kFloat);
+}
+
+// Operand pairs in the layouts attention passes: heads split by a view and a transposition, keys
+// transposed, a probability tensor, an expanded (zero-stride) operand, a plain 3-D batch.
+std::vector<std::pair<torch::Tensor, torch::Tensor>> operands() {
+  torch::manual_seed(11);
+  auto heads = [](int64_t T) { return torch::randn({6, T, 3, 16}).transpose(1, 2); };  // [6, 3, T, 16]
+  auto q = heads(7), k = heads(9), v = heads(9);
+  auto p = torch::softmax(torch::randn({6, 3, 7, 9}), -1);
+  return {{q, k.transpose(-1, -2)},
+          {p, v},
+          {torch::randn({5, 4, 33}), torch::randn({5, 33, 2})},
+          {torch::randn({1, 4, 8}).expand({5, 4, 8}), torch::randn({5, 8, 3})}};
+}
+}  // namespace
+
+TEST(BatchedMatmul, EqualsTheProductInEveryLayoutAttentionPasses) {
+  // In training. (Without oneDNN, as a models-only build may be, this checks the fallback instead.)
+  for (const auto& [a, b] : operands()) {
+    auto c = kernels::batched_matmul(a.detach().requires_grad_(), b);
+    ASSERT_EQ(c.sizes(), exact(a, b).sizes());
+    EXPECT_LT(test::max_abs_diff(c, exact(a, b)), 1e-5) << a.sizes() << " x " << b.sizes();
+  }
+}
+
+TEST(BatchedMatmul, InferenceIsATensProductBitForBit) {
+  for (const auto& [a, b] : operands()) {
+    EXPECT_TRUE(torch::equal(kernels::batched_matmul(a, b), torch::matmul(a, b)));
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::equal(kernels::batched_matmul(a.detach().requires_grad_(), b), torch::matmul(a, b)));
+  }
+}
+
+TEST(BatchedMatmul, GradientsEqualThoseOfTheProduct) {
+  for (const auto& [a0, b0] : operands()) {
+    for (int needs = 1; needs <= 3; ++needs) {  // a only, b only, both
+      auto a = a0.detach().clone().requires_grad_(needs & 1);
+      auto b = b0.detach().clone().requires_grad_((needs & 2) != 0);
+      auto a_ref = a.detach().to(torch::kDouble).requires_grad_(a.requires_grad());
+      auto b_ref = b.detach().to(torch::kDouble).requires_grad_(b.requires_grad());
+      auto g = torch::randn(exact(a0, b0).sizes());
+      (kernels::batched_matmul(a, b) * g).sum().backward();
+      (torch::matmul(a_ref, b_ref) * g.to(torch::kDouble)).sum().backward();
+      if (a.requires_grad()) EXPECT_LT(test::max_abs_diff(a.grad(), a_ref.grad().to(torch::kFloat)), 1e-5);
+      if (b.requires_grad()) EXPECT_LT(test::max_abs_diff(b.grad(), b_ref.grad().to(torch::kFloat)), 1e-5);
+      EXPECT_EQ(a.grad().defined(), a.requires_grad());
+      EXPECT_EQ(b.grad().defined(), b.requires_grad());
+    }
+  }
+}
+
+TEST(BatchedMatmul, OtherOperandsTakeATensMatmul) {
+  // In training too: float64, two dimensions, a broadcast batch, an empty batch give exactly
+  // torch::matmul's result.
+  auto grad = [](torch::Tensor t) { return t.requires_grad_(); };
+  auto a = torch::randn({3, 4, 5}, torch::kDouble), b = torch::randn({3, 5, 2}, torch::kDouble);
+  EXPECT_TRUE(torch::equal(kernels::batched_matmul(grad(a), b), torch::matmul(a, b)));
+  auto m = torch::randn({4, 5}), n = torch::randn({5, 2});
+  EXPECT_TRUE(torch::equal(kernels::batched_matmul(grad(m), n), torch::matmul(m, n)));
+  auto x = torch::randn({3, 4, 5}), y = torch::randn({1, 5, 2});
+  EXPECT_TRUE(torch::equal(kernels::batched_matmul(grad(x), y), torch::matmul(x, y)));
+  EXPECT_EQ(kernels::batched_matmul(grad(torch::randn({0, 4, 5})), torch::randn({0, 5, 2})).sizes(),
+            (std::vector<int64_t>{0, 4, 2}));
+}
