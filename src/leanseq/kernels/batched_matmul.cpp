@@ -83,14 +83,6 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
 
 }  // namespace
 
-bool batched_matmul_uses_onednn() {
-#ifdef LEANSEQ_WITH_DNNL
-  return true;
-#else
-  return false;
-#endif
-}
-
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
   const bool recording = torch::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad());
   if (!recording || !onednn_operands(a, b)) return torch::matmul(a, b);

@@ -18,7 +18,4 @@ namespace leanseq::kernels {
 // oneDNN's matmul; anything else, or a build without oneDNN, takes torch::matmul.
 torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b);
 
-// Whether batched_matmul reaches oneDNN in this build.
-bool batched_matmul_uses_onednn();
-
 }  // namespace leanseq::kernels
