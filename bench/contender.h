@@ -1,6 +1,8 @@
 // A benchmark contender: a preset, optionally followed by model settings, a thread count and a
 // compute type after ':' (`pervasive_small:memory_efficient=true:threads=2`,
-// `transformer_small:compute_type=int8`), shared by the benchmark programs.
+// `transformer_small:compute_type=int8`), and the most rows of a float32 product that go to
+// oneDNN at inference (`transformer_small:onednn_rows=0`: ATen's products only; kernels/dense.h),
+// shared by the benchmark programs.
 #pragma once
 #include <torch/torch.h>
 
@@ -11,6 +13,7 @@
 #include "leanseq/core/config.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/compute_type.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/models/registry.h"
 
 namespace leanseq::bench {
@@ -21,6 +24,7 @@ struct Contender {
   int threads = 0;                    // "threads=N" among them: intra-op threads for this contender
   std::string compute_type = "float32";  // "compute_type=T": the inference compute type (decoding)
   std::string amp;                       // "amp=float16|bfloat16": mixed-precision training (CUDA)
+  int64_t onednn_rows = -1;              // "onednn_rows=N": kernels::set_onednn_rows (-1: as started)
 };
 
 // Parses a spec; an unknown preset fails here, before any run.
@@ -41,6 +45,17 @@ inline Contender parse_contender(const std::string& spec) {
       } else if (item.rfind("compute_type=", 0) == 0) {
         c.compute_type = item.substr(13);
         kernels::parse_compute_type(c.compute_type);  // an unknown name fails here
+      } else if (item.rfind("onednn_rows=", 0) == 0) {
+        const auto value = item.substr(12);
+        size_t used = 0;
+        try {
+          c.onednn_rows = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() || c.onednn_rows < 0) {
+          throw ConfigError(spec + ": onednn_rows= takes a number of rows (0: none)");
+        }
       } else if (item.rfind("amp=", 0) == 0) {
         c.amp = item.substr(4);
         if (c.amp != "float16" && c.amp != "bfloat16") throw ConfigError(spec + ": amp= takes float16 or bfloat16");
@@ -62,17 +77,23 @@ inline std::shared_ptr<models::ModelConfig> contender_config(const Contender& c)
   return cfg;
 }
 
-// Sets the contender's intra-op threads for its lifetime.
+// Sets the contender's intra-op threads and its oneDNN rows for its lifetime.
 class ContenderThreads {
  public:
-  explicit ContenderThreads(const Contender& c) : before_(torch::get_num_threads()) {
+  explicit ContenderThreads(const Contender& c)
+      : before_(torch::get_num_threads()), rows_before_(kernels::onednn_rows()) {
     leanseq::set_compute_threads(c.threads);
+    if (c.onednn_rows >= 0) kernels::set_onednn_rows(c.onednn_rows);
   }
-  ~ContenderThreads() { leanseq::set_compute_threads(before_); }
+  ~ContenderThreads() {
+    leanseq::set_compute_threads(before_);
+    kernels::set_onednn_rows(rows_before_);
+  }
   int before() const { return before_; }
 
  private:
   int before_;
+  int64_t rows_before_;
 };
 
 }  // namespace leanseq::bench

@@ -96,7 +96,7 @@ bool launches_kernel(const std::string& name) {
 // host-side cost is several times that of an elementwise kernel's launch.
 bool matrix_product(const std::string& name) {
   static const std::set<std::string> products{"aten::_addmm_activation", "aten::addmm", "aten::baddbmm", "aten::bmm",
-                                              "aten::linear", "aten::matmul", "aten::mm"};
+                                              "aten::linear", "aten::matmul", "aten::mm", "leanseq::onednn_linear"};
   return products.count(name) > 0;
 }
 

@@ -14,6 +14,7 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/int8_gemm.h"
 #include "median.h"
 
@@ -74,6 +75,30 @@ nlohmann::json measure(int rounds, bool low_precision) {
   return rows;
 }
 
+// A linear layer's inference product at the row counts of decoding steps (beam x sentences) and of
+// small encoder batches, through ATen (OpenBLAS) and through oneDNN's sgemm (kernels/dense.h),
+// alternated within each round: GF/s of each and their ratio, per shape.
+nlohmann::json measure_few_rows(int rounds) {
+  torch::NoGradGuard no_grad;
+  const std::vector<std::pair<int64_t, int64_t>> layers = {{512, 512}, {512, 2048}, {2048, 512}, {512, 8000}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [k, n] : layers) {
+    auto w = torch::randn({n, k}), bias = torch::randn({n});
+    for (int64_t m : {1, 5, 20, 40, 80, 160, 320, 640, 1280}) {
+      auto x = torch::randn({m, k});
+      const double flops = 2.0 * m * k * n;
+      std::vector<double> aten, onednn;
+      for (int r = 0; r < rounds; ++r) {
+        aten.push_back(rate(flops, 1, [&] { torch::linear(x, w, bias); }));
+        onednn.push_back(rate(flops, 1, [&] { leanseq::kernels::onednn_linear(x, w, bias); }));
+      }
+      const double a = leanseq::bench::median(aten), o = leanseq::bench::median(onednn);
+      rows.push_back({{"m", m}, {"k", k}, {"n", n}, {"aten_gflops", a}, {"onednn_gflops", o}, {"onednn_to_aten", o / a}});
+    }
+  }
+  return rows;
+}
+
 // The cores' nominal clock (GHz) from /proc/cpuinfo, 0 when unknown.
 double clock_ghz() {
   std::ifstream in("/proc/cpuinfo");
@@ -84,11 +109,12 @@ double clock_ghz() {
 }
 
 nlohmann::json run_child(const std::string& self, const std::string& coretype, int rounds, int threads,
-                         bool low_precision) {
+                         bool low_precision, bool few_rows) {
   const std::string env =
       coretype.empty() ? "" : "env -u LEANSEQ_SET_OPENBLAS_CORETYPE OPENBLAS_CORETYPE=" + coretype + " ";
   const std::string cmd =
-      env + self + " --child --rounds " + std::to_string(rounds) + " --threads " + std::to_string(threads) + (low_precision ? " --low-precision" : "");
+      env + self + " --child --rounds " + std::to_string(rounds) + " --threads " + std::to_string(threads) + (low_precision ? " --low-precision" : "") +
+      (few_rows ? " --few-rows" : "");
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) throw std::runtime_error("cannot start " + cmd);
   std::string text;
@@ -104,18 +130,22 @@ int main(int argc, char** argv) {
   leanseq::start_program(argv);
   CLI::App app{"leanseq-gemm-bench: float32 products per OpenBLAS kernel family, in GF/s against the core's peak"};
   int rounds = 5, threads = 1;
-  bool child = false, low_precision = false;
+  bool child = false, low_precision = false, few_rows = false;
   app.add_option("--rounds", rounds, "timed rounds per shape (median)")->capture_default_str();
   app.add_option("--threads", threads, "compute threads")->capture_default_str();
   app.add_flag("--low-precision", low_precision,
                "also int8 (oneDNN, per-row activation quantization included) and bfloat16 products, as started");
+  app.add_flag("--few-rows", few_rows,
+               "also, as started, inference products of 1 to 1280 rows through ATen and through oneDNN (kernels/dense.h)");
   app.add_flag("--child", child, "internal: measure in this process and print its rows");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-gemm-bench", [&] {
     if (rounds < 1 || threads < 1) throw leanseq::ConfigError("--rounds and --threads must be at least 1");
     leanseq::set_compute_threads(threads);
     if (child) {
-      std::cout << nlohmann::json{{"blas", leanseq::blas_summary()}, {"shapes", measure(rounds, low_precision)}}.dump() << "\n";
+      nlohmann::json out{{"blas", leanseq::blas_summary()}, {"shapes", measure(rounds, low_precision)}};
+      if (few_rows) out["few_rows"] = measure_few_rows(rounds);
+      std::cout << out.dump() << "\n";
       return;
     }
     const auto cpu = leanseq::detect_cpu_vector_support();
@@ -128,7 +158,7 @@ int main(int argc, char** argv) {
     if (avx512) families.push_back("SKYLAKEX");
     nlohmann::json results = nlohmann::json::array();
     for (const auto& f : families) {
-      auto r = run_child(argv[0], f, rounds, threads, low_precision && f.empty());
+      auto r = run_child(argv[0], f, rounds, threads, low_precision && f.empty(), few_rows && f.empty());
       r["coretype"] = f.empty() ? "as started" : f;
       for (auto& row : r["shapes"]) row["of_peak"] = peak_per_core > 0 ? row["gflops"].get<double>() / (peak_per_core * threads) : 0.0;
       results.push_back(r);

@@ -38,7 +38,7 @@ struct Settings {
 // Whether an operator is a matrix product (its self time is the BLAS call).
 bool matrix_product(const std::string& name) {
   static const std::set<std::string> products{"aten::addmm", "aten::addmm_", "aten::baddbmm", "aten::bmm", "aten::mm",
-                                              "aten::_addmm_activation", "aten::addbmm"};
+                                              "aten::_addmm_activation", "aten::addbmm", "leanseq::onednn_linear"};
   return products.count(name) > 0;
 }
 

@@ -9,6 +9,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/serve/server.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/train/run_config.h"
@@ -86,7 +87,7 @@ void add_serve(CLI::App& app, int& exit_code) {
       log::info("serving " + a->checkpoint + " (" + info.source_lang + "->" + info.target_lang + ") on " + device.str() +
                 " with " + std::to_string(a->workers) + " worker(s), " + std::to_string(compute_threads()) +
                 " threads; batches of up to " + std::to_string(a->server.batching.max_sentences) + " sentences");
-      if (device.is_cpu()) log::info(blas_summary());
+      if (device.is_cpu()) log::info(blas_summary() + "; " + kernels::dense_products_summary());
       log::info("listening on http://" + a->server.host + ":" + std::to_string(port) + "/");
     });
     if (!ok) {

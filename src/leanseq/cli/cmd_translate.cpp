@@ -19,6 +19,7 @@
 #include "leanseq/core/timer.h"
 #include "leanseq/decode/stream.h"
 #include "leanseq/interop/torch_file.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
 
 namespace leanseq::cli {
@@ -163,7 +164,7 @@ void add_translate(CLI::App& app, int& exit_code) {
     runtime::add_ensemble(lt, paths, device);
     apply_compute_type(lt, *a, device);
     if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
-    log::info(device.is_cpu() ? blas_summary() : "decoding on " + device.str());
+    log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() : "decoding on " + device.str());
     decode::TranslationStats stats;
     io::LineReader in(a->input);
     const bool prompt = a->interactive && a->input == "-" && isatty(0);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "leanseq/kernels/batched_matmul.h"
+#include "leanseq/kernels/dense.h"
 
 namespace leanseq::nn {
 
@@ -59,7 +60,8 @@ WeightNormLinearImpl::WeightNormLinearImpl(int64_t in, int64_t out, double dropo
 }
 
 torch::Tensor WeightNormLinearImpl::forward(const torch::Tensor& x) {
-  return packed_.packed() ? packed_.forward(x) : torch::linear(x, weight(), bias);
+  if (packed_.packed()) return packed_.forward(x);
+  return kernels::linear(x, normalised_.get(weight_g, weight_v, [&] { return weight(); }), bias);
 }
 
 ConvTBCImpl::ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dropout) : kernel_size_(kernel_size) {
@@ -82,14 +84,9 @@ torch::Tensor ConvTBCImpl::forward(const torch::Tensor& x, int64_t padding_l, in
 
 torch::Tensor ConvTBCImpl::linearized_weight() {
   // [K, Cin, Cout] -> [Cout, K, Cin] -> [Cout, K * Cin]: row o holds the taps oldest first.
-  auto flatten = [&] { return weight_norm(weight_v, weight_g, 2).permute({2, 0, 1}).reshape({weight_v.size(2), -1}); };
-  if (torch::GradMode::is_enabled()) return flatten();  // training through step(): keep the graph
-  std::pair<int64_t, int64_t> now{weight_g._version(), weight_v._version()};
-  if (!linearized_.defined() || now != seen_) {
-    linearized_ = flatten().contiguous();
-    seen_ = now;
-  }
-  return linearized_;
+  return linearized_.get(weight_g, weight_v, [&] {
+    return weight_norm(weight_v, weight_g, 2).permute({2, 0, 1}).reshape({weight_v.size(2), -1});
+  });
 }
 
 torch::Tensor ConvTBCImpl::step(const torch::Tensor& x, ConvWindowCache& cache) {
@@ -110,7 +107,7 @@ torch::Tensor ConvTBCImpl::window_products(const torch::Tensor& full) {
     rows = full.unfold(1, K, 1).permute({0, 1, 3, 2}).reshape({B * n, K * C});
   }
   if (packed_.packed()) return packed_.forward(rows).view({B, n, -1});
-  return torch::addmm(bias, rows, linearized_weight().t()).view({B, n, -1});
+  return kernels::linear(rows, linearized_weight(), bias).view({B, n, -1});
 }
 
 void ConvTBCImpl::set_compute_type(kernels::ComputeType type) {

@@ -17,6 +17,27 @@ torch::Tensor grad_multiply(const torch::Tensor& x, double scale);
 // (torch.nn.utils.weight_norm).
 torch::Tensor weight_norm(const torch::Tensor& v, const torch::Tensor& g, int64_t dim);
 
+// A weight computed from weight_g and weight_v. While no gradient is recorded (decoding,
+// validation) it is computed once per version of the two parameters and kept; otherwise on every
+// call, so that the graph reaches the parameters.
+class DerivedWeight {
+ public:
+  template <class Compute>
+  torch::Tensor get(const torch::Tensor& g, const torch::Tensor& v, Compute&& compute) {
+    if (torch::GradMode::is_enabled()) return compute();
+    const std::pair<int64_t, int64_t> now{g._version(), v._version()};
+    if (!value_.defined() || now != seen_) {
+      value_ = compute().contiguous();
+      seen_ = now;
+    }
+    return value_;
+  }
+
+ private:
+  torch::Tensor value_;
+  std::pair<int64_t, int64_t> seen_{-1, -1};
+};
+
 // fairseq fconv's Linear: weight_v ~ N(0, sqrt((1 - dropout) / in)), weight_g = ||weight_v|| per
 // output row, zero bias. x: [..., in] -> [..., out].
 class WeightNormLinearImpl : public torch::nn::Module, public LowPrecision {
@@ -28,6 +49,7 @@ class WeightNormLinearImpl : public torch::nn::Module, public LowPrecision {
   torch::Tensor weight_g, weight_v, bias;  // [out, 1], [out, in], [out]
 
  private:
+  DerivedWeight normalised_;  // weight()
   PackedWeight packed_;
 };
 TORCH_MODULE(WeightNormLinear);
@@ -53,8 +75,7 @@ class ConvTBCImpl : public torch::nn::Module, public LowPrecision {
   // Each window of K positions of `full` [B, L, Cin] times the linearized weight: [B, L - K + 1, Cout].
   torch::Tensor window_products(const torch::Tensor& full);
   int64_t kernel_size_;
-  torch::Tensor linearized_;  // [Cout, K * Cin], for the weights of versions `seen_`
-  std::pair<int64_t, int64_t> seen_{-1, -1};
+  DerivedWeight linearized_;  // [Cout, K * Cin]
   PackedWeight packed_;  // of the linearized weight
 };
 TORCH_MODULE(ConvTBC);

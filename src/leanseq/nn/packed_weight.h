@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "leanseq/kernels/compute_type.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/int8_gemm.h"
 
 namespace leanseq::nn {
@@ -25,10 +26,10 @@ class PackedWeight {
   torch::Tensor weight_, bias_;  // bfloat16/float16 copies, or the float32 bias beside int8_
 };
 
-// x times `weight`^T + `bias`, through `packed` when it is packed.
+// x times `weight`^T + `bias`, through `packed` when it is packed (float32: kernels/dense.h).
 inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                             const PackedWeight& packed) {
-  return packed.packed() ? packed.forward(x) : torch::linear(x, weight, bias);
+  return packed.packed() ? packed.forward(x) : kernels::linear(x, weight, bias);
 }
 
 // A module with matrix products that can run in a lower-precision compute type.

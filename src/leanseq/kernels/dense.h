@@ -1,0 +1,36 @@
+// Float32 linear layers at inference on the backend measured fastest for their shape. A decoding
+// step multiplies a few rows (beam x sentences) by a layer's weight: there OpenBLAS, behind ATen's
+// products, spends more on waking its threads and packing the weight than on the product, and
+// oneDNN's sgemm is 2-7x faster on 2 threads (bench/gemm_bench.cpp, docs/performance.md). Products
+// of more rows (training batches, the encoder, decoding a large batch) stay with ATen, where
+// OpenBLAS is as fast or faster. Whatever autograd records also stays with ATen.
+#pragma once
+#include <torch/torch.h>
+
+#include <string>
+
+namespace leanseq::kernels {
+
+// x [..., K] times weight [N, K] transposed, plus bias ([N] or undefined): [..., N]. oneDNN's
+// sgemm when x and the weight are float32 CPU tensors, no gradient is recorded and the product
+// has at most onednn_rows() rows; ATen's linear otherwise (and in a build without oneDNN).
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+// The same product through oneDNN's sgemm whatever its size (float32 CPU tensors, no autograd);
+// an undefined tensor in a build without oneDNN or when oneDNN refuses it. Profilers and operator
+// counts see it as the operator `leanseq::onednn_linear`.
+torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+// The most rows a product may have to go to oneDNN: LEANSEQ_ONEDNN_ROWS from the environment when
+// set (0: never), 32 otherwise; 0 in a build without oneDNN. set_onednn_rows() changes it for the
+// process (benchmarks compare both backends in one invocation).
+int64_t onednn_rows();
+void set_onednn_rows(int64_t rows);
+// LEANSEQ_ONEDNN_ROWS's value read (nullptr: unset, the default); throws std::invalid_argument
+// naming the variable for anything but a non-negative integer.
+int64_t parse_onednn_rows(const char* text);
+
+// One line for start-up logs: which backend takes which products.
+std::string dense_products_summary();
+
+}  // namespace leanseq::kernels

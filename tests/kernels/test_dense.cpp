@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <ATen/record_function.h>
+
+#include "leanseq/kernels/dense.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+
+namespace {
+// x W^T + b in float64, the reference of the float32 results.
+torch::Tensor exact(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  auto y = torch::matmul(x.to(torch::kDouble), w.to(torch::kDouble).t());
+  if (b.defined()) y = y + b.to(torch::kDouble);
+  return y.to(torch::kFloat);
+}
+
+// Restores the process's oneDNN rows after a test that changes them.
+struct RowsGuard {
+  int64_t before = kernels::onednn_rows();
+  ~RowsGuard() { kernels::set_onednn_rows(before); }
+};
+
+// How many times `body` called the operator `name` (RecordFunction callbacks of this thread).
+template <class Body>
+int64_t calls_of(const std::string& name, Body&& body) {
+  static thread_local std::string wanted;
+  static thread_local int64_t count = 0;
+  wanted = name;
+  count = 0;
+  auto enter = [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+    if (wanted == fn.name()) ++count;
+    return nullptr;
+  };
+  const auto handle =
+      at::addThreadLocalCallback(at::RecordFunctionCallback(enter).scopes({at::RecordScope::FUNCTION}));
+  body();
+  at::removeCallback(handle);
+  return count;
+}
+
+bool built_with_onednn() {
+  torch::NoGradGuard no_grad;
+  return kernels::onednn_linear(torch::ones({1, 2}), torch::ones({3, 2}), {}).defined();
+}
+}  // namespace
+
+TEST(DenseProducts, OnednnEqualsTheProductAtDecodingShapes) {
+  if (!built_with_onednn()) GTEST_SKIP() << "a build without oneDNN";
+  torch::manual_seed(3);
+  torch::NoGradGuard no_grad;
+  auto w = torch::randn({37, 24}), b = torch::randn({37});
+  // A step of 5 hypotheses, a [B, T, C] batch, one row, and a transposed (non-contiguous) input.
+  for (const auto& x : {torch::randn({5, 1, 24}), torch::randn({3, 4, 24}), torch::randn({24}),
+                        torch::randn({24, 6}).t()}) {
+    for (const auto& bias : {b, torch::Tensor()}) {
+      const auto bias_before = b.clone();
+      auto y = kernels::onednn_linear(x, w, bias);
+      ASSERT_TRUE(y.defined()) << x.sizes();
+      EXPECT_TRUE(torch::equal(b, bias_before)) << "the product wrote into its bias";
+      ASSERT_EQ(y.sizes(), torch::linear(x, w, bias).sizes());
+      EXPECT_LT(test::max_abs_diff(y, exact(x, w, bias)), 1e-4) << x.sizes() << " bias " << bias.defined();
+    }
+  }
+}
+
+TEST(DenseProducts, FewRowsGoToOnednnAndTheRestToAten) {
+  if (!built_with_onednn()) GTEST_SKIP() << "a build without oneDNN";
+  RowsGuard guard;
+  torch::manual_seed(4);
+  auto w = torch::randn({300, 200}), b = torch::randn({300});
+  auto few = torch::randn({2, 3, 200}), many = torch::randn({70, 200});
+  const std::string onednn = "leanseq::onednn_linear";
+  kernels::set_onednn_rows(64);
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor y;
+    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(few, w, b); }), 1);
+    EXPECT_TRUE(torch::equal(y, kernels::onednn_linear(few, w, b)));
+    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(many, w, b); }), 0);
+    EXPECT_TRUE(torch::equal(y, torch::linear(many, w, b)));
+  }
+  // Whatever autograd records stays with ATen, whatever its size.
+  auto wg = w.clone().requires_grad_();
+  torch::Tensor y;
+  EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(few, wg, b); }), 0);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_TRUE(torch::equal(y.detach(), torch::linear(few, w, b)));
+  // Rows 0: ATen for every size.
+  kernels::set_onednn_rows(0);
+  torch::NoGradGuard no_grad;
+  EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(few, w, b); }), 0);
+  EXPECT_TRUE(torch::equal(y, torch::linear(few, w, b)));
+}
+
+TEST(DenseProducts, OnlyFloat32CpuProductsGoToOnednn) {
+  torch::NoGradGuard no_grad;
+  auto w = torch::randn({4, 3}, torch::kDouble);
+  EXPECT_FALSE(kernels::onednn_linear(torch::randn({2, 3}, torch::kDouble), w, {}).defined());
+  EXPECT_FALSE(kernels::onednn_linear(torch::randn({2, 5}), torch::randn({4, 3}), {}).defined());  // K differs
+  EXPECT_FALSE(kernels::onednn_linear(torch::randn({0, 3}), torch::randn({4, 3}), {}).defined());
+  // kernels::linear still answers them, through ATen.
+  EXPECT_TRUE(torch::equal(kernels::linear(torch::ones({2, 3}, torch::kDouble), w, {}),
+                           torch::linear(torch::ones({2, 3}, torch::kDouble), w)));
+}
+
+TEST(DenseProducts, TheEnvironmentSettingIsARowCount) {
+  EXPECT_EQ(kernels::parse_onednn_rows(nullptr), 64);
+  EXPECT_EQ(kernels::parse_onednn_rows("0"), 0);
+  EXPECT_EQ(kernels::parse_onednn_rows("128"), 128);
+  for (const char* bad : {"", "-1", "12x", "many", "99999999999999999999999"}) {
+    try {
+      kernels::parse_onednn_rows(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("LEANSEQ_ONEDNN_ROWS"), std::string::npos) << e.what();
+    }
+  }
+}
