@@ -200,6 +200,43 @@ TEST(MixedPrecision, TheLossScaleHalvesOnOverflowDoublesAfterAWindowAndHasAFloor
   EXPECT_THROW(s.update(true), Error);  // 8 is under the floor
 }
 
+TEST(MixedPrecision, ARestoredLossScaleGoesOnAsTheSavedOneWould) {
+  LossScale a(128, 3, 16);
+  a.update(false), a.update(true), a.update(false), a.update(false);  // 64, two good updates in a row
+  LossScale b(128, 3, 16);
+  b.restore(a.value(), a.good_updates());
+  EXPECT_EQ(b.value(), 64);
+  for (bool overflow : {false, false, false, true, false}) {
+    a.update(overflow), b.update(overflow);
+    EXPECT_EQ(b.value(), a.value());  // the third good update doubles both, not three more
+    EXPECT_EQ(b.good_updates(), a.good_updates());
+  }
+  EXPECT_THROW(b.restore(0, 1), Error);
+  EXPECT_THROW(b.restore(std::numeric_limits<double>::quiet_NaN(), 0), Error);
+  EXPECT_THROW(b.restore(8, -1), Error);
+}
+
+TEST(MixedPrecision, CheckpointsKeepTheLossScaleAndOlderOnesHaveNone) {
+  const auto dir = test::temp_dir("amp_checkpoint");
+  auto model = models::build_model(*models::registry().preset_config("transformer_tiny"), {40, 40, true});
+  TrainerProgress progress;
+  progress.num_updates = 12;
+  save_checkpoint(dir + "/none.pt", "arch: transformer_tiny\n", {}, progress, *model, nullptr);
+  progress.loss_scale = 512;
+  progress.loss_scale_good_updates = 7;
+  save_checkpoint(dir + "/scaled.pt", "arch: transformer_tiny\n", {}, progress, *model, nullptr);
+  const auto none = read_checkpoint(dir + "/none.pt"), scaled = read_checkpoint(dir + "/scaled.pt");
+  EXPECT_TRUE(std::isnan(none.progress.loss_scale));
+  EXPECT_EQ(scaled.progress.loss_scale, 512);
+  EXPECT_EQ(scaled.progress.loss_scale_good_updates, 7);
+  EXPECT_EQ(scaled.progress.num_updates, 12);
+  // Written before the loss scale was kept: none.
+  const auto old = read_checkpoint(
+      (std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures/pre_engine/seq2seq/checkpoint_last.pt").string());
+  EXPECT_TRUE(std::isnan(old.progress.loss_scale));
+  EXPECT_EQ(old.progress.loss_scale_good_updates, 0);
+}
+
 TEST(MixedPrecision, OffOrBfloat16OnlyDividesAndFloat16OnTheCpuIsRefused) {
   for (const std::string dtype : {"", "bfloat16"}) {
     MixedPrecision mp(dtype, false, 128, 10, 1e-4);
@@ -251,6 +288,24 @@ TEST(MixedPrecision, TrainsOnCudaInFloat16AndBfloat16CloseToFloat32) {
             << ", bfloat16 " << bf16.last_valid_loss << "\n";
   EXPECT_NEAR(f16.last_valid_loss, f32.last_valid_loss, 0.05 * f32.last_valid_loss);
   EXPECT_NEAR(bf16.last_valid_loss, f32.last_valid_loss, 0.1 * f32.last_valid_loss);
+}
+
+TEST(MixedPrecision, AResumedFloat16RunGoesOnWithTheSavedLossScale) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  auto dir = test::temp_dir("amp_cuda_resume");
+  auto data = tiny_data(dir);
+  const std::vector<std::string> extra{"device=cuda", "optim.amp=float16", "optim.amp_scale_window=4"};
+  Trainer(tiny_config(data, dir + "/ck", 10, extra), false).run();
+  const auto saved = read_checkpoint(dir + "/ck/checkpoint_last.pt").progress;
+  ASSERT_FALSE(std::isnan(saved.loss_scale));
+  EXPECT_NE(saved.loss_scale, 128);  // moved from optim.amp_init_scale: doubled every 4 good updates
+  Trainer(tiny_config(data, dir + "/ck", 11, extra), true).run();
+  const auto after = read_checkpoint(dir + "/ck/checkpoint_last.pt").progress;
+  EXPECT_EQ(after.num_updates, 11);
+  // One update on from the saved scale (kept, doubled or halved), not from 128 again.
+  EXPECT_TRUE(after.loss_scale == saved.loss_scale || after.loss_scale == 2 * saved.loss_scale ||
+              after.loss_scale == saved.loss_scale / 2)
+      << "saved " << saved.loss_scale << ", after one more update " << after.loss_scale;
 }
 
 TEST(MixedPrecision, TrainsOnTheCpuInBfloat16CloseToFloat32) {

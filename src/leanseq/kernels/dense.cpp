@@ -1,5 +1,6 @@
 #include "leanseq/kernels/dense.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
 #include <atomic>
@@ -75,6 +76,10 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
   // a new tensor: expand(...).contiguous() of one row would be the bias itself.)
   auto out = torch::empty({m, n}, x.options());
   if (bias.defined()) out.copy_(bias.expand({m, n}));
+  // oneDNN runs on this thread's OpenMP team; at::get_num_threads() first gives a thread that has
+  // not run ATen's parallel code yet (a server's worker) ATen's thread count rather than OpenMP's
+  // default of every core.
+  (void)at::get_num_threads();
   const auto status = dnnl_sgemm('N', 'T', m, n, k, 1.0f, rows.data_ptr<float>(), k, w.data_ptr<float>(), k,
                                  bias.defined() ? 1.0f : 0.0f, out.data_ptr<float>(), n);
   if (status != dnnl_success) return {};

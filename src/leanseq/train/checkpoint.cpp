@@ -108,9 +108,9 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   write_string(ar, "vocab.tokenizer", vocab.tokenizer);
   write_string(ar, "vocab.bpe_codes", vocab.bpe_codes);
   ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates, progress.lr_shrinks,
-                                          progress.validations_since_best}));
+                                          progress.validations_since_best, progress.loss_scale_good_updates}));
   ar.write("progress.floats",
-           torch::tensor({progress.best_metric, progress.elapsed_seconds, progress.best_valid_loss}, torch::TensorOptions().dtype(torch::kDouble)));
+           torch::tensor({progress.best_metric, progress.elapsed_seconds, progress.best_valid_loss, progress.loss_scale}, torch::TensorOptions().dtype(torch::kDouble)));
   std::string names;
   std::vector<torch::Tensor> tensors;
   auto add = [&](const std::string& name, const torch::Tensor& t) {
@@ -171,6 +171,8 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
     if (ints.numel() > 3) ck.progress.lr_shrinks = ints[3].item<int64_t>();  // older checkpoints: none
     if (ints.numel() > 4) ck.progress.validations_since_best = ints[4].item<int64_t>();
     if (floats.numel() > 2) ck.progress.best_valid_loss = floats[2].item<double>();
+    if (floats.numel() > 3) ck.progress.loss_scale = floats[3].item<double>();  // older checkpoints: none
+    if (ints.numel() > 5) ck.progress.loss_scale_good_updates = ints[5].item<int64_t>();
     std::istringstream names(read_string(ar, "model.names"));
     std::string name;
     for (int64_t i = 0; std::getline(names, name); ++i) {

@@ -23,6 +23,10 @@ struct TrainerProgress {
   int64_t lr_shrinks = 0;      // plateau shrinks of a fixed schedule so far
   double best_valid_loss = std::numeric_limits<double>::quiet_NaN();  // over end-of-epoch validations
   int64_t validations_since_best = 0;  // classify: for the patience and LR shrink rules
+  // float16 training (optim.amp): the loss scale and its count of good updates in a row, so that
+  // a resumed run goes on with them (fairseq keeps them in its optimizer state); NaN: none.
+  double loss_scale = std::numeric_limits<double>::quiet_NaN();
+  int64_t loss_scale_good_updates = 0;
 };
 
 // Text and bytes that make a checkpoint self-contained.

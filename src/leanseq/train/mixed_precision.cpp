@@ -60,6 +60,15 @@ at::ScalarType parse_dtype(const std::string& dtype) {
 LossScale::LossScale(double init_scale, int64_t scale_window, double min_scale)
     : scale_(init_scale), window_(scale_window), min_scale_(min_scale) {}
 
+void LossScale::restore(double scale, int64_t good_updates) {
+  if (!(scale > 0) || !std::isfinite(scale) || good_updates < 0) {
+    throw Error("mixed precision: a saved loss scale of " + std::to_string(scale) + " after " +
+                std::to_string(good_updates) + " good updates cannot be resumed from");
+  }
+  scale_ = scale;
+  good_updates_ = good_updates;
+}
+
 void LossScale::update(bool overflow) {
   if (overflow) {
     scale_ *= 0.5;

@@ -18,6 +18,9 @@ class LossScale {
  public:
   LossScale(double init_scale, int64_t scale_window, double min_scale);
   double value() const { return scale_; }
+  int64_t good_updates() const { return good_updates_; }  // good updates in a row since the last change
+  // Continues from a saved scale and count (a resumed run goes on as the saved one would have).
+  void restore(double scale, int64_t good_updates);
   // An update's gradients were finite (the scale may grow) or not (the update is skipped and the
   // scale halves). Throws TrainingError once the scale falls below the minimum: the model then
   // overflows even at a tiny scale, and float32 training is the way on.
@@ -36,6 +39,8 @@ class MixedPrecision {
   bool enabled() const { return dtype_ != torch::kFloat; }
   bool scaled() const { return dtype_ == torch::kHalf; }
   double scale() const { return scale_.value(); }
+  const LossScale& loss_scale() const { return scale_; }
+  LossScale& loss_scale() { return scale_; }
 
   // Autocast to this type on its device for its lifetime (nothing when off).
   class Autocast {

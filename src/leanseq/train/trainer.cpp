@@ -153,6 +153,10 @@ struct Trainer::Impl {
       gen.set_state(ck->rng_state);
       log::info("resumed from " + last + " at epoch " + std::to_string(progress.epoch) + ", update " +
                 std::to_string(progress.num_updates));
+      if (amp->scaled() && !std::isnan(progress.loss_scale)) {
+        amp->loss_scale().restore(progress.loss_scale, progress.loss_scale_good_updates);
+        log::info("mixed precision: loss scale " + fmt(amp->scale(), 4, true) + " from the checkpoint");
+      }
     }
     synchronise_start();
     if (opt.td.enabled()) {
@@ -308,6 +312,8 @@ struct Trainer::Impl {
     if (!main_process()) return;
     TrainerProgress p = progress;
     p.elapsed_seconds = elapsed();
+    p.loss_scale = amp->scaled() ? amp->scale() : std::numeric_limits<double>::quiet_NaN();
+    p.loss_scale_good_updates = amp->scaled() ? amp->loss_scale().good_updates() : 0;
     save_checkpoint(opt.save_dir + "/" + name, task->config_yaml(), task->vocab(), p, task->model(), optimizer.get());
   }
 
