@@ -22,7 +22,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // The most rows a product may have to go to oneDNN: LEANSEQ_ONEDNN_ROWS from the environment when
-// set (0: never), 32 otherwise; 0 in a build without oneDNN. set_onednn_rows() changes it for the
+// set (0: never), 64 otherwise; 0 in a build without oneDNN. set_onednn_rows() changes it for the
 // process (benchmarks compare both backends in one invocation).
 int64_t onednn_rows();
 void set_onednn_rows(int64_t rows);
