@@ -93,6 +93,28 @@ TEST(DenseProducts, FewRowsGoToOnednnAndTheRestToAten) {
   EXPECT_TRUE(torch::equal(y, torch::linear(few, w, b)));
 }
 
+TEST(DenseProducts, LinearReluTakesTheSameBackendsAndMatchesReluOfTheProduct) {
+  RowsGuard guard;
+  kernels::set_onednn_rows(64);
+  torch::manual_seed(5);
+  auto w = torch::randn({30, 20}), b = torch::randn({30});
+  auto few = torch::randn({4, 20}), many = torch::randn({3, 40, 20});
+  const std::string onednn = "leanseq::onednn_linear";
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor y;
+    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear_relu(few, w, b); }), built_with_onednn() ? 1 : 0);
+    EXPECT_TRUE(torch::equal(y, torch::relu(kernels::linear(few, w, b))));
+    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear_relu(many, w, b); }), 0);
+    ASSERT_EQ(y.sizes(), (std::vector<int64_t>{3, 40, 30}));
+    EXPECT_LT(test::max_abs_diff(y, torch::relu(exact(many, w, b))), 1e-4);
+    EXPECT_TRUE(torch::equal(kernels::linear_relu(few, w, {}), torch::relu(kernels::linear(few, w, {}))));
+  }
+  auto y = kernels::linear_relu(few, w.clone().requires_grad_(), b);  // recorded: relu of ATen's product
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_TRUE(torch::equal(y.detach(), torch::relu(torch::linear(few, w, b))));
+}
+
 TEST(DenseProducts, OnlyFloat32CpuProductsGoToOnednn) {
   torch::NoGradGuard no_grad;
   auto w = torch::randn({4, 3}, torch::kDouble);

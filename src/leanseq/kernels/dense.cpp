@@ -90,13 +90,28 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
 #endif
 }
 
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+namespace {
+// The product through oneDNN when it has at most onednn_rows() rows and oneDNN takes it; an
+// undefined tensor otherwise.
+torch::Tensor few_rows_product(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   const int64_t limit = onednn_rows();
-  if (limit > 0 && x.dim() >= 1 && x.size(-1) > 0 && x.numel() / x.size(-1) <= limit) {
-    auto out = onednn_linear(x, weight, bias);
-    if (out.defined()) return out;
-  }
-  return torch::linear(x, weight, bias);
+  if (limit <= 0 || x.dim() < 1 || x.size(-1) == 0 || x.numel() / x.size(-1) > limit) return {};
+  return onednn_linear(x, weight, bias);
+}
+}  // namespace
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto out = few_rows_product(x, weight, bias);
+  return out.defined() ? out : torch::linear(x, weight, bias);
+}
+
+torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (records(x, weight, bias) || !bias.defined() || x.dim() < 1) return torch::relu(linear(x, weight, bias));
+  auto out = few_rows_product(x, weight, bias);
+  if (out.defined()) return out.relu_();
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return at::_addmm_activation(bias, x.reshape({-1, x.size(-1)}), weight.t()).view(sizes);
 }
 
 std::string dense_products_summary() {

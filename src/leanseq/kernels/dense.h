@@ -16,6 +16,11 @@ namespace leanseq::kernels {
 // has at most onednn_rows() rows; ATen's linear otherwise (and in a build without oneDNN).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
+// relu(linear(x, weight, bias)). When no gradient is recorded and there is a bias, one operator
+// past the few rows oneDNN takes (ATen's _addmm_activation: on CUDA one GEMM with the bias and the
+// ReLU in its epilogue).
+torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
 // The same product through oneDNN's sgemm whatever its size (float32 CPU tensors, no autograd);
 // an undefined tensor in a build without oneDNN or when oneDNN refuses it. Profilers and operator
 // counts see it as the operator `leanseq::onednn_linear`.

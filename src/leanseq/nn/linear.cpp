@@ -3,13 +3,8 @@
 namespace leanseq::nn {
 
 torch::Tensor LinearImpl::forward_relu(const torch::Tensor& input) {
-  const bool records = torch::GradMode::is_enabled() &&
-                       (input.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
-  if (records || !bias.defined() || input.dim() < 1 || packed_.packed()) return torch::relu(forward(input));
-  if (input.size(-1) > 0 && input.numel() / input.size(-1) <= kernels::onednn_rows()) return forward(input).relu_();
-  auto sizes = input.sizes().vec();
-  sizes.back() = weight.size(0);
-  return at::_addmm_activation(bias, input.reshape({-1, input.size(-1)}), weight.t()).view(sizes);
+  if (packed_.packed()) return torch::relu(forward(input));
+  return kernels::linear_relu(input, weight, bias);
 }
 
 Linear make_linear(int64_t in, int64_t out, bool bias, double gain) {

@@ -15,8 +15,8 @@ class LinearImpl : public torch::nn::LinearImpl, public LowPrecision {
  public:
   using torch::nn::LinearImpl::LinearImpl;
   torch::Tensor forward(const torch::Tensor& input) { return linear(input, weight, bias, packed_); }
-  // relu(forward(input)). When no gradient is recorded and there is a bias, one operator (ATen's
-  // _addmm_activation: on CUDA one GEMM with the bias and the ReLU in its epilogue).
+  // relu(forward(input)): kernels::linear_relu (one operator when nothing is recorded) unless a
+  // compute type is set.
   torch::Tensor forward_relu(const torch::Tensor& input);
   void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight, bias, type); }
 
