@@ -2,6 +2,7 @@
 
 #include <ATen/record_function.h>
 
+#include "leanseq/core/error.h"
 #include "leanseq/kernels/dense.h"
 #include "support/fixtures.h"
 
@@ -134,7 +135,7 @@ TEST(DenseProducts, TheEnvironmentSettingIsARowCount) {
     try {
       kernels::parse_onednn_rows(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const std::invalid_argument& e) {
+    } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find("LEANSEQ_ONEDNN_ROWS"), std::string::npos) << e.what();
     }
   }

@@ -9,6 +9,7 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/startup.h"
+#include "leanseq/kernels/dense.h"
 
 namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -97,6 +98,8 @@ int main(int argc, char** argv) {
   leanseq::cli::add_serve(app, exit_code);
   if (unknown_command(app, argc, argv)) return 2;
   try {
+    // A bad LEANSEQ_ONEDNN_ROWS stops every command before it starts, not at its first product.
+    leanseq::kernels::onednn_rows();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version

@@ -6,7 +6,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <stdexcept>
+
+#include "leanseq/core/error.h"
 
 #ifdef LEANSEQ_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -43,7 +44,7 @@ int64_t parse_onednn_rows(const char* text) {
   errno = 0;
   const long long rows = std::strtoll(text, &end, 10);
   if (end == text || *end != '\0' || rows < 0 || errno == ERANGE) {
-    throw std::invalid_argument(std::string("LEANSEQ_ONEDNN_ROWS=") + text +
+    throw ConfigError(std::string("LEANSEQ_ONEDNN_ROWS=") + text +
                                 ": expected a number of rows (0 sends no product to oneDNN)");
   }
   return rows;

@@ -31,8 +31,8 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
 // process (benchmarks compare both backends in one invocation).
 int64_t onednn_rows();
 void set_onednn_rows(int64_t rows);
-// LEANSEQ_ONEDNN_ROWS's value read (nullptr: unset, the default); throws std::invalid_argument
-// naming the variable for anything but a non-negative integer.
+// LEANSEQ_ONEDNN_ROWS's value read (nullptr: unset, the default); throws ConfigError naming the
+// variable for anything but a non-negative integer. `leanseq` reads it before any command runs.
 int64_t parse_onednn_rows(const char* text);
 
 // One line for start-up logs: which backend takes which products.
