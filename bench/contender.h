@@ -1,8 +1,9 @@
 // A benchmark contender: a preset, optionally followed by model settings, a thread count and a
 // compute type after ':' (`pervasive_small:memory_efficient=true:threads=2`,
 // `transformer_small:compute_type=int8`), and the most rows of a float32 product that go to
-// oneDNN at inference (`transformer_small:onednn_rows=0`: ATen's products only; kernels/dense.h),
-// shared by the benchmark programs.
+// oneDNN at inference (`transformer_small:onednn_rows=0`: ATen's products only; kernels/dense.h)
+// and, for training, Adam's form (`transformer_small:adam=composite`: torch::optim::Adam's ATen
+// operators instead of train/adam.h's one pass), shared by the benchmark programs.
 #pragma once
 #include <torch/torch.h>
 
@@ -25,6 +26,7 @@ struct Contender {
   std::string compute_type = "float32";  // "compute_type=T": the inference compute type (decoding)
   std::string amp;                       // "amp=float16|bfloat16": mixed-precision training (CUDA)
   int64_t onednn_rows = -1;              // "onednn_rows=N": kernels::set_onednn_rows (-1: as started)
+  std::string adam = "one_pass";         // "adam=one_pass|composite": the training benchmark's optimizer
 };
 
 // Parses a spec; an unknown preset fails here, before any run.
@@ -56,6 +58,9 @@ inline Contender parse_contender(const std::string& spec) {
         if (used == 0 || used != value.size() || c.onednn_rows < 0) {
           throw ConfigError(spec + ": onednn_rows= takes a number of rows (0: none)");
         }
+      } else if (item.rfind("adam=", 0) == 0) {
+        c.adam = item.substr(5);
+        if (c.adam != "one_pass" && c.adam != "composite") throw ConfigError(spec + ": adam= takes one_pass or composite");
       } else if (item.rfind("amp=", 0) == 0) {
         c.amp = item.substr(4);
         if (c.amp != "float16" && c.amp != "bfloat16") throw ConfigError(spec + ": amp= takes float16 or bfloat16");

@@ -14,6 +14,7 @@
 #include "leanseq/models/state_dict.h"
 #include "leanseq/nn/double_attention.h"
 #include "leanseq/nn/transformer_layer.h"
+#include "leanseq/train/adam.h"
 #include "leanseq/train/criterion.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/launcher.h"
@@ -110,6 +111,27 @@ void BM_TransformerSmallTrainStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * B * T);
 }
 BENCHMARK(BM_TransformerSmallTrainStep)->Args({128, 16})->Unit(benchmark::kMillisecond);
+
+// One Adam update of transformer_small's parameters (vocabulary 8000): range(0) 0 is
+// torch::optim::Adam's composite of ATen operators, 1 leanseq's one-pass update (train/adam.h).
+void BM_AdamUpdate(benchmark::State& state) {
+  auto model = leanseq::models::build_model(*leanseq::models::registry().preset_config("transformer_small"), {8000, 8000, true});
+  auto params = model->parameters();
+  for (auto& p : params) p.mutable_grad() = torch::randn_like(p) * 1e-3;
+  const auto options = torch::optim::AdamOptions(1e-4).betas({0.9, 0.98});
+  std::unique_ptr<torch::optim::Optimizer> adam;
+  if (state.range(0) == 0) {
+    adam = std::make_unique<torch::optim::Adam>(params, options);
+  } else {
+    adam = std::make_unique<leanseq::train::Adam>(params, options);
+  }
+  adam->step();  // the state's allocation
+  for (auto _ : state) adam->step();
+  int64_t n = 0;
+  for (const auto& p : params) n += p.numel();
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_AdamUpdate)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Forward + backward of one block at transformer_small's width on [B, T, 256]: range(2) picks an
 // A2 block (0: whole sequence, 1: causal; m = n = 64) or a Transformer encoder layer (2), to put

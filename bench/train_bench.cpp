@@ -1,5 +1,6 @@
 // Training speed and activation memory at a fixed batch shape: untrained presets, random
-// sentence pairs of --length tokens in batches of --batch-size, Adam updates. Each contender is a
+// sentence pairs of --length tokens in batches of --batch-size, Adam updates (train/adam.h, as
+// `train` does; `:adam=composite` for torch::optim::Adam's). Each contender is a
 // preset, optionally with model settings after ':' (e.g. pervasive_small:memory_efficient=true),
 // and on CUDA mixed precision (`transformer_small:amp=float16`, as train --amp).
 // The contenders run side by side in one process, interleaved over rounds; for each, the median
@@ -19,6 +20,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
+#include "leanseq/train/adam.h"
 #include "leanseq/train/mixed_precision.h"
 #include "leanseq/train/run_config.h"
 #include "contender.h"
@@ -72,7 +74,12 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
   auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
   model->to(s.device);
   model->train();
-  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-4));
+  std::unique_ptr<torch::optim::Optimizer> adam;
+  if (c.adam == "composite") {
+    adam = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-4));
+  } else {
+    adam = std::make_unique<leanseq::train::Adam>(model->parameters(), torch::optim::AdamOptions(1e-4));
+  }
   if (c.amp == "float16" && !s.device.is_cuda()) throw leanseq::ConfigError(c.name + ": amp=float16 trains on CUDA only");
   leanseq::train::MixedPrecision amp(c.amp, s.device.is_cuda(), 128, 2000, 1e-4);
   const int64_t B = s.batch_size, T = s.length;
@@ -85,7 +92,7 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
   src = src.to(s.device), target = target.to(s.device), prev = prev.to(s.device);
   const auto params = model->parameters();
   auto update = [&] {
-    adam.zero_grad();
+    adam->zero_grad();
     torch::Tensor logits;
     {
       leanseq::train::MixedPrecision::Autocast autocast(amp);
@@ -95,7 +102,7 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
     auto loss = leanseq::kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), target.view(-1),
                                                                0.1, 1);
     amp.scale_loss(loss.loss).backward();
-    if (amp.unscale(params, 1.0)) adam.step();
+    if (amp.unscale(params, 1.0)) adam->step();
   };
   auto sync = [&] {
     if (s.device.is_cuda()) torch::cuda::synchronize(s.device.index());

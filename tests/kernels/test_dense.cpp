@@ -1,7 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <ATen/record_function.h>
-
 #include "leanseq/core/error.h"
 #include "leanseq/kernels/dense.h"
 #include "support/fixtures.h"
@@ -21,24 +19,6 @@ struct RowsGuard {
   int64_t before = kernels::onednn_rows();
   ~RowsGuard() { kernels::set_onednn_rows(before); }
 };
-
-// How many times `body` called the operator `name` (RecordFunction callbacks of this thread).
-template <class Body>
-int64_t calls_of(const std::string& name, Body&& body) {
-  static thread_local std::string wanted;
-  static thread_local int64_t count = 0;
-  wanted = name;
-  count = 0;
-  auto enter = [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-    if (wanted == fn.name()) ++count;
-    return nullptr;
-  };
-  const auto handle =
-      at::addThreadLocalCallback(at::RecordFunctionCallback(enter).scopes({at::RecordScope::FUNCTION}));
-  body();
-  at::removeCallback(handle);
-  return count;
-}
 
 bool built_with_onednn() {
   torch::NoGradGuard no_grad;
@@ -76,21 +56,21 @@ TEST(DenseProducts, FewRowsGoToOnednnAndTheRestToAten) {
   {
     torch::NoGradGuard no_grad;
     torch::Tensor y;
-    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(few, w, b); }), 1);
+    EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(few, w, b); }), 1);
     EXPECT_TRUE(torch::equal(y, kernels::onednn_linear(few, w, b)));
-    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(many, w, b); }), 0);
+    EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(many, w, b); }), 0);
     EXPECT_TRUE(torch::equal(y, torch::linear(many, w, b)));
   }
   // Whatever autograd records stays with ATen, whatever its size.
   auto wg = w.clone().requires_grad_();
   torch::Tensor y;
-  EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(few, wg, b); }), 0);
+  EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(few, wg, b); }), 0);
   EXPECT_TRUE(y.requires_grad());
   EXPECT_TRUE(torch::equal(y.detach(), torch::linear(few, w, b)));
   // Rows 0: ATen for every size.
   kernels::set_onednn_rows(0);
   torch::NoGradGuard no_grad;
-  EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear(few, w, b); }), 0);
+  EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(few, w, b); }), 0);
   EXPECT_TRUE(torch::equal(y, torch::linear(few, w, b)));
 }
 
@@ -104,9 +84,9 @@ TEST(DenseProducts, LinearReluTakesTheSameBackendsAndMatchesReluOfTheProduct) {
   {
     torch::NoGradGuard no_grad;
     torch::Tensor y;
-    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear_relu(few, w, b); }), built_with_onednn() ? 1 : 0);
+    EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear_relu(few, w, b); }), built_with_onednn() ? 1 : 0);
     EXPECT_TRUE(torch::equal(y, torch::relu(kernels::linear(few, w, b))));
-    EXPECT_EQ(calls_of(onednn, [&] { y = kernels::linear_relu(many, w, b); }), 0);
+    EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear_relu(many, w, b); }), 0);
     ASSERT_EQ(y.sizes(), (std::vector<int64_t>{3, 40, 30}));
     EXPECT_LT(test::max_abs_diff(y, torch::relu(exact(many, w, b))), 1e-4);
     EXPECT_TRUE(torch::equal(kernels::linear_relu(few, w, {}), torch::relu(kernels::linear(few, w, {}))));

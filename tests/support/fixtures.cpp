@@ -1,5 +1,6 @@
 #include "support/fixtures.h"
 
+#include <ATen/record_function.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -60,6 +61,22 @@ bool load_fixture(const std::string& name, Fixture& out) {
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+int64_t calls_of(const std::string& name, const std::function<void()>& body) {
+  static thread_local std::string wanted;
+  static thread_local int64_t count = 0;
+  wanted = name;
+  count = 0;
+  auto enter = [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+    if (wanted == fn.name()) ++count;
+    return nullptr;
+  };
+  const auto handle =
+      at::addThreadLocalCallback(at::RecordFunctionCallback(enter).scopes({at::RecordScope::FUNCTION}));
+  body();
+  at::removeCallback(handle);
+  return count;
 }
 
 int run_command(const std::string& cmd, std::string& output) {

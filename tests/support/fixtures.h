@@ -30,6 +30,10 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
 // with grad mode off when x requires grad.
 double central_difference(torch::Tensor x, int64_t i, const std::function<double()>& f, double eps = 1e-6);
 
+// How many times `body` called the operator `name` (RecordFunction callbacks of this thread: ATen's
+// operators and leanseq's RECORD_FUNCTION scopes).
+int64_t calls_of(const std::string& name, const std::function<void()>& body);
+
 // Runs a shell command, returning its exit code; stdout+stderr go to `output`.
 int run_command(const std::string& cmd, std::string& output);
 

@@ -10,6 +10,7 @@
 #include "leanseq/data/batching.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
+#include "leanseq/train/adam.h"
 #include "leanseq/train/mixed_precision.h"
 #include "leanseq/train/task.h"
 #include "leanseq/train/trainer.h"
@@ -164,7 +165,7 @@ class ClassificationTask : public Task {
   }
 
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) override {
-    return std::make_unique<torch::optim::Adam>(params, cfg_.adam.options(cfg_.lr));
+    return std::make_unique<Adam>(params, cfg_.adam.options(cfg_.lr));
   }
 
   double learning_rate(const TrainerProgress& p) const override {

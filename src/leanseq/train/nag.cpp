@@ -1,24 +1,9 @@
 #include "leanseq/train/nag.h"
 
-#include <sstream>
-#include <type_traits>
+#include "leanseq/kernels/optimizer_step.h"
+#include "leanseq/train/optimizer_state.h"
 
 namespace leanseq::train {
-
-namespace {
-// The key of a parameter in torch::optim's state map: its TensorImpl's address, printed in
-// LibTorch 1.x (as the base class's save and load expect) and the pointer itself in 2.x.
-template <class Key>
-Key state_key(void* impl) {
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream s;
-    s << impl;
-    return s.str();
-  } else {
-    return impl;
-  }
-}
-}  // namespace
 
 NAG::NAG(std::vector<torch::Tensor> params, double lr, double momentum, double weight_decay)
     : torch::optim::SGD(std::move(params), torch::optim::SGDOptions(lr).momentum(momentum).weight_decay(weight_decay)) {}
@@ -30,14 +15,17 @@ torch::Tensor NAG::step(LossClosure closure) {
     at::AutoGradMode enable(true);
     loss = closure();
   }
+  const bool one_pass = one_pass_update_applies(param_groups());
   for (auto& group : param_groups()) {
     auto& o = static_cast<torch::optim::SGDOptions&>(group.options());
     const double lr = o.lr(), m = o.momentum(), wd = o.weight_decay();
     const double correct = lr_old_ > 0 ? lr / lr_old_ : 1.0;
+    std::vector<kernels::NagSpan> spans;
+    std::vector<torch::Tensor> written;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const auto& g = p.grad();
-      auto key = state_key<std::decay_t<decltype(state_)>::key_type>(p.unsafeGetTensorImpl());
+      auto key = optimizer_state_key<std::decay_t<decltype(state_)>::key_type>(p.unsafeGetTensorImpl());
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto st = std::make_unique<torch::optim::SGDParamState>();
@@ -45,10 +33,25 @@ torch::Tensor NAG::step(LossClosure closure) {
         it = state_.emplace(key, std::move(st)).first;
       }
       auto& buf = static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+      if (one_pass) {
+        if (!buf.is_contiguous()) buf = buf.contiguous();
+        TORCH_CHECK(buf.scalar_type() == torch::kFloat && buf.numel() == p.numel(), "NAG: the momentum buffer of a parameter of ",
+                    p.sizes(), " does not match it");
+        written.insert(written.end(), {p, buf});
+        spans.push_back({p.data_ptr<float>(), g.data_ptr<float>(), buf.data_ptr<float>(), p.numel(),
+                         static_cast<float>(1 - lr * wd), static_cast<float>(m * m * correct),
+                         static_cast<float>(-(1 + m) * lr), static_cast<float>(m * correct), static_cast<float>(-lr)});
+        continue;
+      }
       if (wd != 0) p.mul_(1 - lr * wd);
       p.add_(buf, m * m * correct);
       p.add_(g, -(1 + m) * lr);
       buf.mul_(m * correct).add_(g, -lr);
+    }
+    if (!spans.empty()) {
+      RECORD_FUNCTION("leanseq::nag_update", std::vector<c10::IValue>());
+      kernels::nag_update(spans);
+      mark_modified(written);
     }
     lr_old_ = lr;
   }

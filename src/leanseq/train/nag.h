@@ -2,6 +2,7 @@
 // optimizer of ConvS2S): with momentum m, learning rate lr and c = lr / (previous lr),
 //   p <- p (1 - lr wd) + m^2 c buf - (1 + m) lr g;   buf <- m c buf - lr g.
 // Options and momentum buffers are torch::optim::SGD's, so checkpoints store them the same way.
+// Contiguous float32 CPU parameters are updated in one pass each (kernels/optimizer_step.h).
 #pragma once
 #include <torch/torch.h>
 

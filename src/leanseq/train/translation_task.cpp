@@ -15,6 +15,7 @@
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
+#include "leanseq/train/adam.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/evaluate.h"
 #include "leanseq/train/mixed_precision.h"
@@ -172,7 +173,7 @@ std::string TranslationTask::describe() const {
 std::unique_ptr<torch::optim::Optimizer> TranslationTask::make_optimizer(const std::vector<torch::Tensor>& params) {
   const auto& c = impl_->cfg;
   if (c.optimizer == "nag") return std::make_unique<NAG>(params, c.lr.lr, c.momentum, c.adam.weight_decay);
-  return std::make_unique<torch::optim::Adam>(params, c.adam.options(c.lr.lr));
+  return std::make_unique<Adam>(params, c.adam.options(c.lr.lr));
 }
 
 double TranslationTask::learning_rate(const TrainerProgress& p) const {
