@@ -155,3 +155,29 @@ TEST(Optimizer, OnePassUpdatesDoNotDependOnTheThreadCount) {
   set_compute_threads(before);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << i;
 }
+
+TEST(Optimizer, AdamsClosureRunsBeforeTheUpdateIsChosen) {
+  // No gradient before step(): the closure computes them, and the one pass then applies.
+  auto p = torch::tensor({1.0f, -2.0f, 3.0f}).requires_grad_(true);
+  auto q = torch::tensor({1.0, -2.0, 3.0}, torch::kDouble).requires_grad_(true);
+  Adam fused({p}, torch::optim::AdamOptions(0.1));
+  torch::optim::Adam reference({q}, torch::optim::AdamOptions(0.1));
+  torch::Tensor loss;
+  EXPECT_EQ(test::calls_of("leanseq::adam_update", [&] {
+              loss = fused.step([&] {
+                fused.zero_grad();
+                auto l = (p * p).sum();
+                l.backward();
+                return l;
+              });
+            }),
+            1);
+  EXPECT_FLOAT_EQ(loss.item<float>(), 14.0f);
+  reference.step([&] {
+    reference.zero_grad();
+    auto l = (q * q).sum();
+    l.backward();
+    return l;
+  });
+  EXPECT_LT(error_beyond_relative(p.detach(), q.detach()), 1e-6);
+}

@@ -8,17 +8,20 @@
 namespace leanseq::train {
 
 torch::Tensor Adam::step(LossClosure closure) {
+  torch::Tensor loss;
+  if (closure) {  // first: the gradients it computes decide which update applies
+    at::AutoGradMode enable(true);
+    loss = closure();
+  }
   bool amsgrad = false;
   for (const auto& group : param_groups()) {
     amsgrad = amsgrad || static_cast<const torch::optim::AdamOptions&>(group.options()).amsgrad();
   }
-  if (amsgrad || !one_pass_update_applies(param_groups())) return torch::optim::Adam::step(std::move(closure));
-  torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    at::AutoGradMode enable(true);
-    loss = closure();
+  if (amsgrad || !one_pass_update_applies(param_groups())) {
+    torch::optim::Adam::step();
+    return loss;
   }
+  torch::NoGradGuard no_grad;
   RECORD_FUNCTION("leanseq::adam_update", std::vector<c10::IValue>());
   std::vector<kernels::AdamSpan> spans;
   std::vector<torch::Tensor> written;
