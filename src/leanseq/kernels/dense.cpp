@@ -45,7 +45,7 @@ int64_t parse_onednn_rows(const char* text) {
   const long long rows = std::strtoll(text, &end, 10);
   if (end == text || *end != '\0' || rows < 0 || errno == ERANGE) {
     throw ConfigError(std::string("LEANSEQ_ONEDNN_ROWS=") + text +
-                                ": expected a number of rows (0 sends no product to oneDNN)");
+                      ": expected a number of rows (0 sends no product to oneDNN)");
   }
   return rows;
 }

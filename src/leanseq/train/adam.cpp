@@ -30,16 +30,13 @@ torch::Tensor Adam::step(LossClosure closure) {
     const auto [beta1, beta2] = o.betas();
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto key = optimizer_state_key<std::decay_t<decltype(state_)>::key_type>(p.unsafeGetTensorImpl());
-      auto it = state_.find(key);
-      if (it == state_.end()) {
-        auto st = std::make_unique<torch::optim::AdamParamState>();
-        st->step(0);
-        st->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        st->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        it = state_.emplace(key, std::move(st)).first;
-      }
-      auto& st = static_cast<torch::optim::AdamParamState&>(*it->second);
+      auto& st = find_or_add_state<torch::optim::AdamParamState>(state_, p, [&] {
+        auto made = std::make_unique<torch::optim::AdamParamState>();
+        made->step(0);
+        made->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        made->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        return made;
+      });
       // A state loaded from a checkpoint may be laid out otherwise than the parameter.
       if (!st.exp_avg().is_contiguous()) st.exp_avg(st.exp_avg().contiguous());
       if (!st.exp_avg_sq().is_contiguous()) st.exp_avg_sq(st.exp_avg_sq().contiguous());

@@ -25,14 +25,11 @@ torch::Tensor NAG::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const auto& g = p.grad();
-      auto key = optimizer_state_key<std::decay_t<decltype(state_)>::key_type>(p.unsafeGetTensorImpl());
-      auto it = state_.find(key);
-      if (it == state_.end()) {
-        auto st = std::make_unique<torch::optim::SGDParamState>();
-        st->momentum_buffer(torch::zeros_like(p));
-        it = state_.emplace(key, std::move(st)).first;
-      }
-      auto& buf = static_cast<torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+      auto& buf = find_or_add_state<torch::optim::SGDParamState>(state_, p, [&] {
+                    auto made = std::make_unique<torch::optim::SGDParamState>();
+                    made->momentum_buffer(torch::zeros_like(p));
+                    return made;
+                  }).momentum_buffer();
       if (one_pass) {
         if (!buf.is_contiguous()) buf = buf.contiguous();
         TORCH_CHECK(buf.scalar_type() == torch::kFloat && buf.numel() == p.numel(), "NAG: the momentum buffer of a parameter of ",

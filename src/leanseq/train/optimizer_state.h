@@ -22,6 +22,16 @@ Key optimizer_state_key(void* impl) {
   }
 }
 
+// The state of parameter p in an optimizer's state map, made by make() (a unique_ptr to a new
+// State) when p has none yet.
+template <class State, class Map, class Make>
+State& find_or_add_state(Map& states, const torch::Tensor& p, Make&& make) {
+  auto key = optimizer_state_key<typename Map::key_type>(p.unsafeGetTensorImpl());
+  auto it = states.find(key);
+  if (it == states.end()) it = states.emplace(key, make()).first;
+  return static_cast<State&>(*it->second);
+}
+
 // True when every parameter with a gradient is a contiguous float32 CPU tensor with a dense,
 // contiguous float32 gradient: the case of the one-pass updates.
 inline bool one_pass_update_applies(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
