@@ -29,6 +29,7 @@
 #include "contender.h"
 #include "errors.h"
 #include "median.h"
+#include "operator_time.h"
 
 namespace {
 
@@ -92,16 +93,17 @@ bool launches_kernel(const std::string& name) {
   return no_kernel.count(name) == 0;
 }
 
-// Whether an operator of the count is a matrix product. On a GPU each is a cuBLAS call, whose
-// host-side cost is several times that of an elementwise kernel's launch.
-bool matrix_product(const std::string& name) {
-  static const std::set<std::string> products{"aten::_addmm_activation", "aten::addmm", "aten::baddbmm", "aten::bmm",
-                                              "aten::linear", "aten::matmul", "aten::mm", "leanseq::onednn_linear"};
-  return products.count(name) > 0;
+// Whether an operator of the count (called by the decoder itself) is a matrix product. On a GPU
+// each is a cuBLAS call, whose host-side cost is several times that of an elementwise kernel's launch.
+bool counted_matrix_product(const std::string& name) {
+  return name == "aten::linear" || name == "aten::matmul" || leanseq::bench::matrix_product(name);
 }
 
-// Decodes s.sentences; with `count_ops`, counts the operators of the decoding instead of timing it.
-nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, bool count_ops = false) {
+enum class Pass { timed, count_ops, profile };
+
+// Decodes s.sentences and times it; or counts the operators of the decoding, or charges each
+// operator its self time (operator_time.h), per decoding step of a batch.
+nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pass pass = Pass::timed) {
   torch::manual_seed(1);
   leanseq::bench::ContenderThreads threads(c);
   auto model = leanseq::models::build_model(*leanseq::bench::contender_config(c), {s.vocab, s.vocab, true});
@@ -123,7 +125,9 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, boo
   };
   int64_t tokens = 0;
   std::optional<OperatorCount> count;
-  if (count_ops) count.emplace();
+  if (pass == Pass::count_ops) count.emplace();
+  std::optional<leanseq::bench::OperatorTime> times;
+  if (pass == Pass::profile) times.emplace();
   sync();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.sentences; i += s.batch_size) {
@@ -138,6 +142,11 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, boo
     nlohmann::json names = nlohmann::json::array();
     for (const auto& [name, n] : count->by_name()) names.push_back({name, n});
     return {{"operators", count->calls()}, {"by_name", names}};
+  }
+  if (times) {
+    const int64_t batches = (s.sentences + s.batch_size - 1) / s.batch_size;
+    return leanseq::bench::operator_profile(times->by_name(), seconds,
+                                            static_cast<double>(batches * (s.length + 1)), "step");
   }
   return {{"sentences", s.sentences},
           {"target_tokens", tokens},
@@ -154,7 +163,7 @@ int main(int argc, char** argv) {
   Settings s;
   std::vector<std::string> archs;
   int64_t rounds = 3, warmup = 1;
-  bool count_ops = false;
+  bool count_ops = false, profile = false;
   app.add_option("--arch", archs,
                  "contenders, preset[:key=value...][:threads=N] (comma-separated or repeated); the first is the "
                  "baseline")
@@ -176,6 +185,10 @@ int main(int argc, char** argv) {
                "untimed (operators_per_step: per target position of a batch; operators_per_step_by_name: the same by operator; "
                "launching_operators_per_step: those that launch a kernel on a GPU; matrix_products_per_step: the "
                "matrix products among them)");
+  app.add_flag("--profile", profile,
+               "after the rounds, one more pass per contender with each operator's self time per decoding step "
+               "of a batch (operators.by_self_time; CPU time on the calling thread, on CUDA the launches, not the "
+               "kernels)");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-decode-bench", [&] {
     if (rounds < 1 || warmup < 0) throw leanseq::ConfigError("--rounds must be at least 1 and --warmup at least 0");
@@ -216,7 +229,7 @@ int main(int argc, char** argv) {
         Settings one = s;
         one.sentences = std::min(s.batch_size, s.sentences);
         one.device = "cpu";
-        const auto counted = decode(contenders[i], one, true);
+        const auto counted = decode(contenders[i], one, Pass::count_ops);
         const double steps = static_cast<double>(s.length + 1);
         entry["operators_per_step"] = counted["operators"].get<int64_t>() / steps;
         nlohmann::json per_step = nlohmann::json::object();
@@ -226,11 +239,15 @@ int main(int argc, char** argv) {
           const double n = named[1].get<int64_t>() / steps;
           per_step[name] = n;
           if (launches_kernel(name)) launching += n;
-          if (matrix_product(name)) products += n;
+          if (counted_matrix_product(name)) products += n;
         }
         entry["operators_per_step_by_name"] = per_step;
         entry["launching_operators_per_step"] = launching;
         entry["matrix_products_per_step"] = products;
+      }
+      if (profile) {
+        std::cerr << "leanseq-decode-bench: profiling " << archs[i] << "\n";
+        entry["operators"] = decode(contenders[i], s, Pass::profile);
       }
       out["contenders"].push_back(entry);
     }

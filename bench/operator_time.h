@@ -11,9 +11,11 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 namespace leanseq::bench {
 
@@ -71,5 +73,37 @@ class OperatorTime {
   static inline thread_local std::vector<Frame> stack_;
   at::CallbackHandle handle_;
 };
+
+// Whether an operator's self time is a matrix product (the BLAS or oneDNN call; `linear` and
+// `matmul` are only the glue around the product they call).
+inline bool matrix_product(const std::string& name) {
+  static const std::set<std::string> products{"aten::_addmm_activation", "aten::addbmm", "aten::addmm",
+                                              "aten::addmm_",            "aten::baddbmm", "aten::bmm",
+                                              "aten::mm",                "leanseq::onednn_linear"};
+  return products.count(name) > 0;
+}
+
+// The operators' self times over `units` units of work (updates, decoding steps), per unit under
+// the key `per_unit` (e.g. "ms_per_update"), the largest first (25 of them), and the shares of the
+// wall time `seconds` that matrix products, the other operators and the rest took.
+inline nlohmann::json operator_profile(const std::vector<OperatorTime::Entry>& by_name, double seconds, double units,
+                                       const std::string& unit) {
+  nlohmann::json ops = nlohmann::json::array();
+  double products = 0, all = 0;
+  for (const auto& e : by_name) {
+    all += e.seconds;
+    if (matrix_product(e.name)) products += e.seconds;
+    if (ops.size() < 25) {
+      ops.push_back({{"name", e.name},
+                     {"ms_per_" + unit, 1e3 * e.seconds / units},
+                     {"share", e.seconds / seconds},
+                     {"calls_per_" + unit, static_cast<double>(e.calls) / units}});
+    }
+  }
+  return {{"matrix_products_share", products / seconds},
+          {"other_operators_share", (all - products) / seconds},
+          {"outside_operators_share", 1.0 - all / seconds},
+          {"by_self_time", ops}};
+}
 
 }  // namespace leanseq::bench

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <nlohmann/json.hpp>
 
 #include "leanseq/core/config.h"
@@ -36,35 +35,6 @@ struct Settings {
   int64_t length = 20, batch_size = 64, vocab = 8000, steps = 5;
   torch::Device device{torch::kCPU};
 };
-
-// Whether an operator is a matrix product (its self time is the BLAS call).
-bool matrix_product(const std::string& name) {
-  static const std::set<std::string> products{"aten::addmm", "aten::addmm_", "aten::baddbmm", "aten::bmm", "aten::mm",
-                                              "aten::_addmm_activation", "aten::addbmm", "leanseq::onednn_linear"};
-  return products.count(name) > 0;
-}
-
-// The operators' self times of `updates` updates, per update, the largest first, and the shares of
-// the wall time that matrix products, the other operators and the rest took.
-nlohmann::json operator_profile(const std::vector<leanseq::bench::OperatorTime::Entry>& by_name, double seconds,
-                                int64_t updates) {
-  nlohmann::json ops = nlohmann::json::array();
-  double products = 0, all = 0;
-  for (const auto& e : by_name) {
-    all += e.seconds;
-    if (matrix_product(e.name)) products += e.seconds;
-    if (ops.size() < 25) {
-      ops.push_back({{"name", e.name},
-                     {"ms_per_update", 1e3 * e.seconds / updates},
-                     {"share", e.seconds / seconds},
-                     {"calls_per_update", static_cast<double>(e.calls) / updates}});
-    }
-  }
-  return {{"matrix_products_share", products / seconds},
-          {"other_operators_share", (all - products) / seconds},
-          {"outside_operators_share", 1.0 - all / seconds},
-          {"by_self_time", ops}};
-}
 
 // One contender's updates; with `profile`, each operator's self time is recorded as well (which
 // slows the updates a little).
@@ -117,7 +87,7 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
   for (int64_t i = 0; i < s.steps; ++i) update();
   sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (profile) return operator_profile(times->by_name(), seconds, s.steps);
+  if (profile) return leanseq::bench::operator_profile(times->by_name(), seconds, static_cast<double>(s.steps), "update");
   const double tokens = static_cast<double>(B * T * s.steps);
   return {{"seconds", seconds},
           {"threads", torch::get_num_threads()},
