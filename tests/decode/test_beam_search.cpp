@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cmath>
+#include <limits>
 #include <set>
 
 #include "leanseq/decode/beam_search.h"
@@ -378,4 +380,27 @@ TEST(BeamSearch, CudaDecodingScoresTheCpusHypothesesAlike) {
       }
     }
   }
+}
+
+TEST(Ensemble, MembersThatAgreeGiveTheirOwnLogProbabilitiesExactly) {
+  // Values near 0 are where logsumexp(lp, lp) - log(2) rounds: lp + log 2 has a coarser grid than lp.
+  auto lp = torch::log_softmax(torch::randn({7, 50}) * 9, -1);
+  lp[0][3] = -1e-7f;
+  lp[1][4] = -3e-5f;
+  lp[2][5] = -std::numeric_limits<float>::infinity();
+  auto two = ensemble_log_probs({lp, lp.clone()}), three = ensemble_log_probs({lp, lp.clone(), lp.clone()});
+  EXPECT_TRUE(torch::equal(two, lp));
+  EXPECT_TRUE(torch::equal(three, lp));
+}
+
+TEST(Ensemble, IsTheLogOfTheMembersMeanProbability) {
+  auto a = torch::log_softmax(torch::randn({5, 40}, torch::kDouble) * 4, -1);
+  auto b = torch::log_softmax(torch::randn({5, 40}, torch::kDouble) * 4, -1);
+  a[0][1] = -std::numeric_limits<double>::infinity();  // one member rules a token out
+  a[1][2] = b[1][2] = -std::numeric_limits<double>::infinity();  // both do
+  auto mixed = ensemble_log_probs({a, b});
+  auto expected = ((a.exp() + b.exp()) / 2).log();
+  EXPECT_TRUE(torch::allclose(mixed, expected, 1e-12, 1e-12));
+  EXPECT_TRUE(std::isinf(mixed[1][2].item<double>()) && mixed[1][2].item<double>() < 0);
+  EXPECT_NEAR(mixed[0][1].item<double>(), b[0][1].item<double>() - std::log(2.0), 1e-12);
 }

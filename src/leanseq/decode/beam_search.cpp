@@ -243,7 +243,14 @@ torch::Tensor log_probs(const torch::Tensor& logits, double temperature) {
 
 torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {
   if (lprobs.size() == 1) return lprobs.front();
-  return torch::logsumexp(torch::stack(lprobs), 0) - std::log(static_cast<double>(lprobs.size()));
+  // fairseq's logsumexp - log(n), as max + log(mean(exp(lp - max))): the same value, and members
+  // that agree give their own log-probabilities back exactly (exp(0) = 1, log(1) = 0), where adding
+  // and subtracting log(n) would round the largest of them. A token that every member rules out
+  // (max = -inf) stays -inf.
+  auto all = torch::stack(lprobs);
+  auto max = std::get<0>(all.max(0));
+  max.masked_fill_(max.isneginf(), 0.0);
+  return (all - max).exp().mean(0).log() + max;
 }
 
 void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {

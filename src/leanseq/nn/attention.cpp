@@ -3,7 +3,6 @@
 #include <cmath>
 #include <limits>
 
-#include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
@@ -42,18 +41,10 @@ torch::Tensor padding_to_additive(const torch::Tensor& key_padding_mask, const t
   return m.view({key_padding_mask.size(0), 1, 1, key_padding_mask.size(1)});
 }
 
-namespace {
-// One query per head and row on the CPU, as in a decoding step. ATen's CPU bmm then runs one
-// 1 x d by d x S BLAS call per (row, head), each paying the call and the packing of its operands;
-// a product and a sum over the shared dimension is one vectorised pass over the same memory.
-bool single_cpu_query(const torch::Tensor& q) { return q.size(2) == 1 && q.device().is_cpu(); }
-}  // namespace
-
 AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
                                                const torch::Tensor& v, const torch::Tensor& mask,
                                                bool need_weights) {
-  auto scores = single_cpu_query(q) ? (q * k).sum(-1).unsqueeze(2)                 // [B, H, 1, S]
-                                    : kernels::batched_matmul(q, k.transpose(-1, -2));  // [B, H, T, S]
+  auto scores = attention_scores(q, k);  // [B, H, T, S]
   if (mask.defined()) scores = scores + mask;
   auto probs = torch::softmax(scores, -1, torch::kFloat);
   return apply(probs.scalar_type() == q.scalar_type() ? probs : probs.to(q.scalar_type()), v, need_weights);
@@ -61,8 +52,7 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
 
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
   auto dropped = maybe_dropout(probs, dropout_, is_training());
-  auto ctx = single_cpu_query(dropped) ? (dropped.transpose(2, 3) * v).sum(2, true)  // [B, H, 1, d]
-                                        : kernels::batched_matmul(dropped, v);       // [B, H, T, d]
+  auto ctx = attention_context(dropped, v);  // [B, H, T, d]
   const int64_t B = probs.size(0), T = probs.size(2);
   ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});
   AttentionResult r{out_proj(ctx), {}, probs};

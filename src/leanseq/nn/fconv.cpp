@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/kernels/dense.h"
+#include "leanseq/nn/functional.h"
 
 namespace leanseq::nn {
 
@@ -130,7 +130,7 @@ FConvAttentionResult FConvAttentionImpl::forward(const torch::Tensor& x, const t
                                                  const torch::Tensor& keys, const torch::Tensor& values,
                                                  const torch::Tensor& padding_mask) {
   auto q = (in_projection(x) + target_embedding) * kSqrtHalf;
-  auto scores = kernels::batched_matmul(q, keys.transpose(1, 2));  // [B, T, S]
+  auto scores = attention_scores(q, keys);  // [B, T, S]
   const int64_t S = keys.size(1);
   torch::Tensor scale;  // s * sqrt(1 / s), s = real source tokens
   if (padding_mask.defined()) {
@@ -139,7 +139,7 @@ FConvAttentionResult FConvAttentionImpl::forward(const torch::Tensor& x, const t
     scale = s * s.rsqrt();
   }
   auto attn = torch::softmax(scores, -1);
-  auto ctx = kernels::batched_matmul(attn, values);
+  auto ctx = attention_context(attn, values);
   ctx = scale.defined() ? ctx * scale : ctx * (static_cast<double>(S) * std::sqrt(1.0 / static_cast<double>(S)));
   return {(out_projection(ctx) + x) * kSqrtHalf, attn};
 }
