@@ -105,11 +105,14 @@ torch::Tensor DoubleAttentionImpl::step_groups(const torch::Tensor& x, const tor
     auto new_max = torch::maximum(cache.max, std::get<0>(li.max(1, true)));
     auto keep = torch::exp(cache.max - new_max), e = torch::exp(li - new_max);
     if (ex.defined()) e = e.masked_fill(ex.select(1, i).unsqueeze(-1), 0.0);
-    cache.num = cache.num * keep + torch::bmm(a.select(1, i).transpose(1, 2), e);
+    // a^T e: with one position per group (a sequence's step), an outer product per row, computed
+    // elementwise (the same products) rather than by a bmm that makes one BLAS call per row.
+    auto ai = a.select(1, i).transpose(1, 2);  // [B, m, P]
+    cache.num = cache.num * keep + (P == 1 ? ai * e : torch::bmm(ai, e));
     cache.den = cache.den * keep + e.sum(1, true);
     cache.max = new_max;
-    auto g = cache.num / cache.den.clamp_min(1e-30);                    // [B, m, n]
-    zs.push_back(torch::bmm(d.select(1, i), g.transpose(1, 2)));        // [B, P, m]
+    auto g = cache.num / cache.den.clamp_min(1e-30);                     // [B, m, n]
+    zs.push_back(attention_context(d.select(1, i), g.transpose(1, 2)));  // [B, P, m]
   }
   return output(x, torch::stack(zs, 1), ex);
 }
