@@ -83,9 +83,9 @@ inline bool matrix_product(const std::string& name) {
   return products.count(name) > 0;
 }
 
-// The operators' self times over `units` units of work (updates, decoding steps), per unit under
-// the key `per_unit` (e.g. "ms_per_update"), the largest first (25 of them), and the shares of the
-// wall time `seconds` that matrix products, the other operators and the rest took.
+// The operators' self times over `units` units of work (updates, decoding steps) named `unit`:
+// the 25 largest, each with ms_per_<unit> and calls_per_<unit> (e.g. ms_per_update), and the
+// shares of the wall time `seconds` that matrix products, the other operators and the rest took.
 inline nlohmann::json operator_profile(const std::vector<OperatorTime::Entry>& by_name, double seconds, double units,
                                        const std::string& unit) {
   nlohmann::json ops = nlohmann::json::array();
