@@ -2,7 +2,7 @@
 # Installs leanseq's build and run dependencies from Debian 12 (bookworm) apt, only those missing.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libtorch-dev libopenblas0-pthread libgloo-dev
   libsentencepiece-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libicu-dev libcairo2-dev

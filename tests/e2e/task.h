@@ -12,7 +12,7 @@
 
 namespace leanseq::test {
 
-inline const std::string kCli = LEANSEQ_CLI;
+inline const std::string kCli = cli_path();
 
 // A learnable synthetic task: word-by-word substitution with a fixed reordering of adjacent pairs.
 inline void write_task(const std::string& prefix, int n, int seed) {

@@ -19,6 +19,14 @@ std::string shared_path(const std::string& rel) {
   return std::filesystem::canonical(p).string();
 }
 
+std::string cli_path() {
+#ifdef LEANSEQ_CLI
+  return LEANSEQ_CLI;
+#else
+  return "";
+#endif
+}
+
 bool running_under_ci() {
   const char* ci = std::getenv("CI");
   if (!ci) return false;
