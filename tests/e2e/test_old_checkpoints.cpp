@@ -12,7 +12,7 @@ using namespace leanseq::test;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kOld = (fs::path(__FILE__).parent_path().parent_path() / "fixtures" / "pre_engine").string();
+const std::string kOld = tests_path("fixtures/pre_engine");
 
 // `leanseq <command> ... -o dir/out.txt` writes what the old binary wrote into old/expected.txt.
 void expect_output_as_before(const std::string& command, const std::string& old, const std::string& dir,

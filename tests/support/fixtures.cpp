@@ -19,6 +19,8 @@ std::string shared_path(const std::string& rel) {
   return std::filesystem::canonical(p).string();
 }
 
+std::string tests_path(const std::string& rel) { return (std::filesystem::path(LEANSEQ_TESTS_DIR) / rel).string(); }
+
 std::string cli_path() {
 #ifdef LEANSEQ_CLI
   return LEANSEQ_CLI;

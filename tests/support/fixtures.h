@@ -11,6 +11,9 @@ namespace leanseq::test {
 // Absolute path of ../shared/<rel>, or "" when it is absent (tests then LEANSEQ_MISSING_SHARED).
 std::string shared_path(const std::string& rel);
 
+// Absolute path of tests/<rel> in the source tree (files kept beside the tests).
+std::string tests_path(const std::string& rel);
+
 // The built `leanseq` executable ("" in a build without the command line).
 std::string cli_path();
 

@@ -232,7 +232,7 @@ TEST(MixedPrecision, CheckpointsKeepTheLossScaleAndOlderOnesHaveNone) {
   EXPECT_EQ(scaled.progress.num_updates, 12);
   // Written before the loss scale was kept: none.
   const auto old = read_checkpoint(
-      (std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures/pre_engine/seq2seq/checkpoint_last.pt").string());
+      test::tests_path("fixtures/pre_engine/seq2seq/checkpoint_last.pt"));
   EXPECT_TRUE(std::isnan(old.progress.loss_scale));
   EXPECT_EQ(old.progress.loss_scale_good_updates, 0);
 }
