@@ -40,7 +40,7 @@ if [ "${1:-}" != --bench-only ]; then
 fi
 [ "${1:-}" = --tests-only ] && exit 0
 A=transformer_iwslt_de_en
-archs=$A,${A}_san,${A}_aan,${A}_san_aan,${A}_san_aan:decoder.average_attention_ffn=false
+archs=$A,${A}_san,${A}_aan,${A}_san_aan,${A}_san_aan:decoder.average_attention_ffn=false,${A}_san_aan:decoder.average_attention_fold=true
 for run in "64 30 640" "64 100 320" "1 30 30"; do
   read -r bs len n <<< "$run"
   build-gpu/bench/leanseq-decode-bench --device cuda --arch "$archs" --length "$len" --beam 5 --batch-size "$bs" \

@@ -166,17 +166,58 @@ TEST(San, AverageAttentionIsTheGatedCumulativeMean) {
   EXPECT_EQ(cache.mean.size(1), 1);
 }
 
+// The folded decoding step ([fc1 ; W_x] and [fc2 ; W_g fc2]) equals the layer's full pass, after
+// unfolded steps of several positions, with the fold turned off, and after a parameter changes.
+TEST(San, TheFoldedAverageAttentionStepEqualsTheFullPass) {
+  torch::manual_seed(3);
+  for (bool fold : {true, false}) {
+    nn::AverageAttention aan(8, 16, 0.0, fold);
+    aan->eval();
+    torch::NoGradGuard g;
+    for (auto& p : aan->parameters()) p.normal_(0.0, 0.5);  // biases too (they start at zero)
+    auto x = torch::randn({3, 7, 8});
+    for (int round = 0; round < 2; ++round) {
+      if (round == 1) aan->gate->weight.mul_(1.5);  // a modified parameter makes new folded weights
+      auto out = aan->forward(x, {});
+      nn::AverageCache cache;
+      int64_t t = 0;
+      for (int64_t n : {2, 1, 1, 3}) {  // a chunk of two, two single steps, a chunk of three
+        auto s = aan->step(x.narrow(1, t, n), {}, cache);
+        EXPECT_LT(max_abs_diff(s, out.narrow(1, t, n)), 1e-5) << fold << " " << round << " t=" << t;
+        if (n == 1) EXPECT_EQ(cache.fc1_mean.defined(), fold) << "the folded step ran (or not)";
+        t += n;
+      }
+      EXPECT_FALSE(cache.fc1_mean.defined()) << "a chunk of several positions drops the folded running product";
+      // Single steps from the start, with a beam reorder half-way.
+      nn::AverageCache single;
+      auto order = torch::tensor({2, 2, 0}, torch::kLong);
+      auto reordered = aan->forward(x.index_select(0, order), {});
+      for (int64_t i = 0; i < 7; ++i) {
+        if (i == 3) {  // as IncrementalState::reorder does
+          single.for_each_tensor([&](torch::Tensor& c) {
+            if (c.defined()) c = c.index_select(0, order);
+          });
+        }
+        auto xi = (i < 3 ? x : x.index_select(0, order)).narrow(1, i, 1);
+        auto s = aan->step(xi, {}, single);
+        EXPECT_LT(max_abs_diff(s, (i < 3 ? out : reordered).narrow(1, i, 1)), 1e-5) << fold << " i=" << i;
+      }
+    }
+  }
+}
+
 TEST(San, IncrementalEqualsFullForwardForEveryVariant) {
   for (const char* arch : {"transformer_tiny_san", "transformer_tiny_aan", "transformer_tiny_san_aan"}) {
     for (bool pre_norm : {false, true}) {
-      for (bool ffn : {false, true}) {
+      for (int ffn = 0; ffn < 3; ++ffn) {  // without, with, with the folded decoding step
         auto cfg = registry().preset_config(arch);
         auto& c = static_cast<TransformerConfig&>(*cfg);
         c.encoder.layers = c.decoder.layers = 3;
         if (!c.decoder.average_attention) c.decoder.self_attn_groups = "0,1-2";
         c.encoder.self_attn_groups = "0-1,2";
         c.decoder.encoder_attn_groups = "0-2";
-        c.decoder.average_attention_ffn = ffn;
+        c.decoder.average_attention_ffn = ffn > 0;
+        c.decoder.average_attention_fold = ffn == 2;
         c.encoder.normalize_before = c.decoder.normalize_before = pre_norm;
         auto model = build_model(*cfg, {30, 30, true});
         for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);

@@ -37,6 +37,8 @@ void TransformerConfig::visit(ConfigVisitor& v) {
           "AAN: cumulative-average attention with gates instead of decoder self-attention");
   v.field("decoder.average_attention_ffn", decoder.average_attention_ffn,
           "AAN: a feed-forward layer (ffn_embed_dim wide) over the average");
+  v.field("decoder.average_attention_fold", decoder.average_attention_fold,
+          "AAN with its FFN: decoding steps compute the gate in the FFN's two products (fewer, larger products; slower on CPUs, docs/san.md)");
   v.field("dropout", dropout, "dropout probability");
   v.field("attention_dropout", attention_dropout, "dropout on attention weights");
   v.field("activation_dropout", activation_dropout, "dropout after the FFN activation");
@@ -111,6 +113,7 @@ nn::TransformerLayerOptions TransformerConfig::side_options(const TransformerSid
   nn::TransformerLayerOptions o;
   o.average_self_attn = side.average_attention;
   o.average_ffn_dim = side.average_attention_ffn ? side.ffn_embed_dim : 0;
+  o.average_fold = side.average_attention_fold;
   o.embed_dim = side.embed_dim;
   o.ffn_dim = side.ffn_embed_dim;
   o.heads = side.attention_heads;

@@ -25,6 +25,7 @@ struct TransformerSideConfig {
   std::string encoder_attn_groups;  // decoder only: SAN blocks of encoder-decoder attention
   bool average_attention = false;   // decoder only: AAN instead of self-attention
   bool average_attention_ffn = true;  // decoder only: the FFN over the average (ffn_embed_dim wide)
+  bool average_attention_fold = false;  // decoder only: decoding steps fold the gate into the FFN's products
   A2Blocks a2;  // A2 double-attention blocks after some layers (causal in the decoder)
 };
 

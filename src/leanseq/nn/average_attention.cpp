@@ -1,13 +1,14 @@
 #include "leanseq/nn/average_attention.h"
 
 #include "leanseq/kernels/aan_gate.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
 namespace leanseq::nn {
 
-AverageAttentionImpl::AverageAttentionImpl(int64_t embed_dim, int64_t ffn_dim, double activation_dropout)
-    : activation_dropout_(activation_dropout) {
+AverageAttentionImpl::AverageAttentionImpl(int64_t embed_dim, int64_t ffn_dim, double activation_dropout, bool fold)
+    : activation_dropout_(activation_dropout), fold_(fold) {
   if (ffn_dim > 0) {
     fc1 = register_module("fc1", make_linear(embed_dim, ffn_dim));
     fc2 = register_module("fc2", make_linear(ffn_dim, embed_dim));
@@ -30,8 +31,40 @@ torch::Tensor AverageAttentionImpl::forward(const torch::Tensor& x, const torch:
   return mix(x, torch::cumsum(x * m, 1) / torch::cumsum(m, 1).clamp_min(1));
 }
 
+bool AverageAttentionImpl::folds() const {
+  return fold_ && fc1 && !is_training() && !torch::GradMode::is_enabled() && !fc1->packed() && !fc2->packed() &&
+         !gate->packed() && fc1->bias.defined() && fc2->bias.defined() && gate->bias.defined();
+}
+
+torch::Tensor AverageAttentionImpl::folded_step(const torch::Tensor& x, AverageCache& cache) {
+  const int64_t C = x.size(-1), F = fc1->weight.size(0);
+  const std::vector<torch::Tensor> params{fc1->weight, fc1->bias, fc2->weight, fc2->bias, gate->weight, gate->bias};
+  std::vector<std::pair<const void*, int64_t>> now;
+  for (const auto& p : params) now.emplace_back(p.data_ptr(), p._version());
+  if (now != folded_.seen) {
+    const auto w_x = gate->weight.narrow(1, 0, C), w_g = gate->weight.narrow(1, C, C);
+    folded_.in_weight = torch::cat({fc1->weight, w_x}).contiguous();
+    folded_.out_weight = torch::cat({fc2->weight, w_g.mm(fc2->weight)}).contiguous();
+    folded_.out_bias = torch::cat({fc2->bias, torch::addmv(gate->bias, w_g, fc2->bias)});
+    folded_.seen = now;
+  }
+  const auto y = kernels::linear(x, folded_.in_weight, {});  // [B, 1, F + 2C]: fc1 x (no bias), W_x x
+  const auto fc1_x = y.narrow(-1, 0, F);
+  if (cache.mean.defined() && !cache.fc1_mean.defined()) {  // the steps before were not folded
+    cache.fc1_mean = kernels::linear(cache.mean, fc1->weight, {});
+  }
+  const double w = 1.0 / static_cast<double>(cache.steps + 1);
+  cache.fc1_mean = cache.fc1_mean.defined() ? torch::lerp(cache.fc1_mean, fc1_x, w) : fc1_x;
+  cache.mean = cache.mean.defined() ? torch::lerp(cache.mean, x, w) : x;
+  cache.steps += 1;
+  const auto out = kernels::linear((cache.fc1_mean + fc1->bias).relu_(), folded_.out_weight, folded_.out_bias);
+  return kernels::aan_gate(out.narrow(-1, C, 2 * C) + y.narrow(-1, F, 2 * C), x, out.narrow(-1, 0, C));
+}
+
 torch::Tensor AverageAttentionImpl::step(const torch::Tensor& x, const torch::Tensor& padding, AverageCache& cache) {
   const int64_t n = x.size(1);
+  if (n == 1 && !padding.defined() && !cache.count.defined() && folds()) return folded_step(x, cache);
+  cache.fc1_mean = torch::Tensor();  // the folded steps' running product is not kept by the others
   if (padding.defined() && !cache.count.defined()) {
     cache.count = torch::full({x.size(0), 1, 1}, static_cast<double>(cache.steps), x.options());
   }

@@ -37,7 +37,8 @@ struct AverageCache {
   torch::Tensor mean;   // [B, 1, C] average of the non-pad inputs so far (0 where none counted)
   int64_t steps = 0;    // positions fed so far
   torch::Tensor count;  // [B, 1, 1] how many of them count, only once a pad was fed
-  template <class F> void for_each_tensor(F&& f) { f(mean), f(count); }
+  torch::Tensor fc1_mean;  // [B, 1, F] fc1's product of that average (no bias), kept by folded steps
+  template <class F> void for_each_tensor(F&& f) { f(mean), f(count), f(fc1_mean); }
 };
 
 // The last input rows of a masked 2D convolution over the (target, source) grid (kernel / 2 of

@@ -19,6 +19,7 @@ class LinearImpl : public torch::nn::LinearImpl, public LowPrecision {
   // compute type is set.
   torch::Tensor forward_relu(const torch::Tensor& input);
   void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight, bias, type); }
+  bool packed() const { return packed_.packed(); }  // a compute type other than float32 is set
 
  private:
   PackedWeight packed_;

@@ -39,7 +39,7 @@ torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const
 
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerLayerOptions& o) : o_(o) {
   if (o.average_self_attn) {
-    avg_attn = register_module("avg_attn", AverageAttention(o.embed_dim, o.average_ffn_dim, o.activation_dropout));
+    avg_attn = register_module("avg_attn", AverageAttention(o.embed_dim, o.average_ffn_dim, o.activation_dropout, o.average_fold));
   } else {
     self_attn = register_module(
         "self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout, !o.reuse_self_attn));

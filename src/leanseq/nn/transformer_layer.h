@@ -26,6 +26,7 @@ struct TransformerLayerOptions {
   // average_ffn_dim inner units (0: none).
   bool average_self_attn = false;
   int64_t average_ffn_dim = 0;
+  bool average_fold = false;  // AverageAttentionImpl's folded decoding step
 };
 
 // What the first layer of a SAN block hands to the later layers of the block during one pass.
