@@ -38,17 +38,14 @@ bool AverageAttentionImpl::folds() const {
 
 torch::Tensor AverageAttentionImpl::folded_step(const torch::Tensor& x, AverageCache& cache) {
   const int64_t C = x.size(-1), F = fc1->weight.size(0);
-  const std::vector<torch::Tensor> params{fc1->weight, fc1->bias, fc2->weight, fc2->bias, gate->weight, gate->bias};
-  std::vector<std::pair<const void*, int64_t>> now;
-  for (const auto& p : params) now.emplace_back(p.data_ptr(), p._version());
-  if (now != folded_.seen) {
-    const auto w_x = gate->weight.narrow(1, 0, C), w_g = gate->weight.narrow(1, C, C);
-    folded_.in_weight = torch::cat({fc1->weight, w_x}).contiguous();
-    folded_.out_weight = torch::cat({fc2->weight, w_g.mm(fc2->weight)}).contiguous();
-    folded_.out_bias = torch::cat({fc2->bias, torch::addmv(gate->bias, w_g, fc2->bias)});
-    folded_.seen = now;
-  }
-  const auto y = kernels::linear(x, folded_.in_weight, {});  // [B, 1, F + 2C]: fc1 x (no bias), W_x x
+  const auto w_x = gate->weight.narrow(1, 0, C), w_g = gate->weight.narrow(1, C, C);
+  const auto in_weight = fold_in_.get({fc1->weight, gate->weight}, [&] { return torch::cat({fc1->weight, w_x}); });
+  const auto out_weight =
+      fold_out_.get({fc2->weight, gate->weight}, [&] { return torch::cat({fc2->weight, w_g.mm(fc2->weight)}); });
+  const auto out_bias = fold_out_bias_.get({fc2->bias, gate->weight, gate->bias}, [&] {
+    return torch::cat({fc2->bias, torch::addmv(gate->bias, w_g, fc2->bias)});
+  });
+  const auto y = kernels::linear(x, in_weight, {});  // [B, 1, F + 2C]: fc1 x (no bias), W_x x
   const auto fc1_x = y.narrow(-1, 0, F);
   if (cache.mean.defined() && !cache.fc1_mean.defined()) {  // the steps before were not folded
     cache.fc1_mean = kernels::linear(cache.mean, fc1->weight, {});
@@ -57,7 +54,7 @@ torch::Tensor AverageAttentionImpl::folded_step(const torch::Tensor& x, AverageC
   cache.fc1_mean = cache.fc1_mean.defined() ? torch::lerp(cache.fc1_mean, fc1_x, w) : fc1_x;
   cache.mean = cache.mean.defined() ? torch::lerp(cache.mean, x, w) : x;
   cache.steps += 1;
-  const auto out = kernels::linear((cache.fc1_mean + fc1->bias).relu_(), folded_.out_weight, folded_.out_bias);
+  const auto out = kernels::linear((cache.fc1_mean + fc1->bias).relu_(), out_weight, out_bias);
   return kernels::aan_gate(out.narrow(-1, C, 2 * C) + y.narrow(-1, F, 2 * C), x, out.narrow(-1, 0, C));
 }
 

@@ -5,9 +5,7 @@
 #pragma once
 #include <torch/torch.h>
 
-#include <utility>
-#include <vector>
-
+#include "leanseq/nn/derived_weight.h"
 #include "leanseq/nn/incremental_state.h"
 #include "leanseq/nn/linear.h"
 
@@ -41,12 +39,7 @@ class AverageAttentionImpl : public torch::nn::Module {
   torch::Tensor folded_step(const torch::Tensor& x, AverageCache& cache);
   double activation_dropout_;
   bool fold_;
-  // The folded weights ([fc1 ; W_x], [fc2 ; W_g fc2] and its bias), made again when a parameter
-  // was modified or replaced since.
-  struct Folded {
-    torch::Tensor in_weight, out_weight, out_bias;
-    std::vector<std::pair<const void*, int64_t>> seen;  // each parameter's storage and version
-  } folded_;
+  DerivedWeight fold_in_, fold_out_, fold_out_bias_;  // [fc1 ; W_x], [fc2 ; W_g fc2] and its bias
 };
 TORCH_MODULE(AverageAttention);
 

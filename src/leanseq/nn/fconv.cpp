@@ -61,7 +61,7 @@ WeightNormLinearImpl::WeightNormLinearImpl(int64_t in, int64_t out, double dropo
 
 torch::Tensor WeightNormLinearImpl::forward(const torch::Tensor& x) {
   if (packed_.packed()) return packed_.forward(x);
-  return kernels::linear(x, normalised_.get(weight_g, weight_v, [&] { return weight(); }), bias);
+  return kernels::linear(x, normalised_.get({weight_g, weight_v}, [&] { return weight(); }), bias);
 }
 
 ConvTBCImpl::ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dropout) : kernel_size_(kernel_size) {
@@ -84,7 +84,7 @@ torch::Tensor ConvTBCImpl::forward(const torch::Tensor& x, int64_t padding_l, in
 
 torch::Tensor ConvTBCImpl::linearized_weight() {
   // [K, Cin, Cout] -> [Cout, K, Cin] -> [Cout, K * Cin]: row o holds the taps oldest first.
-  return linearized_.get(weight_g, weight_v, [&] {
+  return linearized_.get({weight_g, weight_v}, [&] {
     return weight_norm(weight_v, weight_g, 2).permute({2, 0, 1}).reshape({weight_v.size(2), -1});
   });
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/nn/derived_weight.h"
 #include "leanseq/nn/incremental_state.h"
 #include "leanseq/nn/packed_weight.h"
 
@@ -16,27 +17,6 @@ torch::Tensor grad_multiply(const torch::Tensor& x, double scale);
 // weight = weight_g * weight_v / ||weight_v||, the norm over every dimension but `dim`
 // (torch.nn.utils.weight_norm).
 torch::Tensor weight_norm(const torch::Tensor& v, const torch::Tensor& g, int64_t dim);
-
-// A weight computed from weight_g and weight_v. While no gradient is recorded (decoding,
-// validation) it is computed once per version of the two parameters and kept; otherwise on every
-// call, so that the graph reaches the parameters.
-class DerivedWeight {
- public:
-  template <class Compute>
-  torch::Tensor get(const torch::Tensor& g, const torch::Tensor& v, Compute&& compute) {
-    if (torch::GradMode::is_enabled()) return compute();
-    const std::pair<int64_t, int64_t> now{g._version(), v._version()};
-    if (!value_.defined() || now != seen_) {
-      value_ = compute().contiguous();
-      seen_ = now;
-    }
-    return value_;
-  }
-
- private:
-  torch::Tensor value_;
-  std::pair<int64_t, int64_t> seen_{-1, -1};
-};
 
 // fairseq fconv's Linear: weight_v ~ N(0, sqrt((1 - dropout) / in)), weight_g = ||weight_v|| per
 // output row, zero bias. x: [..., in] -> [..., out].
