@@ -1,10 +1,14 @@
 // Checkpoints written by leanseq before its training engine was rewritten (tests/fixtures/pre_engine,
 // made by make.sh there with the binary of commit 2be0550) still decode and classify exactly as that
-// binary did, and training resumes from them.
+// binary did (to float32's precision), and training resumes from them.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "e2e/task.h"
 
@@ -14,14 +18,56 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kOld = tests_path("fixtures/pre_engine");
 
-// `leanseq <command> ... -o dir/out.txt` writes what the old binary wrote into old/expected.txt.
+// The numbers of a tab-separated field, each with the last decimal place it is printed to (a
+// positional score has 4), or nothing for a field that is not all numbers.
+std::vector<std::pair<double, double>> numbers(const std::string& field) {
+  std::istringstream in(field);
+  std::vector<std::pair<double, double>> values;
+  for (std::string word; in >> word;) {
+    char* end = nullptr;
+    const double v = std::strtod(word.c_str(), &end);
+    if (end == word.c_str() || *end != '\0') return {};
+    const auto point = word.find('.');
+    const auto decimals = point == std::string::npos ? 0 : static_cast<int>(word.size() - point - 1);
+    values.emplace_back(v, std::pow(10.0, -decimals));
+  }
+  return values;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::istringstream in(text);
+  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
+  return parts;
+}
+
+// `leanseq <command> ... -o dir/out.txt` writes what the old binary wrote into old/expected.txt: the
+// same lines, words and labels, and the same numbers to float32's precision (1e-5, plus the last
+// decimal place printed: a CPU with other vector instructions than the one that wrote the file
+// rounds the sums of its products otherwise).
 void expect_output_as_before(const std::string& command, const std::string& old, const std::string& dir,
                              const std::string& what) {
   std::string out;
   ASSERT_EQ(run_command(kCli + " " + command + " -o " + dir + "/out.txt", out), 0) << out;
-  const auto expected = read_text(old + "/expected.txt");
+  const auto expected = split(read_text(old + "/expected.txt"), '\n');
+  const auto got = split(read_text(dir + "/out.txt"), '\n');
   ASSERT_FALSE(expected.empty());
-  EXPECT_EQ(read_text(dir + "/out.txt"), expected) << what << " as the old binary wrote";
+  ASSERT_EQ(got.size(), expected.size()) << what << " as the old binary wrote";
+  for (size_t i = 0; i < got.size(); ++i) {
+    const auto want_fields = split(expected[i], '\t'), got_fields = split(got[i], '\t');
+    ASSERT_EQ(got_fields.size(), want_fields.size()) << "line " << i + 1 << ": " << got[i];
+    for (size_t f = 0; f < got_fields.size(); ++f) {
+      const auto want_numbers = numbers(want_fields[f]), got_numbers = numbers(got_fields[f]);
+      if (want_numbers.empty()) {
+        EXPECT_EQ(got_fields[f], want_fields[f]) << what << ", line " << i + 1;
+        continue;
+      }
+      ASSERT_EQ(got_numbers.size(), want_numbers.size()) << what << ", line " << i + 1 << ": " << got[i];
+      for (size_t k = 0; k < got_numbers.size(); ++k)
+        EXPECT_NEAR(got_numbers[k].first, want_numbers[k].first, 1e-5 + want_numbers[k].second)
+            << what << ", line " << i + 1 << ": " << got[i];
+    }
+  }
 }
 
 // `leanseq train <args> --save-dir dir/ck --resume` continues from a copy of old/checkpoint_last.pt
