@@ -50,7 +50,7 @@ double rate(double flops, int rounds, Op&& op) {
 
 // Each shape's float32 product through LibTorch (OpenBLAS); with `low_precision`, also a linear
 // layer's product in int8 (kernels/int8_gemm.h: activations quantized per row, u8 or s8, the
-// oneDNN product and the scaling back; GOP/s) and in bfloat16 (ATen, oneDNN on the CPU).
+// oneDNN product and the scaling back; GOP/s; on AMX also u8 through the GEMM API) and in bfloat16 (ATen, oneDNN on the CPU).
 nlohmann::json measure(int rounds, bool low_precision) {
   using namespace leanseq::kernels;
   nlohmann::json rows = nlohmann::json::array();
@@ -66,6 +66,11 @@ nlohmann::json measure(int rounds, bool low_precision) {
       for (auto [name, act] : {std::pair{"int8_u8_gops", Int8Activations::u8_shifted}, {"int8_s8_gops", Int8Activations::s8},
                                {"int8_split_gops", Int8Activations::u8_split}}) {
         row[name] = rate(flops, rounds, [&, act = act] { int8_linear(a, q, torch::Tensor(), act); });
+      }
+      if (int8_amx_in_use()) {  // int8_u8_gops ran on AMX tiles: the GEMM API's rate beside it
+        use_int8_amx(false);
+        row["int8_u8_gemm_api_gops"] = rate(flops, rounds, [&] { int8_linear(a, q, torch::Tensor()); });
+        use_int8_amx(true);
       }
       auto a16 = a.to(torch::kBFloat16), w16 = w.to(torch::kBFloat16);
       row["bf16_gflops"] = rate(flops, rounds, [&] { torch::linear(a16, w16); });

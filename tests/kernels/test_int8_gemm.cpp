@@ -52,6 +52,30 @@ TEST(Int8Gemm, MatchesTheExactIntegerReference) {
   }
 }
 
+// Where oneDNN multiplies int8 on AMX tiles, its matmul gives the GEMM API's integers, hence the
+// same floats, at every row count (those padded to 16 rows included), with and without a bias, and
+// again from its caches and through a copy of the weight.
+TEST(Int8Gemm, TheAmxMatmulGivesTheGemmsProducts) {
+  if (!int8_amx_available()) GTEST_SKIP() << "oneDNN runs no int8 product on AMX tiles on this CPU";
+  torch::manual_seed(4);
+  const auto w = quantize_weight(torch::randn({200, 96}) * 0.1);
+  const Int8Weight copy = w;
+  const auto bias = torch::randn({200});
+  for (int64_t M : {1, 17, 64, 65, 100, 320, 65}) {
+    auto x = torch::randn({M, 96});
+    for (const auto& b : {bias, torch::Tensor()}) {
+      use_int8_amx(false);
+      auto gemm = int8_linear(x, w, b, Int8Activations::u8_shifted);
+      use_int8_amx(true);
+      ASSERT_TRUE(int8_amx_in_use());
+      auto amx = int8_linear(x, M == 65 ? copy : w, b, Int8Activations::u8_shifted);
+      ASSERT_EQ(amx.sizes(), gemm.sizes());
+      EXPECT_TRUE(torch::equal(amx, gemm)) << M << " rows, largest difference " << (amx - gemm).abs().max().item<float>();
+    }
+  }
+  EXPECT_NE(int8_products_summary().find("AMX"), std::string::npos) << int8_products_summary();
+}
+
 // The form is chosen by the CPU: one product with VNNI (either kind), the split form without.
 TEST(Int8Gemm, CpusWithoutVnniUseTheSplitForm) {
   leanseq::CpuVectorSupport cpu;

@@ -5,6 +5,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/int8_gemm.h"
 
 namespace leanseq::cli {
 
@@ -51,7 +52,8 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
 void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device) {
   const auto resolved = runtime::set_compute_type(lt, f.compute_type, device);
   if (!resolved.notice.empty()) log::warn(resolved.notice);
-  log::info("compute type " + kernels::compute_type_name(resolved.type));
+  const bool int8 = resolved.type == kernels::ComputeType::int8;
+  log::info("compute type " + kernels::compute_type_name(resolved.type) + (int8 ? " (" + kernels::int8_products_summary() + ")" : ""));
 }
 
 void check_decoding_flags(DecodingFlags& f) {

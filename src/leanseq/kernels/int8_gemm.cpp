@@ -2,11 +2,17 @@
 
 #ifdef LEANSEQ_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include <atomic>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "leanseq/kernels/parallel.h"
 
@@ -14,50 +20,81 @@ namespace leanseq::kernels {
 
 namespace {
 
+// The row loops below are compiled for AVX2 besides the baseline (chosen when the program starts):
+// the baseline has no vector rounding, and they would call the C library per element.
+#define LEANSEQ_CLONES __attribute__((target_clones("avx2", "default")))
+
 // The symmetric int8 scale of a row of K floats: max |r| / 127 (1 for an all-zero row).
-float row_scale(const float* r, int64_t K) {
+inline float row_scale(const float* r, int64_t K) {
   float amax = 0.f;
 #pragma omp simd reduction(max : amax)
   for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(r[k]));
   return amax > 0.f ? amax / 127.f : 1.f;
 }
 
+// One row quantized: o[k] = round(r[k] / s) + shift; returns s.
+template <class Out>
+inline float quantize_row(const float* __restrict r, int64_t K, Out* __restrict o, int shift) {
+  const float s = row_scale(r, K), inv = 1.f / s;
+#pragma omp simd
+  for (int64_t k = 0; k < K; ++k) o[k] = static_cast<Out>(static_cast<int>(std::nearbyint(r[k] * inv)) + shift);
+  return s;
+}
+LEANSEQ_CLONES float quantize_row_u8(const float* r, int64_t K, uint8_t* o, int shift) { return quantize_row(r, K, o, shift); }
+LEANSEQ_CLONES float quantize_row_s8(const float* r, int64_t K, int8_t* o, int shift) { return quantize_row(r, K, o, shift); }
+float quantize_row_any(const float* r, int64_t K, uint8_t* o, int shift) { return quantize_row_u8(r, K, o, shift); }
+float quantize_row_any(const float* r, int64_t K, int8_t* o, int shift) { return quantize_row_s8(r, K, o, shift); }
+
 // Per-row symmetric quantization of a [M, K] float matrix: writes the int8 values (shifted by
-// `shift`, 0 or 128, into the same bytes) and returns nothing; scale[m] = max|x[m]| / 127.
+// `shift`, 0 or 128, into the same bytes); scale[m] = max|x[m]| / 127.
 template <class Out>
 void quantize_rows(const float* x, int64_t M, int64_t K, Out* q, float* scale, int shift) {
   auto rows = [&](int, int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      const float* r = x + m * K;
-      const float s = row_scale(r, K), inv = 1.f / s;
-      Out* o = q + m * K;
-#pragma omp simd
-      for (int64_t k = 0; k < K; ++k) o[k] = static_cast<Out>(static_cast<int>(std::nearbyint(r[k] * inv)) + shift);
-      scale[m] = s;
-    }
+    for (int64_t m = begin; m < end; ++m) scale[m] = quantize_row_any(x + m * K, K, q + m * K, shift);
   };
   parallel_chunks(M, workers_for(M * K, 1 << 16), rows);
 }
 
-// The u8_split form of a [M, K] float matrix: per row q = round(x / s) in [-127, 127] (s =
-// max|x| / 127), written as hi = (q >> 1) + 64 in [0, 127] and lo = q & 1.
+// One row of the u8_split form: q = round(r / s) in [-127, 127] as hi = (q >> 1) + 64 in [0, 127]
+// and lo = q & 1; returns s.
+LEANSEQ_CLONES float quantize_row_split(const float* __restrict r, int64_t K, uint8_t* __restrict h,
+                                        uint8_t* __restrict l) {
+  const float s = row_scale(r, K), inv = 1.f / s;
+#pragma omp simd
+  for (int64_t k = 0; k < K; ++k) {
+    const int q = static_cast<int>(std::nearbyint(r[k] * inv));
+    h[k] = static_cast<uint8_t>((q >> 1) + 64);  // arithmetic shift: floor(q / 2)
+    l[k] = static_cast<uint8_t>(q & 1);
+  }
+  return s;
+}
+
+// The u8_split form of a [M, K] float matrix, row by row.
 void quantize_rows_split(const float* x, int64_t M, int64_t K, uint8_t* hi, uint8_t* lo, float* scale) {
   auto rows = [&](int, int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      const float* r = x + m * K;
-      const float s = row_scale(r, K), inv = 1.f / s;
-      uint8_t* h = hi + m * K;
-      uint8_t* l = lo + m * K;
-#pragma omp simd
-      for (int64_t k = 0; k < K; ++k) {
-        const int q = static_cast<int>(std::nearbyint(r[k] * inv));
-        h[k] = static_cast<uint8_t>((q >> 1) + 64);  // arithmetic shift: floor(q / 2)
-        l[k] = static_cast<uint8_t>(q & 1);
-      }
-      scale[m] = s;
-    }
+    for (int64_t m = begin; m < end; ++m) scale[m] = quantize_row_split(x + m * K, K, hi + m * K, lo + m * K);
   };
   parallel_chunks(M, workers_for(M * K, 1 << 16), rows);
+}
+
+// One output row back in float32: o[n] = (acc[n] + offset[n]) * s * ws[n] + bias[n], where the
+// column offset and the bias may be absent (nullptr).
+LEANSEQ_CLONES void scale_row(const int32_t* __restrict acc, const int32_t* __restrict offset, float s,
+                              const float* __restrict ws, const float* __restrict bias, float* __restrict o,
+                              int64_t N) {
+  if (offset && bias) {
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n] + offset[n]) * (s * ws[n]) + bias[n];
+  } else if (offset) {
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n] + offset[n]) * (s * ws[n]);
+  } else if (bias) {
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n]) * (s * ws[n]) + bias[n];
+  } else {
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n]) * (s * ws[n]);
+  }
 }
 
 #ifdef LEANSEQ_WITH_DNNL
@@ -71,6 +108,105 @@ torch::Tensor check_weight(const torch::Tensor& weight) {
   return weight.detach().to(torch::kCPU, torch::kFloat).contiguous();
 }
 
+#ifdef LEANSEQ_WITH_DNNL
+// oneDNN's int8 matmul for [M, K] u8 activations and a [K, N] s8 weight into [M, N] s32, with the
+// weight in whatever layout the primitive asks for.
+struct AmxMatmul {
+  dnnl::matmul primitive;
+  dnnl::memory::desc weights;
+};
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::matmul::primitive_desc amx_primitive_desc(int64_t M, int64_t K, int64_t N) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const dnnl::memory::desc src({M, K}, dt::u8, tag::ab), weights({K, N}, dt::s8, tag::any), dst({M, N}, dt::s32, tag::ab);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), cpu_engine());
+}
+
+// The primitive for M rows (already rounded), made once per shape; the cache is emptied when it
+// holds 512, which a translation run does not reach.
+std::shared_ptr<const AmxMatmul> amx_matmul(int64_t M, int64_t K, int64_t N) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const AmxMatmul>> cache;
+  const auto key = std::make_tuple(M, K, N);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  const auto pd = amx_primitive_desc(M, K, N);
+  auto made = std::make_shared<const AmxMatmul>(AmxMatmul{dnnl::matmul(pd), pd.weights_desc()});
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() >= 512) cache.clear();
+  return cache.emplace(key, made).first->second;
+}
+
+// Rows the primitive is made for: M up to 64, then M rounded up to a multiple of 16.
+int64_t amx_rows(int64_t M) { return M <= 64 ? M : (M + 15) / 16 * 16; }
+
+bool probe_amx() {
+  try {
+    return std::string(amx_primitive_desc(64, 256, 256).impl_info_str()).find("amx") != std::string::npos;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::atomic<bool> amx_wanted{true};
+#endif
+
+}  // namespace
+
+// The packed weight: its layout (that of the primitives made for it) and the memory in it.
+struct Int8Packed {
+#ifdef LEANSEQ_WITH_DNNL
+  std::once_flag once;
+  dnnl::memory weights;
+#endif
+};
+
+namespace {
+
+#ifdef LEANSEQ_WITH_DNNL
+// The weight reordered into `layout` once; an empty memory when a later primitive wants another
+// layout (int8_linear then takes the GEMM API).
+const dnnl::memory* packed_weight(const Int8Weight& w, const dnnl::memory::desc& layout) {
+  Int8Packed& p = *w.packed;
+  std::call_once(p.once, [&] {
+    using dt = dnnl::memory::data_type;
+    const int64_t N = w.out_features(), K = w.in_features();
+    dnnl::memory plain({{K, N}, dt::s8, dnnl::memory::format_tag::ba}, cpu_engine(), w.q.data_ptr<int8_t>());
+    p.weights = dnnl::memory(layout, cpu_engine());
+    dnnl::stream stream(cpu_engine());
+    dnnl::reorder(plain, p.weights).execute(stream, plain, p.weights);
+    stream.wait();
+  });
+  return p.weights.get_desc() == layout ? &p.weights : nullptr;
+}
+
+// acc[:M] = xq w^T on AMX (M rows of xq, which has room for amx_rows(M)); false when the weight's
+// layout does not fit the primitive.
+bool amx_product(torch::Tensor& xq, int64_t M, const Int8Weight& w, torch::Tensor& acc) {
+  const int64_t K = w.in_features(), N = w.out_features(), rows = amx_rows(M);
+  const auto mm = amx_matmul(rows, K, N);
+  const dnnl::memory* weights = packed_weight(w, mm->weights);
+  if (!weights) return false;
+  if (rows > M) xq.narrow(0, M, rows - M).fill_(128);  // the padding rows: zeros once shifted
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  dnnl::memory src({{rows, K}, dt::u8, tag::ab}, cpu_engine(), xq.data_ptr<uint8_t>());
+  dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, cpu_engine(), acc.data_ptr<int32_t>());
+  dnnl::stream stream(cpu_engine());
+  mm->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}});
+  stream.wait();
+  return true;
+}
+#endif
+
 }  // namespace
 
 Int8Activations default_int8_activations(const CpuVectorSupport& cpu) {
@@ -80,6 +216,39 @@ Int8Activations default_int8_activations(const CpuVectorSupport& cpu) {
 Int8Activations default_int8_activations() {
   static const Int8Activations form = default_int8_activations(detect_cpu_vector_support());
   return form;
+}
+
+bool int8_amx_available() {
+#ifdef LEANSEQ_WITH_DNNL
+  static const bool available = probe_amx();
+  return available;
+#else
+  return false;
+#endif
+}
+
+bool int8_amx_in_use() {
+#ifdef LEANSEQ_WITH_DNNL
+  return amx_wanted.load() && int8_amx_available();
+#else
+  return false;
+#endif
+}
+
+void use_int8_amx(bool on) {
+#ifdef LEANSEQ_WITH_DNNL
+  amx_wanted.store(on);
+#else
+  (void)on;
+#endif
+}
+
+std::string int8_products_summary() {
+  if (!int8_gemm_available()) return "no int8 products (a build without oneDNN)";
+  if (int8_amx_in_use()) return "int8 products: oneDNN matmul on AMX tiles";
+  return default_int8_activations() == Int8Activations::u8_split
+             ? "int8 products: oneDNN GEMM, activations split in two (no VNNI on this CPU)"
+             : "int8 products: oneDNN GEMM (VNNI)";
 }
 
 bool int8_gemm_available() {
@@ -108,6 +277,7 @@ Int8Weight int8_weight_from(torch::Tensor q, torch::Tensor scale) {
   w.q = q.to(torch::kCPU).contiguous();
   w.scale = scale.to(torch::kCPU, torch::kFloat).contiguous();
   w.compensation = (w.q.sum(1, false, torch::kInt) * -128).to(torch::kInt).contiguous();
+  w.packed = std::make_shared<Int8Packed>();
   return w;
 }
 
@@ -129,15 +299,21 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
   throw std::runtime_error("int8 products need oneDNN, which this build lacks");
 #else
   auto xscale = torch::empty({M}, torch::kFloat);
-  auto acc = torch::empty({M, N}, torch::kInt);
+  const bool amx = act == Int8Activations::u8_shifted && int8_amx_in_use() && w.packed;
+  auto acc = torch::empty({amx ? amx_rows(M) : M, N}, torch::kInt);
   const int8_t* wq = w.q.data_ptr<int8_t>();
+  const int32_t* column_offset = nullptr;  // added while scaling back (the AMX product's compensation)
   if (act == Int8Activations::u8_shifted) {
-    auto xq = torch::empty({M, K}, torch::kByte);
+    auto xq = torch::empty({amx ? amx_rows(M) : M, K}, torch::kByte);
     quantize_rows(in.data_ptr<float>(), M, K, xq.data_ptr<uint8_t>(), xscale.data_ptr<float>(), 128);
     // acc = xq * w^T + compensation[n] (per column): (x_s8 + 128) w = x_s8 w + 128 sum_k w.
-    check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
-                            acc.data_ptr<int32_t>(), N, w.compensation.data_ptr<int32_t>()),
-          "u8s8s32 GEMM");
+    if (amx && amx_product(xq, M, w, acc)) {
+      column_offset = w.compensation.data_ptr<int32_t>();
+    } else {
+      check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
+                              acc.data_ptr<int32_t>(), N, w.compensation.data_ptr<int32_t>()),
+            "u8s8s32 GEMM");
+    }
   } else if (act == Int8Activations::u8_split) {
     auto hi = torch::empty({M, K}, torch::kByte), lo = torch::empty({M, K}, torch::kByte);
     quantize_rows_split(in.data_ptr<float>(), M, K, hi.data_ptr<uint8_t>(), lo.data_ptr<uint8_t>(),
@@ -169,18 +345,7 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   float* o = out.data_ptr<float>();
   auto rows = [&](int, int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      const float s = xs[m];
-      const int32_t* ar = a + m * N;
-      float* orow = o + m * N;
-      if (bp) {
-#pragma omp simd
-        for (int64_t n = 0; n < N; ++n) orow[n] = static_cast<float>(ar[n]) * (s * ws[n]) + bp[n];
-      } else {
-#pragma omp simd
-        for (int64_t n = 0; n < N; ++n) orow[n] = static_cast<float>(ar[n]) * (s * ws[n]);
-      }
-    }
+    for (int64_t m = begin; m < end; ++m) scale_row(a + m * N, column_offset, xs[m], ws, bp, o + m * N, N);
   };
   parallel_chunks(M, workers_for(M * N, 1 << 16), rows);
   return out.view(sizes);

@@ -1,10 +1,13 @@
 // Linear layers in 8-bit integers: weights quantized once per output row (symmetric, int8, a
 // float scale per row), activations quantized per row as they arrive, the integer product done by
-// oneDNN's u8 x s8 -> s32 GEMM (AVX-512 VNNI where the CPU has it) and scaled back to float32 in
-// one pass with the bias. This front end is the only code that sees oneDNN; the reference path
+// oneDNN's u8 x s8 -> s32 product (its matmul primitive on AMX tiles where the CPU has them, its
+// GEMM with AVX-512 VNNI otherwise) and scaled back to float32 in one pass with the bias. This front end is the only code that sees oneDNN; the reference path
 // computes the same quantized product exactly with ATen (in float64), for tests.
 #pragma once
 #include <torch/torch.h>
+
+#include <memory>
+#include <string>
 
 #include "leanseq/core/blas.h"
 
@@ -13,11 +16,15 @@ namespace leanseq::kernels {
 // Whether this build has oneDNN (int8_linear throws otherwise).
 bool int8_gemm_available();
 
+// The weight in the layout of oneDNN's AMX matmul, packed at its first use there (int8_gemm.cpp).
+struct Int8Packed;
+
 // A [N, K] float weight as int8: w[n, k] ~ q[n, k] * scale[n], scale[n] = max_k |w[n, k]| / 127.
 struct Int8Weight {
   torch::Tensor q;             // [N, K] int8, contiguous
   torch::Tensor scale;         // [N] float32
   torch::Tensor compensation;  // [N] int32: -128 * sum_k q[n, k], for activations shifted to u8
+  std::shared_ptr<Int8Packed> packed;  // shared by copies; filled when the AMX matmul first runs
   int64_t out_features() const { return q.size(0); }
   int64_t in_features() const { return q.size(1); }
 };
@@ -46,6 +53,18 @@ enum class Int8Activations { u8_shifted, s8, u8_split };
 Int8Activations default_int8_activations(const CpuVectorSupport& cpu);
 // The same for this CPU (detected once).
 Int8Activations default_int8_activations();
+
+// Where oneDNN runs its int8 matmul primitive on AMX tiles (Sapphire Rapids and later; probed once),
+// int8_linear's u8_shifted products go through it: 3-5x its GEMM API on one core (which has no AMX
+// kernel in oneDNN 2.6; `leanseq-gemm-bench --low-precision`). The primitive is made per row count,
+// rounded up to 16 rows past 64 so that a decoding run needs few of them, and cached.
+bool int8_amx_available();
+// Whether int8_linear uses it now (available, and not turned off); use_int8_amx(false) keeps the
+// GEMM API, for tests and benchmarks that compare the two in one process.
+bool int8_amx_in_use();
+void use_int8_amx(bool on);
+// One line for logs: the oneDNN product int8_linear runs.
+std::string int8_products_summary();
 
 // x [..., K] float32 times the weight's transpose, plus `bias` ([N] or undefined): [..., N] float32.
 torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias,
