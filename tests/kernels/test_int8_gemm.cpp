@@ -129,9 +129,15 @@ TEST(ComputeType, FallsBackWhenTheCpuLacksTheInstructions) {
   CpuVectorSupport full;
   full.avx = full.avx2 = full.fma = full.avx512f = full.avx512bw = full.avx512vl = full.avx512dq = true;
   full.avx512vnni = full.avx512bf16 = true;
-  // auto: bfloat16 where the CPU multiplies it natively (the fastest measured), else int8 where it
-  // has VNNI, else float32.
-  auto r = resolve_compute_type(ComputeTypeRequest::auto_, false, full, true);
+  // auto: int8 on AMX tiles, else bfloat16 where the CPU multiplies it natively, else int8 where it
+  // has VNNI, else float32 (the order measured in docs/fast.md).
+  auto amx = full;
+  amx.amx_int8 = true;
+  auto r = resolve_compute_type(ComputeTypeRequest::auto_, false, amx, true);
+  EXPECT_EQ(r.type, ComputeType::int8);
+  EXPECT_EQ(r.notice, "");
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, amx, false).type, ComputeType::bfloat16);
+  r = resolve_compute_type(ComputeTypeRequest::auto_, false, full, true);
   EXPECT_EQ(r.type, ComputeType::bfloat16);
   EXPECT_EQ(r.notice, "");
   auto no_bf16 = full;

@@ -71,6 +71,7 @@ CpuVectorSupport detect_cpu_vector_support() {
   s.avx512vnni = __builtin_cpu_supports("avx512vnni");
   s.avx512bf16 = __builtin_cpu_supports("avx512bf16");
   s.avxvnni = __builtin_cpu_supports("avxvnni");
+  s.amx_int8 = __builtin_cpu_supports("amx-int8");
 #endif
   return s;
 }

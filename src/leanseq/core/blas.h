@@ -19,6 +19,7 @@ struct CpuVectorSupport {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512cd = false;
   bool avx512vnni = false, avx512bf16 = false;  // 8-bit dot products, bf16 dot products
   bool avxvnni = false;                         // 8-bit dot products on 256-bit registers (AVX-VNNI)
+  bool amx_int8 = false;                        // 8-bit products on AMX tiles (enabled by the OS)
 };
 CpuVectorSupport detect_cpu_vector_support();
 
