@@ -1,7 +1,7 @@
 #include "leanseq/kernels/batched_matmul.h"
 
 #ifdef LEANSEQ_WITH_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "leanseq/kernels/onednn_engine.h"
 #endif
 
 namespace leanseq::kernels {
@@ -35,7 +35,7 @@ dnnl::memory::desc describe(const torch::Tensor& t) {
 // c = a b through one oneDNN matmul (its primitive cache keeps the compiled kernel of each shape);
 // ATen's product where oneDNN has no implementation for the layouts.
 torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b) {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const dnnl::engine& engine = onednn_cpu_engine();
   auto sizes = a.sizes().vec();
   sizes.back() = b.size(-1);
   auto c = torch::empty(sizes, a.options());

@@ -3,7 +3,7 @@
 #ifdef LEANSEQ_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "leanseq/kernels/onednn_engine.h"
 #endif
 
 #include <atomic>
@@ -116,16 +116,11 @@ struct AmxMatmul {
   dnnl::memory::desc weights;
 };
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 dnnl::matmul::primitive_desc amx_primitive_desc(int64_t M, int64_t K, int64_t N) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const dnnl::memory::desc src({M, K}, dt::u8, tag::ab), weights({K, N}, dt::s8, tag::any), dst({M, N}, dt::s32, tag::ab);
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), cpu_engine());
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), onednn_cpu_engine());
 }
 
 // The primitive for M rows (already rounded), made once per shape; the cache is emptied when it
@@ -155,9 +150,11 @@ bool probe_amx() {
     return false;
   }
 }
+#else
+bool probe_amx() { return false; }
+#endif
 
 std::atomic<bool> amx_wanted{true};
-#endif
 
 }  // namespace
 
@@ -179,28 +176,28 @@ const dnnl::memory* packed_weight(const Int8Weight& w, const dnnl::memory::desc&
   std::call_once(p.once, [&] {
     using dt = dnnl::memory::data_type;
     const int64_t N = w.out_features(), K = w.in_features();
-    dnnl::memory plain({{K, N}, dt::s8, dnnl::memory::format_tag::ba}, cpu_engine(), w.q.data_ptr<int8_t>());
-    p.weights = dnnl::memory(layout, cpu_engine());
-    dnnl::stream stream(cpu_engine());
+    dnnl::memory plain({{K, N}, dt::s8, dnnl::memory::format_tag::ba}, onednn_cpu_engine(), w.q.data_ptr<int8_t>());
+    p.weights = dnnl::memory(layout, onednn_cpu_engine());
+    dnnl::stream stream(onednn_cpu_engine());
     dnnl::reorder(plain, p.weights).execute(stream, plain, p.weights);
     stream.wait();
   });
   return p.weights.get_desc() == layout ? &p.weights : nullptr;
 }
 
-// acc[:M] = xq w^T on AMX (M rows of xq, which has room for amx_rows(M)); false when the weight's
+// acc[:M] = xq w^T on AMX (M rows of xq, which has rows = amx_rows(M)); false when the weight's
 // layout does not fit the primitive.
-bool amx_product(torch::Tensor& xq, int64_t M, const Int8Weight& w, torch::Tensor& acc) {
-  const int64_t K = w.in_features(), N = w.out_features(), rows = amx_rows(M);
+bool amx_product(torch::Tensor& xq, int64_t M, int64_t rows, const Int8Weight& w, torch::Tensor& acc) {
+  const int64_t K = w.in_features(), N = w.out_features();
   const auto mm = amx_matmul(rows, K, N);
   const dnnl::memory* weights = packed_weight(w, mm->weights);
   if (!weights) return false;
   if (rows > M) xq.narrow(0, M, rows - M).fill_(128);  // the padding rows: zeros once shifted
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
-  dnnl::memory src({{rows, K}, dt::u8, tag::ab}, cpu_engine(), xq.data_ptr<uint8_t>());
-  dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, cpu_engine(), acc.data_ptr<int32_t>());
-  dnnl::stream stream(cpu_engine());
+  dnnl::memory src({{rows, K}, dt::u8, tag::ab}, onednn_cpu_engine(), xq.data_ptr<uint8_t>());
+  dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, onednn_cpu_engine(), acc.data_ptr<int32_t>());
+  dnnl::stream stream(onednn_cpu_engine());
   mm->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}});
   stream.wait();
   return true;
@@ -219,29 +216,13 @@ Int8Activations default_int8_activations() {
 }
 
 bool int8_amx_available() {
-#ifdef LEANSEQ_WITH_DNNL
   static const bool available = probe_amx();
   return available;
-#else
-  return false;
-#endif
 }
 
-bool int8_amx_in_use() {
-#ifdef LEANSEQ_WITH_DNNL
-  return amx_wanted.load() && int8_amx_available();
-#else
-  return false;
-#endif
-}
+bool int8_amx_in_use() { return amx_wanted.load() && int8_amx_available(); }
 
-void use_int8_amx(bool on) {
-#ifdef LEANSEQ_WITH_DNNL
-  amx_wanted.store(on);
-#else
-  (void)on;
-#endif
-}
+void use_int8_amx(bool on) { amx_wanted.store(on); }
 
 std::string int8_products_summary() {
   if (!int8_gemm_available()) return "no int8 products (a build without oneDNN)";
@@ -300,14 +281,15 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
 #else
   auto xscale = torch::empty({M}, torch::kFloat);
   const bool amx = act == Int8Activations::u8_shifted && int8_amx_in_use() && w.packed;
-  auto acc = torch::empty({amx ? amx_rows(M) : M, N}, torch::kInt);
+  const int64_t acc_rows = amx ? amx_rows(M) : M;  // the AMX primitive's rows, padding included
+  auto acc = torch::empty({acc_rows, N}, torch::kInt);
   const int8_t* wq = w.q.data_ptr<int8_t>();
   const int32_t* column_offset = nullptr;  // added while scaling back (the AMX product's compensation)
   if (act == Int8Activations::u8_shifted) {
-    auto xq = torch::empty({amx ? amx_rows(M) : M, K}, torch::kByte);
+    auto xq = torch::empty({acc_rows, K}, torch::kByte);
     quantize_rows(in.data_ptr<float>(), M, K, xq.data_ptr<uint8_t>(), xscale.data_ptr<float>(), 128);
     // acc = xq * w^T + compensation[n] (per column): (x_s8 + 128) w = x_s8 w + 128 sum_k w.
-    if (amx && amx_product(xq, M, w, acc)) {
+    if (amx && amx_product(xq, M, acc_rows, w, acc)) {
       column_offset = w.compensation.data_ptr<int32_t>();
     } else {
       check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
