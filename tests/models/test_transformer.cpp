@@ -8,7 +8,9 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/models/transformer.h"
+#include "leanseq/nn/attention.h"
 #include "leanseq/nn/embeddings.h"
+#include "leanseq/nn/incremental_state.h"
 #include "leanseq/nn/linear.h"
 #include "support/fairseq_models.h"
 #include "support/model_checks.h"
@@ -117,4 +119,68 @@ TEST(Positions, SinusoidalMatchesFairseq) {
     EXPECT_LT(test::max_abs_diff(pe(tokens), fx.outputs["embeddings"]), 1e-6);
     EXPECT_LT(test::max_abs_diff(pe->at_steps(0, 6, 1).squeeze(0), fx.outputs["incremental_embeddings"]), 1e-6);
   }
+}
+
+// The self-attention cache appends into a buffer with room to spare: after appends of one and
+// several positions, growth past the room, and reorders that repeat and drop rows, it holds what
+// torch::cat and index_select would, bit for bit.
+TEST(IncrementalState, AppendBufferHoldsWhatCatAndIndexSelectWould) {
+  torch::manual_seed(31);
+  nn::AppendBuffer buffer;
+  torch::Tensor expected;
+  const std::vector<std::pair<int64_t, std::vector<int64_t>>> steps = {
+      {1, {}}, {3, {1, 1, 0, 2}}, {1, {}}, {1, {3, 2}}, {6, {}}, {1, {0, 0, 1}}, {9, {}}};
+  int64_t rows = 3;
+  for (const auto& [n, order] : steps) {
+    auto x = torch::randn({rows, 2, n, 5});
+    buffer.append(x);
+    expected = expected.defined() ? torch::cat({expected, x}, 2) : x;
+    ASSERT_TRUE(torch::equal(buffer.tensor(), expected)) << "after appending " << n;
+    if (!order.empty()) {
+      auto o = torch::tensor(order, torch::kLong);
+      buffer.reorder(o);
+      expected = expected.index_select(0, o);
+      rows = static_cast<int64_t>(order.size());
+      ASSERT_TRUE(torch::equal(buffer.tensor(), expected)) << "after a reorder";
+    }
+  }
+  EXPECT_EQ(buffer.length(), 22);
+}
+
+// Encoder-decoder attention keeps one copy of a source's keys and values for the rows that decode
+// it (a sentence's beams): the same results as one copy per row, also after a reorder that drops a
+// sentence (the groups stay) and one that breaks the groups (one copy per row from then on).
+TEST(IncrementalState, StaticAttentionKeepsOneCopyPerSourceForItsRows) {
+  torch::manual_seed(32);
+  torch::NoGradGuard no_grad;
+  nn::MultiheadAttention att(16, 4, 0.0, true);
+  att->eval();
+  auto memory = torch::randn({3, 5, 16}).repeat_interleave(2, 0);  // 3 sources, 2 rows each
+  auto padding = torch::zeros({6, 5}, torch::kBool);
+  padding.narrow(0, 2, 2).select(1, 4).fill_(true);  // the second source is a token shorter
+  nn::IncrementalState grouped, per_row;
+  grouped.rows_per_source = 2;
+  auto step = [&](nn::IncrementalState& state, const torch::Tensor& q) {
+    return att->step_static(q, memory, padding, state.get<nn::StaticAttentionCache>("a"), true);
+  };
+  auto check = [&](int64_t rows, const char* when) {
+    auto q = torch::randn({rows, 1, 16});
+    auto a = step(grouped, q), b = step(per_row, q);
+    EXPECT_TRUE(torch::allclose(a.out, b.out, 1e-6, 1e-6)) << when;
+    EXPECT_TRUE(torch::allclose(a.weights, b.weights, 1e-6, 1e-6)) << when;
+  };
+  check(6, "first step");
+  const auto& cache = grouped.get<nn::StaticAttentionCache>("a");
+  EXPECT_EQ(cache.k.size(0), 3);
+  EXPECT_EQ(cache.mask.size(0), 3);
+  for (auto* s : {&grouped, &per_row}) s->reorder(torch::tensor({5, 4, 4, 5, 0, 1}, torch::kLong), true);
+  check(6, "within sentences");
+  for (auto* s : {&grouped, &per_row}) s->reorder(torch::tensor({4, 5, 0, 0}, torch::kLong), false);
+  EXPECT_EQ(cache.k.size(0), 2) << "the third and first sources stay, once each";
+  EXPECT_EQ(cache.rows, 2);
+  check(4, "after a sentence was dropped");
+  for (auto* s : {&grouped, &per_row}) s->reorder(torch::tensor({0, 3, 2}, torch::kLong), false);
+  EXPECT_EQ(cache.rows, 1) << "rows that are not grouped by source get a copy each";
+  EXPECT_EQ(cache.k.size(0), 3);
+  check(3, "after the groups broke");
 }

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "leanseq/kernels/beam_topk.h"
+#include "leanseq/kernels/log_softmax.h"
+
 namespace leanseq::decode {
 
 namespace {
@@ -138,13 +141,13 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
           lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);
     } else {
       auto lp = lprobs.view({groups, beam, vocab});
+      torch::Tensor prev;  // each row's score so far, added to its log-probabilities
       if (step == 0) {
         lp = lp.narrow(1, 0, 1);  // all beams are identical: expand only the first
       } else {
-        lp = lp + scores.select(1, step - 1).view({groups, beam, 1}).to(lp.device());
+        prev = scores.select(1, step - 1).view({groups, beam});
       }
-      auto flat = lp.reshape({groups, -1});
-      auto top = flat.topk(std::min<int64_t>(2 * beam, flat.size(1) - 1), 1);
+      auto top = kernels::beam_topk(lp, prev, std::min<int64_t>(2 * beam, lp.size(1) * vocab - 1));
       cand_scores = std::get<0>(top).cpu().contiguous();
       cand_idx = std::get<1>(top).cpu().contiguous();
     }
@@ -229,6 +232,7 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
                     .repeat_interleave(beam);
   enc_.reorder(expand);
   state_ = model.init_state(enc_);
+  state_.rows_per_source = beam;  // the rows of enc_ come in groups of beam copies of one source
 }
 
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
@@ -238,7 +242,7 @@ torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Te
 }
 
 torch::Tensor log_probs(const torch::Tensor& logits, double temperature) {
-  return torch::log_softmax(temperature != 1.0 ? logits / temperature : logits, -1, torch::kFloat);
+  return kernels::log_softmax(temperature != 1.0 ? logits / temperature : logits);
 }
 
 torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {

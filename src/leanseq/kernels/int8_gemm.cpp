@@ -20,9 +20,9 @@ namespace leanseq::kernels {
 
 namespace {
 
-// The row loops below are compiled for AVX2 besides the baseline (chosen when the program starts):
+// The row loops below are compiled for AVX-512 and AVX2 besides the baseline (chosen when the program starts):
 // the baseline has no vector rounding, and they would call the C library per element.
-#define LEANSEQ_CLONES __attribute__((target_clones("avx2", "default")))
+#define LEANSEQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 // The symmetric int8 scale of a row of K floats: max |r| / 127 (1 for an all-zero row).
 inline float row_scale(const float* r, int64_t K) {

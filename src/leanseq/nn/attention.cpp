@@ -66,9 +66,8 @@ AttentionResult MultiheadAttentionImpl::forward_with(const torch::Tensor& key_va
 }
 
 torch::Tensor MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAttentionCache& cache) {
-  auto v = split_heads(v_proj(query));
-  cache.v = cache.v.defined() ? torch::cat({cache.v, v}, 2) : v;
-  return cache.v;
+  cache.v.append(split_heads(v_proj(query)));
+  return cache.v.tensor();
 }
 
 AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& query, const torch::Tensor& probs,
@@ -96,8 +95,8 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
                                                   SelfAttentionCache& cache, bool need_weights) {
   auto q = split_heads(q_proj(query) * scaling_);
   auto k = split_heads(k_proj(query));
-  const int64_t past = cache.k.defined() ? cache.k.size(2) : 0;
-  cache.k = past ? torch::cat({cache.k, k}, 2) : k;
+  const int64_t past = cache.k.length();
+  cache.k.append(k);
   append_values(query, cache);
   const int64_t n = query.size(1), B = query.size(0);
   // Pad tokens fed to the decoder are masked as keys, as fairseq does.
@@ -113,20 +112,31 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
     auto pm = padding_to_additive(cache.key_padding, query.options());
     mask = mask.defined() ? mask + pm : pm;
   }
-  return attend(q, cache.k, cache.v, mask, need_weights);
+  return attend(q, cache.k.tensor(), cache.v.tensor(), mask, need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, const torch::Tensor& memory,
                                                     const torch::Tensor& memory_padding_mask,
                                                     StaticAttentionCache& cache, bool need_weights) {
   if (!cache.k.defined()) {  // once per source batch: the projections and the mask of the memory
-    cache.k = split_heads(k_proj(memory)) * scaling_;  // scaled here once instead of each step's query
-    cache.v = split_heads(v_proj(memory));
-    if (memory_padding_mask.defined() && memory_padding_mask.any().item<bool>()) {
-      cache.mask = padding_to_additive(memory_padding_mask, query.options());
+    auto source = memory, padding = memory_padding_mask;
+    if (cache.rows > 1 && memory.size(0) % cache.rows == 0) {  // one row per source
+      source = memory.slice(0, 0, memory.size(0), cache.rows);
+      if (padding.defined()) padding = padding.slice(0, 0, padding.size(0), cache.rows);
+    } else {
+      cache.rows = 1;
     }
+    cache.k = split_heads(k_proj(source)) * scaling_;  // scaled here once instead of each step's query
+    cache.v = split_heads(v_proj(source));
+    if (padding.defined() && padding.any().item<bool>()) cache.mask = padding_to_additive(padding, query.options());
   }
-  return attend(split_heads(q_proj(query)), cache.k, cache.v, cache.mask, need_weights);
+  auto q = split_heads(q_proj(query));
+  if (cache.rows == 1) return attend(q, cache.k, cache.v, cache.mask, need_weights);
+  // Each row's scores go against its source's keys: the one-query kernels take the groups as they
+  // are; other products (several positions, a GPU) get one copy per row.
+  auto per_row = [&](const torch::Tensor& t) { return t.defined() ? t.repeat_interleave(cache.rows, 0) : t; };
+  if (single_cpu_query(q)) return attend(q, cache.k, cache.v, per_row(cache.mask), need_weights);
+  return attend(q, per_row(cache.k), per_row(cache.v), per_row(cache.mask), need_weights);
 }
 
 }  // namespace leanseq::nn

@@ -9,6 +9,7 @@
 #include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/kernels/dropout.h"
+#include "leanseq/kernels/one_query_attention.h"
 
 namespace leanseq::nn {
 
@@ -35,15 +36,15 @@ inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
 
 // Attention's two products: scores = q k^T ([..., T, d] by [..., S, d]: [..., T, S]) and context =
 // p v ([..., T, S] by [..., S, d]: [..., T, d]). With one query per row on the CPU (a decoding
-// step) each is an elementwise product and a sum: ATen's CPU bmm makes one BLAS call per matrix of
-// the batch, some microseconds each, which is most of what these products cost at a few hundred
-// rows. Otherwise kernels::batched_matmul.
+// step) kernels/one_query_attention.h: ATen's CPU bmm makes one BLAS call per matrix of the batch,
+// some microseconds each, which is most of what these products cost at a few hundred rows.
+// Otherwise kernels::batched_matmul.
 inline bool single_cpu_query(const torch::Tensor& q) { return q.size(-2) == 1 && q.device().is_cpu(); }
 inline torch::Tensor attention_scores(const torch::Tensor& q, const torch::Tensor& k) {
-  return single_cpu_query(q) ? (q * k).sum(-1).unsqueeze(-2) : kernels::batched_matmul(q, k.transpose(-1, -2));
+  return single_cpu_query(q) ? kernels::one_query_scores(q, k) : kernels::batched_matmul(q, k.transpose(-1, -2));
 }
 inline torch::Tensor attention_context(const torch::Tensor& p, const torch::Tensor& v) {
-  return single_cpu_query(p) ? (p.transpose(-1, -2) * v).sum(-2, true) : kernels::batched_matmul(p, v);
+  return single_cpu_query(p) ? kernels::one_query_context(p, v) : kernels::batched_matmul(p, v);
 }
 
 // fairseq's padding index (<pad> = 1 in every dictionary).

@@ -6,24 +6,45 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <variant>
 
 namespace leanseq::nn {
 
+// A cache that grows along its positions (dimension 2 of [B, H, T, d]) in a buffer with room for
+// more: an append copies only the new positions, where torch::cat copied all those so far at every
+// step. A reorder gathers the rows in use into a new buffer with the same room.
+class AppendBuffer {
+ public:
+  bool defined() const { return view_.defined(); }
+  const torch::Tensor& tensor() const { return view_; }  // [B, H, T, d], a view of the buffer
+  int64_t length() const { return defined() ? view_.size(2) : 0; }
+  void append(const torch::Tensor& x);        // x [B, H, n, d]
+  void reorder(const torch::Tensor& order);  // rows `order` of the batch dimension
+
+ private:
+  torch::Tensor buffer_, view_;
+};
+
 // Keys/values of decoder self-attention so far (a layer that reuses another layer's attention
 // distribution keeps only v).
 struct SelfAttentionCache {
-  torch::Tensor k, v;         // [B, H, T_so_far, d]
+  AppendBuffer k, v;          // [B, H, T_so_far, d]
   torch::Tensor key_padding;  // [B, T_so_far] bool, only once a pad token was fed
   template <class F> void for_each_tensor(F&& f) { f(k), f(v), f(key_padding); }
 };
 
-// Keys/values of encoder-decoder attention, projected once from the encoder output.
+// Keys/values of encoder-decoder attention, projected once from the encoder output. Where the
+// decoder's rows come in groups that decode one source each (a sentence's beams,
+// IncrementalState::rows_per_source), one copy per source: a decoding step then reads each
+// source's keys and values once for all its beams rather than once per beam.
 struct StaticAttentionCache {
-  static constexpr bool kPerSentence = true;  // identical across the beams of one sentence
-  torch::Tensor k, v;  // [B, H, S, d]; k already multiplied by the attention's 1/sqrt(d)
-  torch::Tensor mask;  // [B, 1, 1, S] additive key padding of the memory; undefined when it has no pad
-  template <class F> void for_each_tensor(F&& f) { f(k), f(v), f(mask); }
+  torch::Tensor k, v;  // [B / rows, H, S, d]; k already multiplied by the attention's 1/sqrt(d)
+  torch::Tensor mask;  // [B / rows, 1, 1, S] additive key padding of the memory; undefined when it has no pad
+  int64_t rows = 1;    // consecutive decoder rows per source row of k, v and mask
+  // A reorder within sentences changes nothing; one that drops sentences keeps the sources of the
+  // remaining groups (or, where the new rows are not grouped by source, goes to one copy per row).
+  void reorder(const torch::Tensor& order, bool within_sentence);
 };
 
 // The last inputs of a causal 1D convolution (K-1 of them).
@@ -66,29 +87,41 @@ class IncrementalState {
  public:
   size_t size() const { return caches_.size(); }
   int64_t steps = 0;  // target tokens consumed so far
+  // Consecutive rows that decode the same source (the beams of a sentence, as the beam search
+  // lays them out): caches computed from the source alone keep one copy per group.
+  int64_t rows_per_source = 1;
 
   // The cache of type T named `name`, empty on its first use. A name holds one type for the
   // state's life: asking for it as another is a programming error (std::logic_error).
   template <class T> T& get(const std::string& name) {
     if (name.empty()) throw std::logic_error("IncrementalState: a layer asked for its cache without a name");
     auto& c = caches_[name];
-    if (std::holds_alternative<std::monostate>(c)) c = T{};
+    if (std::holds_alternative<std::monostate>(c)) {
+      T fresh{};
+      if constexpr (std::is_same_v<T, StaticAttentionCache>) fresh.rows = rows_per_source;
+      c = std::move(fresh);
+    }
     if (!std::holds_alternative<T>(c)) throw std::logic_error("IncrementalState: cache '" + name + "' holds another type");
     return std::get<T>(c);
   }
 
   // Selects rows `order` ([B'] int64) of every cached tensor along the batch dimension. With
   // within_sentence (a beam reorder that keeps every row inside its sentence's group of beams),
-  // caches that are the same for all beams of a sentence (kPerSentence) are left as they are.
+  // caches that are the same for all beams of a sentence are left as they are.
   void reorder(const torch::Tensor& order, bool within_sentence = false) {
     for (auto& [name, c] : caches_) {
       std::visit(
           [&](auto& cache) {
             using Cache = std::decay_t<decltype(cache)>;
-            if constexpr (!std::is_same_v<Cache, std::monostate>) {
-              if (within_sentence && per_sentence<Cache>()) return;
-              cache.for_each_tensor([&](torch::Tensor& t) {
-                if (t.defined()) t = t.index_select(0, order);
+            if constexpr (std::is_same_v<Cache, StaticAttentionCache>) {
+              cache.reorder(order, within_sentence);
+            } else if constexpr (!std::is_same_v<Cache, std::monostate>) {
+              cache.for_each_tensor([&](auto& t) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(t)>, AppendBuffer>) {
+                  t.reorder(order);
+                } else if (t.defined()) {
+                  t = t.index_select(0, order);
+                }
               });
             }
           },
@@ -97,15 +130,6 @@ class IncrementalState {
   }
 
  private:
-  template <class T, class = void> struct HasPerSentence : std::false_type {};
-  template <class T> struct HasPerSentence<T, std::void_t<decltype(T::kPerSentence)>> : std::true_type {};
-  template <class T> static constexpr bool per_sentence() {
-    if constexpr (HasPerSentence<T>::value) {
-      return T::kPerSentence;
-    } else {
-      return false;
-    }
-  }
   std::map<std::string, LayerCache> caches_;
 };
 

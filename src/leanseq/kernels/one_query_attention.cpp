@@ -1,0 +1,140 @@
+#include "leanseq/kernels/one_query_attention.h"
+
+#include "leanseq/kernels/parallel.h"
+
+namespace leanseq::kernels {
+
+namespace {
+
+// Compiled for AVX-512 (with FMA) and AVX2 besides the baseline (chosen when the program starts).
+#define LEANSEQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+// out[s] = q . k_s. Four keys at a time: one dot product is a chain of dependent additions, four
+// independent ones keep the vector units busy (a decoding step's keys are 64 numbers per head).
+LEANSEQ_CLONES void dots(const float* __restrict q, const float* __restrict k, int64_t key_stride, int64_t S,
+                         int64_t d, float* __restrict out) {
+  int64_t s = 0;
+  for (; s + 4 <= S; s += 4) {
+    const float *k0 = k + s * key_stride, *k1 = k0 + key_stride, *k2 = k1 + key_stride, *k3 = k2 + key_stride;
+    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+    for (int64_t j = 0; j < d; ++j) {
+      a0 += q[j] * k0[j];
+      a1 += q[j] * k1[j];
+      a2 += q[j] * k2[j];
+      a3 += q[j] * k3[j];
+    }
+    out[s] = a0, out[s + 1] = a1, out[s + 2] = a2, out[s + 3] = a3;
+  }
+  for (; s < S; ++s) {
+    const float* ks = k + s * key_stride;
+    float a = 0.f;
+#pragma omp simd reduction(+ : a)
+    for (int64_t j = 0; j < d; ++j) a += q[j] * ks[j];
+    out[s] = a;
+  }
+}
+
+// out = sum_s p[s] v_s, four values at a time (one pass over out per four).
+LEANSEQ_CLONES void weighted_sum(const float* __restrict p, int64_t p_stride, const float* __restrict v,
+                                 int64_t value_stride, int64_t S, int64_t d, float* __restrict out) {
+  for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
+  int64_t s = 0;
+  for (; s + 4 <= S; s += 4) {
+    const float w0 = p[s * p_stride], w1 = p[(s + 1) * p_stride], w2 = p[(s + 2) * p_stride],
+                w3 = p[(s + 3) * p_stride];
+    const float *v0 = v + s * value_stride, *v1 = v0 + value_stride, *v2 = v1 + value_stride, *v3 = v2 + value_stride;
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) out[j] += (w0 * v0[j] + w1 * v1[j]) + (w2 * v2[j] + w3 * v3[j]);
+  }
+  for (; s < S; ++s) {
+    const float w = p[s * p_stride];
+    const float* vs = v + s * value_stride;
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) out[j] += w * vs[j];
+  }
+}
+
+// a [B, H, ., .] view of a 3- or 4-dimensional tensor (H = 1 for three).
+torch::Tensor as_4d(const torch::Tensor& t) { return t.dim() == 3 ? t.unsqueeze(1) : t; }
+
+// Whether b's first dimension groups a's rows: equal, or a divisor (consecutive rows of a share a
+// row of b).
+bool grouped(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.size(0) == b.size(0) || (b.size(0) > 0 && a.size(0) % b.size(0) == 0);
+}
+
+// b with one row per row of a.
+torch::Tensor per_row(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.dim() == b.dim() && a.size(0) != b.size(0) && grouped(a, b) ? b.repeat_interleave(a.size(0) / b.size(0), 0)
+                                                                      : b;
+}
+
+bool loop_applies(const torch::Tensor& a, const torch::Tensor& b) {
+  if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != torch::kFloat || b.scalar_type() != torch::kFloat) return false;
+  if (a.dim() != b.dim() || (a.dim() != 3 && a.dim() != 4) || a.size(-2) != 1 || !grouped(a, b)) return false;
+  for (int64_t i = 1; i + 2 < a.dim(); ++i) {
+    if (a.size(i) != b.size(i)) return false;  // broadcast leading dimensions: the reference
+  }
+  if (torch::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) return false;
+  return b.stride(-1) == 1 || b.size(-1) == 1;
+}
+
+// Calls fn(b, h, row) for every (batch, head) row, split over the compute threads when the work is
+// large enough. Rows that share keys (a group) follow each other, so the keys are read from memory
+// once per group.
+template <class F>
+void for_rows(int64_t B, int64_t H, int64_t work_per_row, F&& fn) {
+  const int64_t rows = B * H;
+  parallel_chunks(rows, workers_for(rows * work_per_row, 1 << 16), [&](int, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) fn(r / H, r % H, r);
+  });
+}
+
+}  // namespace
+
+torch::Tensor one_query_scores_reference(const torch::Tensor& q, const torch::Tensor& k) {
+  return (q * per_row(q, k)).sum(-1).unsqueeze(-2);
+}
+
+torch::Tensor one_query_context_reference(const torch::Tensor& p, const torch::Tensor& v) {
+  return (p.transpose(-1, -2) * per_row(p, v)).sum(-2, true);
+}
+
+torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k) {
+  if (!loop_applies(q, k) || q.size(-1) != k.size(-1) || (q.stride(-1) != 1 && q.size(-1) != 1)) {
+    return one_query_scores_reference(q, k);
+  }
+  const auto q4 = as_4d(q), k4 = as_4d(k);
+  const int64_t B = q4.size(0), H = k4.size(1), S = k4.size(2), d = k4.size(3), group = B / k4.size(0);
+  auto sizes = q.sizes().vec();
+  sizes.back() = S;
+  auto out = torch::empty(sizes, q.options());
+  const float* qp = q4.data_ptr<float>();
+  const float* kp = k4.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for_rows(B, H, S * d, [&](int64_t b, int64_t h, int64_t r) {
+    dots(qp + b * q4.stride(0) + h * q4.stride(1), kp + b / group * k4.stride(0) + h * k4.stride(1), k4.stride(2), S,
+         d, o + r * S);
+  });
+  return out;
+}
+
+torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) {
+  if (!loop_applies(p, v) || p.size(-1) != v.size(-2)) return one_query_context_reference(p, v);
+  const auto p4 = as_4d(p), v4 = as_4d(v);
+  const int64_t B = p4.size(0), H = v4.size(1), S = v4.size(2), d = v4.size(3), group = B / v4.size(0);
+  auto sizes = p.sizes().vec();
+  sizes.back() = d;
+  auto out = torch::empty(sizes, p.options());
+  const float* pp = p4.data_ptr<float>();
+  const float* vp = v4.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for_rows(B, H, S * d, [&](int64_t b, int64_t h, int64_t r) {
+    weighted_sum(pp + b * p4.stride(0) + h * p4.stride(1), p4.stride(3),
+                 vp + b / group * v4.stride(0) + h * v4.stride(1), v4.stride(2), S, d, o + r * d);
+  });
+  return out;
+}
+
+}  // namespace leanseq::kernels

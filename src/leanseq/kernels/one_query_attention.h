@@ -1,0 +1,28 @@
+// Attention's two products for one query per row on the CPU (a decoding step): scores = q k^T and
+// context = p v without the [..., S, d] elementwise product that composing ATen operators
+// materialises (at beam 5 x 64 sentences that tensor is tens of megabytes per layer and step, and
+// writing and re-reading it was a third of a transformer's decoding step).
+//
+// Each output is a dot product (or a weighted sum over the keys) in a fixed order that does not
+// depend on the batch, so a sentence decodes the same alone or batched.
+#pragma once
+#include <torch/torch.h>
+
+namespace leanseq::kernels {
+
+// q [B, H, 1, d] or [B, 1, d]; k [B, H, S, d] or [B, S, d] with the same leading sizes: [..., 1, S].
+// k's first dimension may also be B / r: then r consecutive rows of q share a row of k (the beams
+// of a sentence share its source's keys), as if k were repeated r times row by row. The loop runs
+// for float32 CPU tensors whose last dimension is contiguous while no gradient is recorded;
+// otherwise (and where other leading sizes differ, i.e. broadcast) the reference.
+torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k);
+
+// p [B, H, 1, S] or [B, 1, S]; v [B, H, S, d] or [B, S, d] (or B / r rows, as above): [..., 1, d].
+// The same conditions (v's last dimension contiguous; p's strides are free).
+torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v);
+
+// The composites of ATen operators (elementwise product and sum): the tests' reference.
+torch::Tensor one_query_scores_reference(const torch::Tensor& q, const torch::Tensor& k);
+torch::Tensor one_query_context_reference(const torch::Tensor& p, const torch::Tensor& v);
+
+}  // namespace leanseq::kernels

@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include "leanseq/kernels/one_query_attention.h"
+#include "leanseq/core/threads.h"
+#include "support/fixtures.h"
+
+using namespace leanseq;
+
+namespace {
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+}  // namespace
+
+// The loop against the elementwise product and sum: the layouts the layers pass (a query from a
+// transposed projection, keys in a cache buffer with room for more positions, keys scaled in a
+// transposed layout, three-dimensional ConvS2S shapes), widths that are no multiple of a vector.
+TEST(OneQueryAttention, EqualsTheElementwiseProductAndSum) {
+  torch::manual_seed(11);
+  torch::NoGradGuard no_grad;
+  for (int64_t d : {64, 13}) {
+    for (int64_t S : {1, 7, 30}) {
+      const int64_t B = 6, H = 4;
+      auto q = torch::randn({B, 1, H, d}).transpose(1, 2);                         // [B, H, 1, d], strided
+      auto buffer = torch::randn({B, H, S + 5, d});                                 // room for 5 more
+      auto k = buffer.narrow(2, 0, S);                                              // [B, H, S, d], strided
+      auto k_scaled = torch::randn({B, S, H, d}).transpose(1, 2) * 0.125;          // transposed layout
+      auto p = torch::softmax(torch::randn({B, H, 1, S}), -1);
+      for (const auto& keys : {k, k_scaled}) {
+        auto s = kernels::one_query_scores(q, keys);
+        ASSERT_EQ(s.sizes(), torch::IntArrayRef({B, H, 1, S}));
+        EXPECT_LT(max_diff(s, kernels::one_query_scores_reference(q, keys)), 1e-5) << d << " " << S;
+        auto c = kernels::one_query_context(p, keys);
+        ASSERT_EQ(c.sizes(), torch::IntArrayRef({B, H, 1, d}));
+        EXPECT_LT(max_diff(c, kernels::one_query_context_reference(p, keys)), 1e-5) << d << " " << S;
+      }
+      // Rows in groups of three sharing their keys and values (a sentence's beams).
+      auto shared = torch::randn({B / 3, H, S, d});
+      EXPECT_TRUE(torch::equal(kernels::one_query_scores(q, shared),
+                               kernels::one_query_scores(q, shared.repeat_interleave(3, 0))));
+      EXPECT_TRUE(torch::equal(kernels::one_query_context(p, shared),
+                               kernels::one_query_context(p, shared.repeat_interleave(3, 0))));
+      EXPECT_LT(max_diff(kernels::one_query_scores(q, shared), kernels::one_query_scores_reference(q, shared)), 1e-5);
+      // ConvS2S: [B, 1, C] queries against [B, S, C] keys and values.
+      auto q3 = torch::randn({B, 1, d}), k3 = torch::randn({B, S, d});
+      auto p3 = torch::softmax(torch::randn({B, 1, S}), -1);
+      EXPECT_LT(max_diff(kernels::one_query_scores(q3, k3), kernels::one_query_scores_reference(q3, k3)), 1e-5);
+      EXPECT_LT(max_diff(kernels::one_query_context(p3, k3), kernels::one_query_context_reference(p3, k3)), 1e-5);
+    }
+  }
+}
+
+// Rows do not depend on their neighbours (a sentence decodes the same alone or batched) nor on the
+// number of threads: bit-equal.
+TEST(OneQueryAttention, ARowIsTheSameAloneOrInABatchOnAnyThreadCount) {
+  torch::manual_seed(12);
+  torch::NoGradGuard no_grad;
+  auto q = torch::randn({64, 4, 1, 64}), k = torch::randn({64, 4, 40, 64});
+  auto p = torch::softmax(torch::randn({64, 4, 1, 40}), -1);
+  const int before = torch::get_num_threads();
+  set_compute_threads(1);
+  auto s1 = kernels::one_query_scores(q, k), c1 = kernels::one_query_context(p, k);
+  set_compute_threads(2);
+  auto s2 = kernels::one_query_scores(q, k), c2 = kernels::one_query_context(p, k);
+  set_compute_threads(before);
+  EXPECT_TRUE(torch::equal(s1, s2));
+  EXPECT_TRUE(torch::equal(c1, c2));
+  auto alone = kernels::one_query_scores(q.narrow(0, 37, 1), k.narrow(0, 37, 1));
+  EXPECT_TRUE(torch::equal(alone, s2.narrow(0, 37, 1)));
+  auto alone_c = kernels::one_query_context(p.narrow(0, 37, 1), k.narrow(0, 37, 1));
+  EXPECT_TRUE(torch::equal(alone_c, c2.narrow(0, 37, 1)));
+}
+
+// What the loop does not take goes to the composite with the same result: broadcast leading
+// dimensions, a value matrix whose last dimension is strided (A2 passes a transposed one), double
+// precision, and inputs that record a gradient (which then flows).
+TEST(OneQueryAttention, OtherInputsTakeTheComposite) {
+  torch::manual_seed(13);
+  auto q = torch::randn({3, 2, 1, 8}), k = torch::randn({1, 2, 5, 8});
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_LT(max_diff(kernels::one_query_scores(q, k), kernels::one_query_scores_reference(q, k)), 1e-6);
+    auto p = torch::softmax(torch::randn({3, 1, 5}), -1), v = torch::randn({3, 8, 5}).transpose(1, 2);
+    EXPECT_LT(max_diff(kernels::one_query_context(p, v), kernels::one_query_context_reference(p, v)), 1e-6);
+    auto qd = q.to(torch::kDouble), kd = torch::randn({3, 2, 5, 8}, torch::kDouble);
+    EXPECT_LT(max_diff(kernels::one_query_scores(qd, kd), kernels::one_query_scores_reference(qd, kd)), 1e-12);
+  }
+  auto qg = torch::randn({3, 2, 1, 8}, torch::requires_grad()), kg = torch::randn({3, 2, 5, 8});
+  kernels::one_query_scores(qg, kg).sum().backward();
+  ASSERT_TRUE(qg.grad().defined());
+  EXPECT_LT(max_diff(qg.grad(), kg.sum(2, true)), 1e-5);
+}
