@@ -77,6 +77,20 @@ TEST(Int8Gemm, TheAmxMatmulGivesTheGemmsProducts) {
 }
 
 // The form is chosen by the CPU: one product with VNNI (either kind), the split form without.
+// A feed-forward layer's first product with its relu applied while scaling back: bit-equal to the
+// relu of the product, with and without a bias, over rows that go to both threads.
+TEST(Int8Gemm, TheReluFormIsTheReluOfTheProduct) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  torch::manual_seed(6);
+  auto w = quantize_weight(torch::randn({1024, 256}));
+  auto x = torch::randn({2, 160, 256});
+  for (const auto& bias : {torch::randn({1024}), torch::Tensor()}) {
+    auto got = int8_linear_relu(x, w, bias);
+    EXPECT_TRUE(torch::equal(got, torch::relu(int8_linear(x, w, bias))));
+    EXPECT_GT((got == 0).sum().item<int64_t>(), 0);
+  }
+}
+
 TEST(Int8Gemm, CpusWithoutVnniUseTheSplitForm) {
   leanseq::CpuVectorSupport cpu;
   cpu.avx2 = true;

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "leanseq/kernels/one_query_attention.h"
+#include <limits>
+
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/one_query_attention.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
@@ -87,4 +89,34 @@ TEST(OneQueryAttention, OtherInputsTakeTheComposite) {
   kernels::one_query_scores(qg, kg).sum().backward();
   ASSERT_TRUE(qg.grad().defined());
   EXPECT_LT(max_diff(qg.grad(), kg.sum(2, true)), 1e-5);
+}
+
+// The whole step in one pass against the composite (scaled scores, additive mask with -inf at pads,
+// softmax, context with the heads side by side), with keys, values and mask shared by groups of
+// rows, and without a mask.
+TEST(OneQueryAttention, TheFusedStepEqualsTheComposite) {
+  torch::manual_seed(14);
+  torch::NoGradGuard no_grad;
+  const int64_t B = 6, H = 4, d = 16, S = 9;
+  auto q = torch::randn({B, 1, H, d}).transpose(1, 2);
+  for (int64_t group : {1, 3}) {
+    auto k = torch::randn({B / group, H, S, d}), v = torch::randn({B / group, H, S, d});
+    auto mask = torch::zeros({B / group, 1, 1, S});
+    mask[0][0][0][S - 1] = -std::numeric_limits<float>::infinity();
+    for (bool masked : {false, true}) {
+      auto m = masked ? mask : torch::Tensor();
+      ASSERT_TRUE(kernels::one_query_attention_applies(q, k, v, m));
+      auto [context, probs] = kernels::one_query_attention(q, k, v, m, 0.25);
+      auto kr = k.repeat_interleave(group, 0), vr = v.repeat_interleave(group, 0);
+      auto scores = kernels::one_query_scores_reference(q * 0.25, kr);
+      if (masked) scores = scores + mask.repeat_interleave(group, 0);
+      auto want_probs = torch::softmax(scores, -1);
+      auto want_context = kernels::one_query_context_reference(want_probs, vr).transpose(1, 2).reshape({B, 1, H * d});
+      EXPECT_LT(max_diff(probs, want_probs), 1e-6) << group << masked;
+      EXPECT_LT(max_diff(context, want_context), 1e-5) << group << masked;
+      if (masked) EXPECT_EQ(probs[group - 1][2][0][S - 1].item<float>(), 0.f) << "a padded key gets nothing";
+    }
+  }
+  auto wrong_mask = torch::zeros({B, 1, 2, S});
+  EXPECT_FALSE(kernels::one_query_attention_applies(q, torch::randn({B, H, S, d}), torch::randn({B, H, S, d}), wrong_mask));
 }

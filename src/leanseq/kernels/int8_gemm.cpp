@@ -77,6 +77,12 @@ void quantize_rows_split(const float* x, int64_t M, int64_t K, uint8_t* hi, uint
   parallel_chunks(M, workers_for(M * K, 1 << 16), rows);
 }
 
+// max(0, o) over a row, in cache after scale_row wrote it (a feed-forward layer's first product).
+LEANSEQ_CLONES void relu_row(float* __restrict o, int64_t N) {
+#pragma omp simd
+  for (int64_t n = 0; n < N; ++n) o[n] = o[n] > 0.f ? o[n] : 0.f;
+}
+
 // One output row back in float32: o[n] = (acc[n] + offset[n]) * s * ws[n] + bias[n], where the
 // column offset and the bias may be absent (nullptr).
 LEANSEQ_CLONES void scale_row(const int32_t* __restrict acc, const int32_t* __restrict offset, float s,
@@ -264,7 +270,10 @@ Int8Weight int8_weight_from(torch::Tensor q, torch::Tensor scale) {
 
 torch::Tensor dequantize(const Int8Weight& w) { return w.q.to(torch::kFloat) * w.scale.unsqueeze(1); }
 
-torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias, Int8Activations act) {
+namespace {
+
+torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias, Int8Activations act,
+                           bool relu) {
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat, "int8_linear takes float32 CPU input");
   const int64_t K = w.in_features(), N = w.out_features();
   TORCH_CHECK(x.size(-1) == K, "int8_linear: input has ", x.size(-1), " features, the weight ", K);
@@ -276,7 +285,7 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
   if (M == 0) return out.view(sizes);
 
 #ifndef LEANSEQ_WITH_DNNL
-  (void)act;
+  (void)act, (void)relu;
   throw std::runtime_error("int8 products need oneDNN, which this build lacks");
 #else
   auto xscale = torch::empty({M}, torch::kFloat);
@@ -327,11 +336,24 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   float* o = out.data_ptr<float>();
   auto rows = [&](int, int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) scale_row(a + m * N, column_offset, xs[m], ws, bp, o + m * N, N);
+    for (int64_t m = begin; m < end; ++m) {
+      scale_row(a + m * N, column_offset, xs[m], ws, bp, o + m * N, N);
+      if (relu) relu_row(o + m * N, N);
+    }
   };
   parallel_chunks(M, workers_for(M * N, 1 << 16), rows);
   return out.view(sizes);
 #endif
+}
+
+}  // namespace
+
+torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias, Int8Activations act) {
+  return int8_product(x, w, bias, act, false);
+}
+
+torch::Tensor int8_linear_relu(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias) {
+  return int8_product(x, w, bias, default_int8_activations(), true);
 }
 
 torch::Tensor int8_linear_reference(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias) {

@@ -69,6 +69,9 @@ std::string int8_products_summary();
 // x [..., K] float32 times the weight's transpose, plus `bias` ([N] or undefined): [..., N] float32.
 torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias,
                           Int8Activations act = default_int8_activations());
+// relu(int8_linear(x, w, bias)), the relu applied while scaling back (a feed-forward layer's first
+// product).
+torch::Tensor int8_linear_relu(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias);
 // The same quantization and the integer product in float64 with ATen: the reference.
 torch::Tensor int8_linear_reference(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias);
 

@@ -1,5 +1,8 @@
 #include "leanseq/kernels/one_query_attention.h"
 
+#include <cmath>
+#include <vector>
+
 #include "leanseq/kernels/parallel.h"
 
 namespace leanseq::kernels {
@@ -53,6 +56,22 @@ LEANSEQ_CLONES void weighted_sum(const float* __restrict p, int64_t p_stride, co
 #pragma omp simd
     for (int64_t j = 0; j < d; ++j) out[j] += w * vs[j];
   }
+}
+
+// x = softmax(x) over n entries, as ATen computes it: exp(x - max), then times 1 / sum.
+LEANSEQ_CLONES void softmax_in_place(float* __restrict x, int64_t n) {
+  float max = x[0];
+#pragma omp simd reduction(max : max)
+  for (int64_t j = 0; j < n; ++j) max = x[j] > max ? x[j] : max;
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - max);
+    sum += x[j];
+  }
+  const float inv = 1.f / sum;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
 }
 
 // a [B, H, ., .] view of a 3- or 4-dimensional tensor (H = 1 for three).
@@ -135,6 +154,51 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) 
                  vp + b / group * v4.stride(0) + h * v4.stride(1), v4.stride(2), S, d, o + r * d);
   });
   return out;
+}
+
+bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 const torch::Tensor& mask) {
+  if (q.dim() != 4 || !loop_applies(q, k) || !loop_applies(q, v) || k.sizes() != v.sizes()) return false;
+  if (q.size(-1) != k.size(-1) || (q.stride(-1) != 1 && q.size(-1) != 1)) return false;
+  if (!mask.defined()) return true;
+  return mask.is_cpu() && mask.scalar_type() == torch::kFloat && mask.dim() == 4 && mask.size(1) == 1 &&
+         mask.size(2) == 1 && mask.size(3) == k.size(2) && mask.size(0) > 0 && q.size(0) % mask.size(0) == 0 &&
+         !(torch::GradMode::is_enabled() && mask.requires_grad());
+}
+
+std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                             const torch::Tensor& v, const torch::Tensor& mask,
+                                                             double q_scale) {
+  if (!one_query_attention_applies(q, k, v, mask)) return {};
+  const int64_t B = q.size(0), H = q.size(1), d = q.size(3), S = k.size(2);
+  const int64_t group = B / k.size(0), mask_group = mask.defined() ? B / mask.size(0) : 1;
+  auto context = torch::empty({B, 1, H * d}, q.options());
+  auto probs = torch::empty({B, H, 1, S}, q.options());
+  const float* qp = q.data_ptr<float>();
+  const float* kp = k.data_ptr<float>();
+  const float* vp = v.data_ptr<float>();
+  const float* mp = mask.defined() ? mask.data_ptr<float>() : nullptr;
+  float* cp = context.data_ptr<float>();
+  float* pp = probs.data_ptr<float>();
+  const float scale = static_cast<float>(q_scale);  // as ATen multiplies a float tensor by a scalar
+  const int64_t rows = B * H;
+  parallel_chunks(rows, workers_for(rows * 2 * S * d, 1 << 16), [&](int, int64_t begin, int64_t end) {
+    std::vector<float> scaled(d);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / H, h = r % H;
+      const float* qr = qp + b * q.stride(0) + h * q.stride(1);
+      for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q.stride(3)] * scale;
+      float* p = pp + r * S;
+      dots(scaled.data(), kp + b / group * k.stride(0) + h * k.stride(1), k.stride(2), S, d, p);
+      if (mp) {
+        const float* m = mp + b / mask_group * mask.stride(0);
+        for (int64_t s = 0; s < S; ++s) p[s] += m[s * mask.stride(3)];
+      }
+      softmax_in_place(p, S);
+      weighted_sum(p, 1, vp + b / group * v.stride(0) + h * v.stride(1), v.stride(2), S, d, cp + (b * H + h) * d);
+    }
+  });
+  return {context, probs};
 }
 
 }  // namespace leanseq::kernels

@@ -8,6 +8,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <tuple>
+
 namespace leanseq::kernels {
 
 // q [B, H, 1, d] or [B, 1, d]; k [B, H, S, d] or [B, S, d] with the same leading sizes: [..., 1, S].
@@ -20,6 +22,19 @@ torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k);
 // p [B, H, 1, S] or [B, 1, S]; v [B, H, S, d] or [B, S, d] (or B / r rows, as above): [..., 1, d].
 // The same conditions (v's last dimension contiguous; p's strides are free).
 torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v);
+
+// A whole decoding step's attention per (row, head) in one pass: probs = softmax(q_scale * q k^T +
+// mask) and context = probs v, without the ATen operators between the two products (mask
+// addition, softmax, the heads' transpose), each a pass and, above ATen's grain size, a wake-up
+// of its threads. q [B, H, 1, d]; k, v [B / r, H, S, d] (groups as above); mask undefined or
+// additive float [B / m, 1, 1, S] (broadcast over the heads, groups of m rows). Returns the context
+// as [B, 1, H * d] (the heads side by side, as the output projection takes them) and probs
+// [B, H, 1, S]; undefined tensors where one_query_attention_applies() is false.
+bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 const torch::Tensor& mask);
+std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                             const torch::Tensor& v, const torch::Tensor& mask,
+                                                             double q_scale);
 
 // The composites of ATen operators (elementwise product and sum): the tests' reference.
 torch::Tensor one_query_scores_reference(const torch::Tensor& q, const torch::Tensor& k);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "leanseq/kernels/one_query_attention.h"
 #include "leanseq/nn/functional.h"
 #include "leanseq/nn/linear.h"
 
@@ -50,6 +51,17 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
   return apply(probs.scalar_type() == q.scalar_type() ? probs : probs.to(q.scalar_type()), v, need_weights);
 }
 
+bool MultiheadAttentionImpl::attend_in_one_pass(const torch::Tensor& q, double q_scale, const torch::Tensor& k,
+                                                const torch::Tensor& v, const torch::Tensor& mask, bool need_weights,
+                                                AttentionResult& result) {
+  if (!single_cpu_query(q) || (is_training() && dropout_ > 0)) return false;
+  auto [context, probs] = kernels::one_query_attention(q, k, v, mask, q_scale);
+  if (!context.defined()) return false;
+  result = {out_proj(context), {}, probs};
+  if (need_weights) result.weights = probs.mean(1);
+  return true;
+}
+
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
   auto dropped = maybe_dropout(probs, dropout_, is_training());
   auto ctx = attention_context(dropped, v);  // [B, H, T, d]
@@ -93,7 +105,7 @@ AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, cons
 
 AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, const torch::Tensor& new_key_padding,
                                                   SelfAttentionCache& cache, bool need_weights) {
-  auto q = split_heads(q_proj(query) * scaling_);
+  auto q = split_heads(q_proj(query));  // times scaling_ below, as forward() scales it
   auto k = split_heads(k_proj(query));
   const int64_t past = cache.k.length();
   cache.k.append(k);
@@ -112,7 +124,9 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
     auto pm = padding_to_additive(cache.key_padding, query.options());
     mask = mask.defined() ? mask + pm : pm;
   }
-  return attend(q, cache.k.tensor(), cache.v.tensor(), mask, need_weights);
+  AttentionResult result;
+  if (attend_in_one_pass(q, scaling_, cache.k.tensor(), cache.v.tensor(), mask, need_weights, result)) return result;
+  return attend(q * scaling_, cache.k.tensor(), cache.v.tensor(), mask, need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, const torch::Tensor& memory,
@@ -131,6 +145,8 @@ AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, 
     if (padding.defined() && padding.any().item<bool>()) cache.mask = padding_to_additive(padding, query.options());
   }
   auto q = split_heads(q_proj(query));
+  AttentionResult result;
+  if (attend_in_one_pass(q, 1.0, cache.k, cache.v, cache.mask, need_weights, result)) return result;
   if (cache.rows == 1) return attend(q, cache.k, cache.v, cache.mask, need_weights);
   // Each row's scores go against its source's keys: the one-query kernels take the groups as they
   // are; other products (several positions, a GPU) get one copy per row.

@@ -53,6 +53,11 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   // [*, *, T, S] or undefined.
   AttentionResult attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                          const torch::Tensor& mask, bool need_weights);
+  // One query per row on the CPU at inference (a decoding step): the attention of q (scaled by
+  // q_scale) in one kernel (kernels/one_query_attention.h), k, v and mask possibly shared by groups
+  // of rows; false, with `result` untouched, where it does not apply.
+  bool attend_in_one_pass(const torch::Tensor& q, double q_scale, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& mask, bool need_weights, AttentionResult& result);
   // probs [B, H, T, S] (dropout applied here) over v [B, H, S, d].
   AttentionResult apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights);
   torch::Tensor append_values(const torch::Tensor& query, SelfAttentionCache& cache);

@@ -1,6 +1,7 @@
 #include "leanseq/nn/incremental_state.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace leanseq::nn {
 
@@ -23,7 +24,25 @@ void AppendBuffer::reorder(const torch::Tensor& order) {
   sizes[0] = order.size(0);
   auto gathered = torch::empty(sizes, buffer_.options());
   auto view = gathered.narrow(2, 0, length());
-  torch::index_select_out(view, view_, 0, order);
+  if (buffer_.is_cpu() && order.is_cpu() && order.scalar_type() == torch::kLong && buffer_.is_contiguous()) {
+    // Each (row, head) holds its positions contiguously: one copy per block, where ATen's
+    // index_select into a strided view iterated element by element.
+    const int64_t rows = order.size(0), heads = buffer_.size(1), old_rows = buffer_.size(0);
+    const int64_t block = length() * buffer_.size(3) * buffer_.element_size();
+    const int64_t head_bytes = buffer_.stride(1) * buffer_.element_size();
+    const auto* from = static_cast<const char*>(buffer_.data_ptr());
+    auto* to = static_cast<char*>(gathered.data_ptr());
+    const auto indices = order.contiguous();
+    const int64_t* idx = indices.data_ptr<int64_t>();
+    for (int64_t i = 0; i < rows; ++i) {
+      TORCH_CHECK(idx[i] >= 0 && idx[i] < old_rows, "AppendBuffer::reorder: row ", idx[i], " of ", old_rows);
+      for (int64_t h = 0; h < heads; ++h) {
+        std::memcpy(to + (i * heads + h) * head_bytes, from + (idx[i] * heads + h) * head_bytes, block);
+      }
+    }
+  } else {
+    torch::index_select_out(view, view_, 0, order);
+  }
   buffer_ = gathered;
   view_ = view;
 }

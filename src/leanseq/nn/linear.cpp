@@ -3,7 +3,7 @@
 namespace leanseq::nn {
 
 torch::Tensor LinearImpl::forward_relu(const torch::Tensor& input) {
-  if (packed_.packed()) return torch::relu(forward(input));
+  if (packed_.packed()) return packed_.forward_relu(input);
   return kernels::linear_relu(input, weight, bias);
 }
 

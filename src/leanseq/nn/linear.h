@@ -15,8 +15,8 @@ class LinearImpl : public torch::nn::LinearImpl, public LowPrecision {
  public:
   using torch::nn::LinearImpl::LinearImpl;
   torch::Tensor forward(const torch::Tensor& input) { return linear(input, weight, bias, packed_); }
-  // relu(forward(input)): kernels::linear_relu (one operator when nothing is recorded) unless a
-  // compute type is set.
+  // relu(forward(input)): kernels::linear_relu (one operator when nothing is recorded), or the
+  // packed weight's (int8 applies the relu while scaling its product back).
   torch::Tensor forward_relu(const torch::Tensor& input);
   void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight, bias, type); }
   bool packed() const { return packed_.packed(); }  // a compute type other than float32 is set

@@ -30,6 +30,11 @@ torch::Tensor PackedWeight::forward(const torch::Tensor& x) const {
   return torch::linear(x.to(weight_.scalar_type()), weight_, bias_).to(x.scalar_type());
 }
 
+torch::Tensor PackedWeight::forward_relu(const torch::Tensor& x) const {
+  if (type_ == kernels::ComputeType::int8) return kernels::int8_linear_relu(x, int8_, bias_);
+  return torch::relu(forward(x));
+}
+
 int64_t set_compute_type(torch::nn::Module& model, kernels::ComputeType type) {
   int64_t n = 0;
   for (const auto& m : model.modules(/*include_self=*/true)) {

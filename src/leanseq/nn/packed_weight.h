@@ -19,6 +19,8 @@ class PackedWeight {
   kernels::ComputeType type() const { return type_; }
   // x [..., K] times the packed weight, plus its bias: [..., N] in x's type.
   torch::Tensor forward(const torch::Tensor& x) const;
+  // relu(forward(x)); int8 applies the relu while scaling its product back.
+  torch::Tensor forward_relu(const torch::Tensor& x) const;
 
  private:
   kernels::ComputeType type_ = kernels::ComputeType::float32;
