@@ -120,40 +120,44 @@ torch::Tensor one_query_context_reference(const torch::Tensor& p, const torch::T
   return (p.transpose(-1, -2) * per_row(p, v)).sum(-2, true);
 }
 
-torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k) {
-  if (!loop_applies(q, k) || q.size(-1) != k.size(-1) || (q.stride(-1) != 1 && q.size(-1) != 1)) {
-    return one_query_scores_reference(q, k);
-  }
-  const auto q4 = as_4d(q), k4 = as_4d(k);
-  const int64_t B = q4.size(0), H = k4.size(1), S = k4.size(2), d = k4.size(3), group = B / k4.size(0);
-  auto sizes = q.sizes().vec();
-  sizes.back() = S;
-  auto out = torch::empty(sizes, q.options());
-  const float* qp = q4.data_ptr<float>();
-  const float* kp = k4.data_ptr<float>();
+namespace {
+
+// out[..., 1, width] for one query per row: fn(a's row, b's row of the same (batch, head), out's row)
+// for every (batch, head), b's rows shared by groups of a's.
+template <class Row>
+torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, int64_t width, Row&& fn) {
+  const auto a4 = as_4d(a), b4 = as_4d(b);
+  const int64_t B = a4.size(0), H = b4.size(1), group = B / b4.size(0);
+  auto sizes = a.sizes().vec();
+  sizes.back() = width;
+  auto out = torch::empty(sizes, a.options());
+  const float* ap = a4.data_ptr<float>();
+  const float* bp = b4.data_ptr<float>();
   float* o = out.data_ptr<float>();
-  for_rows(B, H, S * d, [&](int64_t b, int64_t h, int64_t r) {
-    dots(qp + b * q4.stride(0) + h * q4.stride(1), kp + b / group * k4.stride(0) + h * k4.stride(1), k4.stride(2), S,
-         d, o + r * S);
+  for_rows(B, H, b4.size(2) * b4.size(3), [&](int64_t i, int64_t h, int64_t r) {
+    fn(ap + i * a4.stride(0) + h * a4.stride(1), bp + i / group * b4.stride(0) + h * b4.stride(1), o + r * width);
   });
   return out;
 }
 
+}  // namespace
+
+torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k) {
+  if (!loop_applies(q, k) || q.size(-1) != k.size(-1) || (q.stride(-1) != 1 && q.size(-1) != 1)) {
+    return one_query_scores_reference(q, k);
+  }
+  const int64_t S = k.size(-2), d = k.size(-1), key_stride = k.stride(-2);
+  return for_each_head_row(q, k, S, [&](const float* qr, const float* kr, float* o) {
+    dots(qr, kr, key_stride, S, d, o);
+  });
+}
+
 torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) {
   if (!loop_applies(p, v) || p.size(-1) != v.size(-2)) return one_query_context_reference(p, v);
-  const auto p4 = as_4d(p), v4 = as_4d(v);
-  const int64_t B = p4.size(0), H = v4.size(1), S = v4.size(2), d = v4.size(3), group = B / v4.size(0);
-  auto sizes = p.sizes().vec();
-  sizes.back() = d;
-  auto out = torch::empty(sizes, p.options());
-  const float* pp = p4.data_ptr<float>();
-  const float* vp = v4.data_ptr<float>();
-  float* o = out.data_ptr<float>();
-  for_rows(B, H, S * d, [&](int64_t b, int64_t h, int64_t r) {
-    weighted_sum(pp + b * p4.stride(0) + h * p4.stride(1), p4.stride(3),
-                 vp + b / group * v4.stride(0) + h * v4.stride(1), v4.stride(2), S, d, o + r * d);
+  const int64_t S = v.size(-2), d = v.size(-1), value_stride = v.stride(-2), p_stride = p.stride(-1);
+  return for_each_head_row(p, v, d, [&](const float* pr, const float* vr, float* o) {
+    weighted_sum(pr, p_stride, vr, value_stride, S, d, o);
   });
-  return out;
 }
 
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
