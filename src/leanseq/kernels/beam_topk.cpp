@@ -50,10 +50,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float block_max(con
   int nans = 0;
 #pragma omp simd reduction(max : m) reduction(+ : nans)
   for (int64_t j = 0; j < n; ++j) {
-    uint32_t bits;
-    std::memcpy(&bits, x + j, sizeof bits);
     m = x[j] > m ? x[j] : m;
-    nans += (bits & 0x7fffffffu) > 0x7f800000u;
+    nans += is_nan(x[j]);
   }
   *nan_count = nans;
   return m;
@@ -95,9 +93,10 @@ std::tuple<torch::Tensor, torch::Tensor> beam_topk(const torch::Tensor& lprobs, 
   const bool loop = lprobs.is_cpu() && lprobs.scalar_type() == torch::kFloat && (lprobs.stride(2) == 1 || V == 1) &&
                     (!s.defined() || (s.scalar_type() == torch::kFloat && s.sizes() == lprobs.sizes().slice(0, 2)));
   if (!loop) return beam_topk_reference(lprobs, s, k);
-  const auto sc = s.defined() ? s.contiguous() : s;
   auto values = torch::empty({G, k}, torch::kFloat);
   auto indices = torch::empty({G, k}, torch::kLong);
+  if (k == 0) return {values, indices};
+  const auto sc = s.defined() ? s.contiguous() : s;
   const float* lp = lprobs.data_ptr<float>();
   const float* sp = sc.defined() ? sc.data_ptr<float>() : nullptr;
   float* vo = values.data_ptr<float>();
@@ -105,7 +104,6 @@ std::tuple<torch::Tensor, torch::Tensor> beam_topk(const torch::Tensor& lprobs, 
   const int64_t gs = lprobs.stride(0), bs = lprobs.stride(1);
   parallel_chunks(G, workers_for(G * beam * V, 1 << 16), [&](int, int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g) {
-      if (k == 0) continue;
       Best best{vo + g * k, io + g * k, k};
       select_group(lp + g * gs, bs, sp ? sp + g * beam : nullptr, beam, V, best);
     }

@@ -99,6 +99,11 @@ bool loop_applies(const torch::Tensor& a, const torch::Tensor& b) {
   return b.stride(-1) == 1 || b.size(-1) == 1;
 }
 
+// Whether q's rows are queries of k's width with a contiguous last dimension.
+bool query_fits(const torch::Tensor& q, const torch::Tensor& k) {
+  return q.size(-1) == k.size(-1) && (q.stride(-1) == 1 || q.size(-1) == 1);
+}
+
 // Calls fn(b, h, row) for every (batch, head) row, split over the compute threads when the work is
 // large enough. Rows that share keys (a group) follow each other, so the keys are read from memory
 // once per group.
@@ -143,9 +148,7 @@ torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, 
 }  // namespace
 
 torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k) {
-  if (!loop_applies(q, k) || q.size(-1) != k.size(-1) || (q.stride(-1) != 1 && q.size(-1) != 1)) {
-    return one_query_scores_reference(q, k);
-  }
+  if (!loop_applies(q, k) || !query_fits(q, k)) return one_query_scores_reference(q, k);
   const int64_t S = k.size(-2), d = k.size(-1), key_stride = k.stride(-2);
   return for_each_head_row(q, k, S, [&](const float* qr, const float* kr, float* o) {
     dots(qr, kr, key_stride, S, d, o);
@@ -162,8 +165,9 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) 
 
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& mask) {
-  if (q.dim() != 4 || !loop_applies(q, k) || !loop_applies(q, v) || k.sizes() != v.sizes()) return false;
-  if (q.size(-1) != k.size(-1) || (q.stride(-1) != 1 && q.size(-1) != 1)) return false;
+  if (q.dim() != 4 || !loop_applies(q, k) || !loop_applies(q, v) || k.sizes() != v.sizes() || !query_fits(q, k)) {
+    return false;
+  }
   if (!mask.defined()) return true;
   return mask.is_cpu() && mask.scalar_type() == torch::kFloat && mask.dim() == 4 && mask.size(1) == 1 &&
          mask.size(2) == 1 && mask.size(3) == k.size(2) && mask.size(0) > 0 && q.size(0) % mask.size(0) == 0 &&
