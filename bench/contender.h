@@ -3,11 +3,13 @@
 // `transformer_small:compute_type=int8`), and the most rows of a float32 product that go to
 // oneDNN at inference (`transformer_small:onednn_rows=0`: ATen's products only; kernels/dense.h)
 // and, for training, Adam's form (`transformer_small:adam=composite`: torch::optim::Adam's ATen
-// operators instead of train/adam.h's one pass), shared by the benchmark programs.
+// operators instead of train/adam.h's one pass) and the library of the linear layers' products
+// (`transformer_small:training_products=aten`; kernels/dense.h), shared by the benchmark programs.
 #pragma once
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct Contender {
   std::string amp;                       // "amp=float16|bfloat16": mixed-precision training (CUDA)
   int64_t onednn_rows = -1;              // "onednn_rows=N": kernels::set_onednn_rows (-1: as started)
   std::string adam = "one_pass";         // "adam=one_pass|composite": the training benchmark's optimizer
+  std::optional<kernels::TrainingProducts> training_products;  // "training_products=onednn|aten"
 };
 
 // Parses a spec; an unknown preset fails here, before any run.
@@ -61,6 +64,10 @@ inline Contender parse_contender(const std::string& spec) {
       } else if (item.rfind("adam=", 0) == 0) {
         c.adam = item.substr(5);
         if (c.adam != "one_pass" && c.adam != "composite") throw ConfigError(spec + ": adam= takes one_pass or composite");
+      } else if (item.rfind("training_products=", 0) == 0) {
+        const auto value = item.substr(18);
+        if (value != "onednn" && value != "aten") throw ConfigError(spec + ": training_products= takes onednn or aten");
+        c.training_products = kernels::parse_training_products(value.c_str());
       } else if (item.rfind("amp=", 0) == 0) {
         c.amp = item.substr(4);
         if (c.amp != "float16" && c.amp != "bfloat16") throw ConfigError(spec + ": amp= takes float16 or bfloat16");
@@ -82,23 +89,29 @@ inline std::shared_ptr<models::ModelConfig> contender_config(const Contender& c)
   return cfg;
 }
 
-// Sets the contender's intra-op threads and its oneDNN rows for its lifetime.
+// Sets the contender's intra-op threads, its oneDNN rows and its training products' library for
+// its lifetime.
 class ContenderThreads {
  public:
   explicit ContenderThreads(const Contender& c)
-      : before_(torch::get_num_threads()), rows_before_(kernels::onednn_rows()) {
+      : before_(torch::get_num_threads()),
+        rows_before_(kernels::onednn_rows()),
+        training_before_(kernels::training_products()) {
     leanseq::set_compute_threads(c.threads);
     if (c.onednn_rows >= 0) kernels::set_onednn_rows(c.onednn_rows);
+    if (c.training_products) kernels::set_training_products(*c.training_products);
   }
   ~ContenderThreads() {
     leanseq::set_compute_threads(before_);
     kernels::set_onednn_rows(rows_before_);
+    kernels::set_training_products(training_before_);
   }
   int before() const { return before_; }
 
  private:
   int before_;
   int64_t rows_before_;
+  kernels::TrainingProducts training_before_;
 };
 
 }  // namespace leanseq::bench

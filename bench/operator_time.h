@@ -75,11 +75,16 @@ class OperatorTime {
 };
 
 // Whether an operator's self time is a matrix product (the BLAS or oneDNN call; `linear` and
-// `matmul` are only the glue around the product they call).
+// `matmul` are only the glue around the product they call). The backward nodes of the kernels
+// that call oneDNN in training (kernels/dense.cpp, kernels/batched_matmul.cpp) are their products.
 inline bool matrix_product(const std::string& name) {
   static const std::set<std::string> products{"aten::_addmm_activation", "aten::addbmm", "aten::addmm",
                                               "aten::addmm_",            "aten::baddbmm", "aten::bmm",
                                               "aten::mm",                "leanseq::onednn_linear"};
+  static const std::string node = "torch::autograd::CppNode<leanseq::kernels::";
+  if (name.rfind(node, 0) == 0) {
+    return name.find("TrainedLinear") != std::string::npos || name.find("BatchedMatmul") != std::string::npos;
+  }
   return products.count(name) > 0;
 }
 

@@ -431,11 +431,14 @@ TEST(EndToEnd, TokenizeIsALineFilterBothWays) {
   EXPECT_EQ(run_command(kCli + " tokenize -l de --glossaries x < /dev/null", out), 2) << out;
 }
 
-TEST(EndToEnd, ABadOnednnRowsSettingStopsEveryCommandBeforeItStarts) {
+TEST(EndToEnd, ABadProductsSettingStopsEveryCommandBeforeItStarts) {
   std::string out;
   EXPECT_EQ(run_command("LEANSEQ_ONEDNN_ROWS=many " + kCli + " list-archs", out), 2) << out;
   EXPECT_EQ(out, "leanseq: error: LEANSEQ_ONEDNN_ROWS=many: expected a number of rows (0 sends no product to oneDNN)\n");
   ASSERT_EQ(run_command("LEANSEQ_ONEDNN_ROWS=0 " + kCli + " list-archs", out), 0) << out;
+  EXPECT_EQ(run_command("LEANSEQ_TRAINING_PRODUCTS=blas " + kCli + " list-archs", out), 2) << out;
+  EXPECT_EQ(out, "leanseq: error: LEANSEQ_TRAINING_PRODUCTS=blas: expected onednn or aten\n");
+  ASSERT_EQ(run_command("LEANSEQ_TRAINING_PRODUCTS=aten " + kCli + " list-archs", out), 0) << out;
 }
 
 TEST(EndToEnd, ListArchsPrintsNamesFirst) {

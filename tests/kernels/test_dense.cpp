@@ -1,3 +1,4 @@
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include "leanseq/core/error.h"
@@ -14,10 +15,14 @@ torch::Tensor exact(const torch::Tensor& x, const torch::Tensor& w, const torch:
   return y.to(torch::kFloat);
 }
 
-// Restores the process's oneDNN rows after a test that changes them.
+// Restores the process's oneDNN rows and training products after a test that changes them.
 struct RowsGuard {
   int64_t before = kernels::onednn_rows();
-  ~RowsGuard() { kernels::set_onednn_rows(before); }
+  kernels::TrainingProducts training = kernels::training_products();
+  ~RowsGuard() {
+    kernels::set_onednn_rows(before);
+    kernels::set_training_products(training);
+  }
 };
 
 bool built_with_onednn() {
@@ -61,7 +66,8 @@ TEST(DenseProducts, FewRowsGoToOnednnAndTheRestToAten) {
     EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(many, w, b); }), 0);
     EXPECT_TRUE(torch::equal(y, torch::linear(many, w, b)));
   }
-  // Whatever autograd records stays with ATen, whatever its size.
+  // With training products on ATen, whatever autograd records stays with ATen, whatever its size.
+  kernels::set_training_products(kernels::TrainingProducts::aten);
   auto wg = w.clone().requires_grad_();
   torch::Tensor y;
   EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(few, wg, b); }), 0);
@@ -77,6 +83,7 @@ TEST(DenseProducts, FewRowsGoToOnednnAndTheRestToAten) {
 TEST(DenseProducts, LinearReluTakesTheSameBackendsAndMatchesReluOfTheProduct) {
   RowsGuard guard;
   kernels::set_onednn_rows(64);
+  kernels::set_training_products(kernels::TrainingProducts::aten);
   torch::manual_seed(5);
   auto w = torch::randn({30, 20}), b = torch::randn({30});
   auto few = torch::randn({4, 20}), many = torch::randn({3, 40, 20});
@@ -117,6 +124,72 @@ TEST(DenseProducts, TheEnvironmentSettingIsARowCount) {
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find("LEANSEQ_ONEDNN_ROWS"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A recorded product with its three gradients against float64 autograd through ATen's linear.
+TEST(DenseProducts, TrainingProductsAndTheirGradientsGoToOnednn) {
+  if (!built_with_onednn()) GTEST_SKIP() << "a build without oneDNN";
+  RowsGuard guard;
+  kernels::set_training_products(kernels::TrainingProducts::onednn);
+  torch::manual_seed(6);
+  const std::string onednn = "leanseq::onednn_linear";
+  const auto w0 = torch::randn({37, 24}), b0 = torch::randn({37});
+  // A [B, T, C] batch, rows, and a transposed (non-contiguous) input.
+  for (const auto& x0 : {torch::randn({3, 4, 24}), torch::randn({7, 24}), torch::randn({24, 6}).t()}) {
+    for (bool with_bias : {true, false}) {
+      for (bool input_grad : {true, false}) {
+        auto x = x0.clone().requires_grad_(input_grad), w = w0.clone().requires_grad_();
+        auto b = with_bias ? b0.clone().requires_grad_() : torch::Tensor();
+        torch::Tensor y;
+        EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(x, w, b); }), 1);
+        const auto g = torch::randn(y.sizes());
+        (y * g).sum().backward();
+        auto xd = x0.to(torch::kDouble).requires_grad_(input_grad), wd = w0.to(torch::kDouble).requires_grad_();
+        auto bd = with_bias ? b0.to(torch::kDouble).requires_grad_() : torch::Tensor();
+        auto yd = torch::linear(xd, wd, bd);
+        (yd * g.to(torch::kDouble)).sum().backward();
+        const std::string what = "input " + std::to_string(x0.dim()) + "-d, bias " + std::to_string(with_bias);
+        ASSERT_EQ(y.sizes(), yd.sizes()) << what;
+        EXPECT_LT(test::max_abs_diff(y.detach(), yd.detach().to(torch::kFloat)), 1e-4) << what;
+        EXPECT_LT(test::max_abs_diff(w.grad(), wd.grad().to(torch::kFloat)), 1e-4) << what;
+        if (with_bias) EXPECT_LT(test::max_abs_diff(b.grad(), bd.grad().to(torch::kFloat)), 1e-4) << what;
+        if (input_grad) {
+          EXPECT_LT(test::max_abs_diff(x.grad(), xd.grad().to(torch::kFloat)), 1e-4) << what;
+        } else {
+          EXPECT_FALSE(x.grad().defined()) << what;
+        }
+      }
+    }
+  }
+  // Under CPU autocast (train --bf16) ATen's linear takes it, in bfloat16.
+  {
+    at::autocast::set_cpu_enabled(true);
+    torch::Tensor y;
+    const auto calls = test::calls_of(onednn, [&] { y = kernels::linear(torch::randn({5, 24}), w0.clone().requires_grad_(), b0); });
+    at::autocast::set_cpu_enabled(false);
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  }
+  // Set to ATen, the same recorded product is ATen's.
+  kernels::set_training_products(kernels::TrainingProducts::aten);
+  auto x = torch::randn({5, 24}), w = w0.clone().requires_grad_();
+  torch::Tensor y;
+  EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(x, w, b0); }), 0);
+  EXPECT_TRUE(torch::equal(y.detach(), torch::linear(x, w0, b0)));
+}
+
+TEST(DenseProducts, TheTrainingProductsSettingNamesALibrary) {
+  EXPECT_EQ(kernels::parse_training_products(nullptr), kernels::TrainingProducts::onednn);
+  EXPECT_EQ(kernels::parse_training_products("onednn"), kernels::TrainingProducts::onednn);
+  EXPECT_EQ(kernels::parse_training_products("aten"), kernels::TrainingProducts::aten);
+  for (const char* bad : {"", "ATen", "openblas", "onednn "}) {
+    try {
+      kernels::parse_training_products(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("LEANSEQ_TRAINING_PRODUCTS"), std::string::npos) << e.what();
     }
   }
 }

@@ -98,8 +98,10 @@ int main(int argc, char** argv) {
   leanseq::cli::add_serve(app, exit_code);
   if (unknown_command(app, argc, argv)) return 2;
   try {
-    // A bad LEANSEQ_ONEDNN_ROWS stops every command before it starts, not at its first product.
+    // A bad LEANSEQ_ONEDNN_ROWS or LEANSEQ_TRAINING_PRODUCTS stops every command before it starts,
+    // not at its first product.
     leanseq::kernels::onednn_rows();
+    leanseq::kernels::training_products();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version

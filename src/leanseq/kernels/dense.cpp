@@ -1,6 +1,7 @@
 #include "leanseq/kernels/dense.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
 
 #include <atomic>
@@ -36,7 +37,32 @@ bool records(const torch::Tensor& x, const torch::Tensor& weight, const torch::T
 
 bool float_cpu(const torch::Tensor& t) { return t.device().is_cpu() && t.scalar_type() == torch::kFloat; }
 
+std::atomic<TrainingProducts>& training_setting() {
+  // Read (and a bad value refused) in any build; a build without oneDNN has only ATen's.
+  static std::atomic<TrainingProducts> products{parse_training_products(std::getenv("LEANSEQ_TRAINING_PRODUCTS"))};
+#ifndef LEANSEQ_WITH_DNNL
+  products.store(TrainingProducts::aten);
+#endif
+  return products;
+}
+
 }  // namespace
+
+TrainingProducts parse_training_products(const char* text) {
+  if (!text || std::string(text) == "onednn") return TrainingProducts::onednn;
+  if (std::string(text) == "aten") return TrainingProducts::aten;
+  throw ConfigError(std::string("LEANSEQ_TRAINING_PRODUCTS=") + text + ": expected onednn or aten");
+}
+
+TrainingProducts training_products() { return training_setting().load(); }
+
+void set_training_products(TrainingProducts products) {
+#ifdef LEANSEQ_WITH_DNNL
+  training_setting().store(products);
+#else
+  (void)products;
+#endif
+}
 
 int64_t parse_onednn_rows(const char* text) {
   if (!text) return kDefaultOnednnRows;
@@ -60,6 +86,81 @@ void set_onednn_rows(int64_t rows) {
 #endif
 }
 
+#ifdef LEANSEQ_WITH_DNNL
+namespace {
+
+// c [m, n] = op(a) op(b) + beta c through oneDNN's sgemm; row-major contiguous float32 operands,
+// op transposes where its flag is 'T'. False when oneDNN refuses.
+bool sgemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, float beta, torch::Tensor& c) {
+  const int64_t m = c.size(0), n = c.size(1), k = ta == 'N' ? a.size(1) : a.size(0);
+  // oneDNN runs on this thread's OpenMP team; at::get_num_threads() first gives a thread that has
+  // not run ATen's parallel code yet (a server's worker) ATen's thread count rather than OpenMP's
+  // default of every core.
+  (void)at::get_num_threads();
+  return dnnl_sgemm(ta, tb, m, n, k, 1.0f, a.data_ptr<float>(), a.size(1), b.data_ptr<float>(), b.size(1), beta,
+                    c.data_ptr<float>(), n) == dnnl_success;
+}
+
+// A linear layer for autograd with its three products through oneDNN: y = x w^T (+ b) forward,
+// dx = dy w and dw = dy^T x backward (db = the sum of dy's rows). Forward takes x as [m, k] rows
+// (contiguous) and the weight contiguous; the bias, when there is one, is a separate Function's
+// input (an undefined tensor cannot be one).
+torch::Tensor product_rows(const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& bias) {
+  auto out = torch::empty({rows.size(0), w.size(0)}, rows.options());
+  if (bias.defined()) out.copy_(bias.expand_as(out));
+  TORCH_CHECK(sgemm('N', 'T', rows, w, bias.defined() ? 1.0f : 0.0f, out), "oneDNN's sgemm refused a linear layer");
+  return out;
+}
+
+torch::autograd::variable_list gradients(torch::autograd::AutogradContext* ctx, const torch::Tensor& grad,
+                                         bool bias) {
+  const auto saved = ctx->get_saved_variables();
+  const auto &rows = saved[0], &w = saved[1];
+  const auto g = grad.contiguous();
+  torch::Tensor gx, gw, gb;
+  if (ctx->needs_input_grad(0)) {
+    gx = torch::empty({g.size(0), w.size(1)}, g.options());
+    TORCH_CHECK(sgemm('N', 'N', g, w, 0.0f, gx), "oneDNN's sgemm refused a linear layer's input gradient");
+  }
+  if (ctx->needs_input_grad(1)) {
+    gw = torch::empty_like(w);
+    TORCH_CHECK(sgemm('T', 'N', g, rows, 0.0f, gw), "oneDNN's sgemm refused a linear layer's weight gradient");
+  }
+  if (bias && ctx->needs_input_grad(2)) gb = g.sum(0);
+  torch::autograd::variable_list out{gx, gw};
+  if (bias) out.push_back(gb);
+  return out;
+}
+
+class TrainedLinear : public torch::autograd::Function<TrainedLinear> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows,
+                               const torch::Tensor& w) {
+    ctx->save_for_backward({rows, w});
+    return product_rows(rows, w, {});
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    return gradients(ctx, grad[0], false);
+  }
+};
+
+class TrainedLinearWithBias : public torch::autograd::Function<TrainedLinearWithBias> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows,
+                               const torch::Tensor& w, const torch::Tensor& bias) {
+    ctx->save_for_backward({rows, w});
+    return product_rows(rows, w, bias);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    return gradients(ctx, grad[0], true);
+  }
+};
+
+}  // namespace
+#endif
+
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
 #ifdef LEANSEQ_WITH_DNNL
   if (records(x, weight, bias) || !float_cpu(x) || !float_cpu(weight) || weight.dim() != 2 || x.dim() < 1) return {};
@@ -77,13 +178,7 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
   // a new tensor: expand(...).contiguous() of one row would be the bias itself.)
   auto out = torch::empty({m, n}, x.options());
   if (bias.defined()) out.copy_(bias.expand({m, n}));
-  // oneDNN runs on this thread's OpenMP team; at::get_num_threads() first gives a thread that has
-  // not run ATen's parallel code yet (a server's worker) ATen's thread count rather than OpenMP's
-  // default of every core.
-  (void)at::get_num_threads();
-  const auto status = dnnl_sgemm('N', 'T', m, n, k, 1.0f, rows.data_ptr<float>(), k, w.data_ptr<float>(), k,
-                                 bias.defined() ? 1.0f : 0.0f, out.data_ptr<float>(), n);
-  if (status != dnnl_success) return {};
+  if (!sgemm('N', 'T', rows, w, bias.defined() ? 1.0f : 0.0f, out)) return {};
   return out.view(sizes);
 #else
   (void)x, (void)weight, (void)bias;
@@ -99,10 +194,33 @@ torch::Tensor few_rows_product(const torch::Tensor& x, const torch::Tensor& weig
   if (limit <= 0 || x.dim() < 1 || x.size(-1) == 0 || x.numel() / x.size(-1) > limit) return {};
   return onednn_linear(x, weight, bias);
 }
+
+// A recorded product through oneDNN (TrainedLinear) when training_products() says so and the
+// operands are float32 CPU tensors of matching shapes, outside CPU autocast (train --bf16, whose
+// products ATen's linear casts); an undefined tensor otherwise.
+torch::Tensor training_product(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+#ifdef LEANSEQ_WITH_DNNL
+  if (training_products() != TrainingProducts::onednn || at::autocast::is_cpu_enabled() || !float_cpu(x) || !float_cpu(weight) || weight.dim() != 2 ||
+      x.dim() < 1 || x.size(-1) != weight.size(1) || x.numel() == 0 || weight.numel() == 0) {
+    return {};
+  }
+  if (bias.defined() && (!float_cpu(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0))) return {};
+  RECORD_FUNCTION("leanseq::onednn_linear", std::vector<c10::IValue>());
+  const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
+  const auto w = weight.contiguous();
+  auto out = bias.defined() ? TrainedLinearWithBias::apply(rows, w, bias) : TrainedLinear::apply(rows, w);
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return out.view(sizes);
+#else
+  (void)x, (void)weight, (void)bias;
+  return {};
+#endif
+}
 }  // namespace
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  auto out = few_rows_product(x, weight, bias);
+  auto out = records(x, weight, bias) ? training_product(x, weight, bias) : few_rows_product(x, weight, bias);
   return out.defined() ? out : torch::linear(x, weight, bias);
 }
 
@@ -119,6 +237,12 @@ std::string dense_products_summary() {
   const int64_t limit = onednn_rows();
   if (limit == 0) return "float32 products: ATen's for every size";
   return "float32 products of up to " + std::to_string(limit) + " rows at inference: oneDNN's sgemm; larger ones: ATen's";
+}
+
+std::string training_products_summary() {
+  return training_products() == TrainingProducts::onednn
+             ? "linear layers' products and gradients in training: oneDNN's sgemm"
+             : "linear layers' products and gradients in training: ATen's";
 }
 
 }  // namespace leanseq::kernels

@@ -2,8 +2,11 @@
 // step multiplies a few rows (beam x sentences) by a layer's weight: there OpenBLAS, behind ATen's
 // products, spends more on waking its threads and packing the weight than on the product, and
 // oneDNN's sgemm is 2-7x faster on 2 threads (bench/gemm_bench.cpp, docs/performance.md). Products
-// of more rows (training batches, the encoder, decoding a large batch) stay with ATen, where
-// OpenBLAS is as fast or faster. Whatever autograd records also stays with ATen.
+// of more rows (the encoder, decoding a large batch) stay with ATen, where OpenBLAS is as fast.
+// In training (autograd recording), a linear layer's forward product and both of its gradients'
+// go to oneDNN's sgemm by default: at a training batch's shapes it is as fast or faster than
+// OpenBLAS, and it runs on the OpenMP threads ATen's element-wise operators use, so a step does
+// not hand its work back and forth between two thread pools (docs/performance.md).
 #pragma once
 #include <torch/torch.h>
 
@@ -12,8 +15,10 @@
 namespace leanseq::kernels {
 
 // x [..., K] times weight [N, K] transposed, plus bias ([N] or undefined): [..., N]. oneDNN's
-// sgemm when x and the weight are float32 CPU tensors, no gradient is recorded and the product
-// has at most onednn_rows() rows; ATen's linear otherwise (and in a build without oneDNN).
+// sgemm when x and the weight are float32 CPU tensors and either no gradient is recorded and the
+// product has at most onednn_rows() rows, or autograd records and training_products() is oneDNN
+// (then once differentiable: its backward's products are not recorded); ATen's linear otherwise
+// (and in a build without oneDNN).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // relu(linear(x, weight, bias)). When no gradient is recorded and there is a bias, one operator
@@ -35,7 +40,19 @@ void set_onednn_rows(int64_t rows);
 // variable for anything but a non-negative integer. `leanseq` reads it before any command runs.
 int64_t parse_onednn_rows(const char* text);
 
+// Which library takes the products of training's linear layers: LEANSEQ_TRAINING_PRODUCTS from
+// the environment (onednn or aten), oneDNN by default; ATen in a build without oneDNN.
+// set_training_products() changes it for the process (benchmarks compare both in one invocation).
+enum class TrainingProducts { aten, onednn };
+TrainingProducts training_products();
+void set_training_products(TrainingProducts products);
+// LEANSEQ_TRAINING_PRODUCTS's value read (nullptr: unset, the default); throws ConfigError naming
+// the variable for anything but onednn or aten. `leanseq` reads it before any command runs.
+TrainingProducts parse_training_products(const char* text);
+
 // One line for start-up logs: which backend takes which products.
 std::string dense_products_summary();
+// The same for training: which library takes a linear layer's products and their gradients'.
+std::string training_products_summary();
 
 }  // namespace leanseq::kernels

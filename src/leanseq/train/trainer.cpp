@@ -16,6 +16,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/mixed_precision.h"
@@ -166,7 +167,7 @@ struct Trainer::Impl {
     if (main_process()) log_file.open(opt.save_dir + "/train_log.jsonl", std::ios::app);
     tty = main_process() && opt.log_format == "auto" && isatty(2);
     log::info(task->describe() + "; on " + device.str());
-    log::info(blas_summary());
+    log::info(device.is_cpu() ? blas_summary() + "; " + kernels::training_products_summary() : blas_summary());
   }
 
   void setup_mixed_precision() {
