@@ -14,8 +14,9 @@ struct RowOut {
 };
 
 // One row: writes grad[v] = softmax(x)_v - eps_i - (1 - eps - eps_i) [v == t] and returns the
-// row's losses. Compiled for AVX2 and a baseline; the loops vectorise (expf through libmvec).
-__attribute__((target_clones("avx2", "default"))) RowOut row_kernel(const float* __restrict x, float* __restrict grad,
+// row's losses. Compiled for AVX-512, AVX2 and a baseline; the loops vectorise (expf through
+// libmvec).
+__attribute__((target_clones("avx512f", "avx2", "default"))) RowOut row_kernel(const float* __restrict x, float* __restrict grad,
                                                                     int64_t V, int64_t t, float eps, float eps_i) {
   float m = x[0];
 #pragma omp simd reduction(max : m)
