@@ -5,10 +5,19 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <cstdint>
+
 namespace leanseq::kernels {
 
 // x with each element zeroed with probability p and the rest scaled by 1 / (1 - p) (when training
 // and p > 0); differentiable. CUDA tensors use torch::dropout.
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
+
+// The mask's parts, for kernels that drop inside a fused pass (dropout_add_layer_norm.h) and must
+// draw the very mask dropout() would: the seed (one draw from the default CPU generator), and the
+// multipliers (1 / (1 - p) for a kept element, 0 for a dropped one) of elements [first, first + n)
+// of a tensor in row-major order, for 0 < p < 1.
+uint64_t dropout_seed();
+void dropout_multipliers(uint64_t seed, double p, int64_t first, int64_t n, float* out);
 
 }  // namespace leanseq::kernels

@@ -9,6 +9,7 @@
 #include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/kernels/dropout.h"
+#include "leanseq/kernels/dropout_add_layer_norm.h"
 #include "leanseq/kernels/one_query_attention.h"
 
 namespace leanseq::nn {
@@ -69,13 +70,14 @@ inline torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool traini
 }
 
 // The end of a sublayer: residual + dropout(y), followed by `norm` for post-norm layers; one
-// operator when no gradient is recorded (kernels/add_layer_norm.h). Pre-norm layers normalise
-// their input instead and leave the sum as it is.
+// operator for post-norm layers, in training (kernels/dropout_add_layer_norm.h) and at inference
+// (kernels/add_layer_norm.h). Pre-norm layers normalise their input instead and leave the sum as
+// it is.
 inline torch::Tensor residual_add(const torch::Tensor& residual, const torch::Tensor& y, double dropout, bool training,
                                   torch::nn::LayerNorm& norm, bool post_norm) {
-  auto h = maybe_dropout(y, dropout, training);
-  if (!post_norm) return residual + h;
-  return kernels::add_layer_norm(residual, h, norm->weight, norm->bias, norm->options.eps());
+  if (!post_norm) return residual + maybe_dropout(y, dropout, training);
+  return kernels::dropout_add_layer_norm(residual, y, dropout, training, norm->weight, norm->bias,
+                                         norm->options.eps());
 }
 
 }  // namespace leanseq::nn
