@@ -101,16 +101,35 @@ bool sgemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, flo
                     c.data_ptr<float>(), n) == dnnl_success;
 }
 
+// Whether oneDNN can take x [..., K] times weight [N, K]^T plus bias: float32 CPU tensors of
+// matching, non-empty shapes.
+bool onednn_operands(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (!float_cpu(x) || !float_cpu(weight) || weight.dim() != 2 || x.dim() < 1) return false;
+  if (x.size(-1) != weight.size(1) || weight.numel() == 0 || x.numel() == 0) return false;
+  return !bias.defined() || (float_cpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
+}
+
+// rows [m, k] (contiguous) times w [n, k] (contiguous) transposed, plus bias: [m, n]; undefined
+// when oneDNN refuses. The bias is the product's starting value (beta 1), so that no second pass
+// adds it. (A copy into a new tensor: expand(...).contiguous() of one row would be the bias itself.)
+torch::Tensor product_rows(const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& bias) {
+  auto out = torch::empty({rows.size(0), w.size(0)}, rows.options());
+  if (bias.defined()) out.copy_(bias.expand_as(out));
+  if (!sgemm('N', 'T', rows, w, bias.defined() ? 1.0f : 0.0f, out)) return {};
+  return out;
+}
+
+// product_rows for autograd, which cannot fall back once recording.
+torch::Tensor recorded_product(const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& bias) {
+  auto out = product_rows(rows, w, bias);
+  TORCH_CHECK(out.defined(), "oneDNN's sgemm refused a linear layer");
+  return out;
+}
+
 // A linear layer for autograd with its three products through oneDNN: y = x w^T (+ b) forward,
 // dx = dy w and dw = dy^T x backward (db = the sum of dy's rows). Forward takes x as [m, k] rows
 // (contiguous) and the weight contiguous; the bias, when there is one, is a separate Function's
 // input (an undefined tensor cannot be one).
-torch::Tensor product_rows(const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& bias) {
-  auto out = torch::empty({rows.size(0), w.size(0)}, rows.options());
-  if (bias.defined()) out.copy_(bias.expand_as(out));
-  TORCH_CHECK(sgemm('N', 'T', rows, w, bias.defined() ? 1.0f : 0.0f, out), "oneDNN's sgemm refused a linear layer");
-  return out;
-}
 
 torch::autograd::variable_list gradients(torch::autograd::AutogradContext* ctx, const torch::Tensor& grad,
                                          bool bias) {
@@ -137,7 +156,7 @@ class TrainedLinear : public torch::autograd::Function<TrainedLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows,
                                const torch::Tensor& w) {
     ctx->save_for_backward({rows, w});
-    return product_rows(rows, w, {});
+    return recorded_product(rows, w, {});
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
@@ -150,7 +169,7 @@ class TrainedLinearWithBias : public torch::autograd::Function<TrainedLinearWith
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows,
                                const torch::Tensor& w, const torch::Tensor& bias) {
     ctx->save_for_backward({rows, w});
-    return product_rows(rows, w, bias);
+    return recorded_product(rows, w, bias);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
@@ -163,22 +182,13 @@ class TrainedLinearWithBias : public torch::autograd::Function<TrainedLinearWith
 
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
 #ifdef LEANSEQ_WITH_DNNL
-  if (records(x, weight, bias) || !float_cpu(x) || !float_cpu(weight) || weight.dim() != 2 || x.dim() < 1) return {};
-  const int64_t k = weight.size(1), n = weight.size(0);
-  if (x.size(-1) != k || k == 0 || n == 0 || x.numel() == 0) return {};
-  if (bias.defined() && (!float_cpu(bias) || bias.dim() != 1 || bias.size(0) != n)) return {};
+  if (records(x, weight, bias) || !onednn_operands(x, weight, bias)) return {};
   // One operator for profilers and operator counts (bench/), as ATen's products are.
   RECORD_FUNCTION("leanseq::onednn_linear", std::vector<c10::IValue>());
-  const auto rows = x.reshape({-1, k}).contiguous();
-  const auto w = weight.contiguous();
-  const int64_t m = rows.size(0);
+  auto out = product_rows(x.reshape({-1, x.size(-1)}).contiguous(), weight.contiguous(), bias);
+  if (!out.defined()) return {};
   auto sizes = x.sizes().vec();
-  sizes.back() = n;
-  // The bias is the product's starting value (beta 1), so that no second pass adds it. (A copy into
-  // a new tensor: expand(...).contiguous() of one row would be the bias itself.)
-  auto out = torch::empty({m, n}, x.options());
-  if (bias.defined()) out.copy_(bias.expand({m, n}));
-  if (!sgemm('N', 'T', rows, w, bias.defined() ? 1.0f : 0.0f, out)) return {};
+  sizes.back() = weight.size(0);
   return out.view(sizes);
 #else
   (void)x, (void)weight, (void)bias;
@@ -200,11 +210,10 @@ torch::Tensor few_rows_product(const torch::Tensor& x, const torch::Tensor& weig
 // products ATen's linear casts); an undefined tensor otherwise.
 torch::Tensor training_product(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
 #ifdef LEANSEQ_WITH_DNNL
-  if (training_products() != TrainingProducts::onednn || at::autocast::is_cpu_enabled() || !float_cpu(x) || !float_cpu(weight) || weight.dim() != 2 ||
-      x.dim() < 1 || x.size(-1) != weight.size(1) || x.numel() == 0 || weight.numel() == 0) {
+  if (training_products() != TrainingProducts::onednn || at::autocast::is_cpu_enabled() ||
+      !onednn_operands(x, weight, bias)) {
     return {};
   }
-  if (bias.defined() && (!float_cpu(bias) || bias.dim() != 1 || bias.size(0) != weight.size(0))) return {};
   RECORD_FUNCTION("leanseq::onednn_linear", std::vector<c10::IValue>());
   const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
   const auto w = weight.contiguous();
