@@ -82,7 +82,11 @@ class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     auto grad = ctx->get_saved_variables()[0];
-    return {grad * grad_out[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    // A loss that was not scaled (the usual case) passes the saved gradient on as it is: one
+    // pass over [N, V] less. The graph is freed after this backward, so no one else reads it.
+    const auto& scale = grad_out[0];
+    const bool one = scale.defined() && scale.numel() == 1 && scale.is_cpu() && scale.item<double>() == 1.0;
+    return {one ? grad : grad * scale, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
