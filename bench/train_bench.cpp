@@ -21,6 +21,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/train/adam.h"
 #include "leanseq/train/mixed_precision.h"
+#include "leanseq/train/optimizer_state.h"
 #include "leanseq/train/run_config.h"
 #include "contender.h"
 #include "errors.h"
@@ -62,7 +63,7 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
   src = src.to(s.device), target = target.to(s.device), prev = prev.to(s.device);
   const auto params = model->parameters();
   auto update = [&] {
-    adam->zero_grad();
+    leanseq::train::clear_gradients(params);  // as train/trainer.cpp does
     torch::Tensor logits;
     {
       leanseq::train::MixedPrecision::Autocast autocast(amp);
@@ -72,7 +73,8 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
     auto loss = leanseq::kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), target.view(-1),
                                                                0.1, 1);
     amp.scale_loss(loss.loss).backward();
-    if (amp.unscale(params, 1.0)) adam->step();
+    if (amp.scaled() && !amp.unscale(params, 1.0)) return;  // unscaled: nothing to divide, as in the trainer
+    adam->step();
   };
   auto sync = [&] {
     if (s.device.is_cuda()) torch::cuda::synchronize(s.device.index());

@@ -181,3 +181,62 @@ TEST(Optimizer, AdamsClosureRunsBeforeTheUpdateIsChosen) {
   });
   EXPECT_LT(error_beyond_relative(p.detach(), q.detach()), 1e-6);
 }
+
+TEST(Optimizer, AGradientFactorActsAsGradientsDividedBeforehand) {
+  // The trainer's normalisation by the update's weight, done inside the update, against dividing
+  // the gradients first; in the one pass (float32) and the composite (float64) of both optimizers.
+  // The factor holds for one step: the last step below asks for none, and the gradients are used
+  // as they are.
+  const double weight = 37;
+  auto run = [&](torch::Dtype dtype, bool nag, bool in_update) {
+    auto ps = make_params(dtype, 6);
+    std::unique_ptr<torch::optim::Optimizer> o;
+    if (nag) {
+      o = std::make_unique<NAG>(ps, 0.25, 0.99, 0.1);
+    } else {
+      o = std::make_unique<Adam>(ps, torch::optim::AdamOptions(1e-2).weight_decay(0.01));
+    }
+    for (int step = 0; step < 4; ++step) {
+      set_grads(ps, step);
+      if (step < 3) {
+        if (in_update) {
+          dynamic_cast<GradientFactor&>(*o).multiply_gradients_at_next_step(1 / weight);
+        } else {
+          for (auto& p : ps) {
+            if (p.grad().defined()) p.mutable_grad().div_(weight);
+          }
+        }
+      }
+      o->step();
+    }
+    return ps;
+  };
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    for (bool nag : {false, true}) {
+      auto inside = run(dtype, nag, true), before = run(dtype, nag, false);
+      for (size_t i = 0; i < inside.size(); ++i) {
+        EXPECT_LT(error_beyond_relative(inside[i].detach(), before[i].detach()), 1e-6)
+            << (nag ? "NAG " : "Adam ") << dtype << " param " << i;
+      }
+    }
+  }
+}
+
+TEST(Optimizer, ClearedGradientsAreUndefinedUntilABackwardGivesOne) {
+  auto used = torch::tensor({1.0f, 2.0f}).requires_grad_(true);
+  auto unused = torch::tensor({5.0f}).requires_grad_(true);
+  used.mutable_grad() = torch::full({2}, 9.0f);
+  unused.mutable_grad() = torch::full({1}, 9.0f);
+  clear_gradients({used, unused});
+  EXPECT_FALSE(used.grad().defined());
+  EXPECT_FALSE(unused.grad().defined());
+  (used * 3).sum().backward();  // the first gradient, as it is
+  (used * used).sum().backward();  // the next ones add to it
+  EXPECT_TRUE(torch::equal(used.grad(), torch::tensor({5.0f, 7.0f})));
+  EXPECT_FALSE(unused.grad().defined());
+  // Adam leaves a parameter without a gradient alone, as fairseq's does.
+  Adam adam({used, unused}, torch::optim::AdamOptions(0.1));
+  adam.step();
+  EXPECT_TRUE(torch::equal(unused, torch::tensor({5.0f})));
+  EXPECT_FALSE(torch::equal(used, torch::tensor({1.0f, 2.0f})));
+}

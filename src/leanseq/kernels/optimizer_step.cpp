@@ -16,10 +16,10 @@ __attribute__((target_clones("avx2", "default"))) void adam_range(const AdamSpan
   float* __restrict m = s.exp_avg;
   float* __restrict v = s.exp_avg_sq;
   const float b1 = s.beta1, b2 = s.beta2, c1 = 1.0f - s.beta1, c2 = 1.0f - s.beta2, wd = s.weight_decay;
-  const float step = s.step_size, ibc2 = s.inv_sqrt_bias_correction2, eps = s.eps;
+  const float step = s.step_size, ibc2 = s.inv_sqrt_bias_correction2, eps = s.eps, gs = s.grad_scale;
 #pragma omp simd
   for (int64_t i = begin; i < end; ++i) {
-    const float gi = g[i] + wd * p[i];
+    const float gi = gs * g[i] + wd * p[i];
     const float mi = b1 * m[i] + c1 * gi;
     const float vi = b2 * v[i] + c2 * (gi * gi);
     m[i] = mi;

@@ -18,11 +18,12 @@ struct AdamSpan {
   float* exp_avg;
   float* exp_avg_sq;
   int64_t n;
-  // torch::optim::Adam's update (LibTorch 1.13): with g = grad + weight_decay * param,
+  // torch::optim::Adam's update (LibTorch 1.13): with g = grad_scale * grad + weight_decay * param,
   //   exp_avg = beta1 exp_avg + (1 - beta1) g;  exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2
   //   param -= step_size * exp_avg / (sqrt(exp_avg_sq) * inv_sqrt_bias_correction2 + eps)
   // where step_size = lr / (1 - beta1^step) and inv_sqrt_bias_correction2 = 1 / sqrt(1 - beta2^step).
   float beta1, beta2, weight_decay, step_size, inv_sqrt_bias_correction2, eps;
+  float grad_scale = 1;  // the trainer's normalisation of the gradient, applied in the same pass
 };
 
 struct NagSpan {

@@ -13,11 +13,13 @@ torch::Tensor Adam::step(LossClosure closure) {
     at::AutoGradMode enable(true);
     loss = closure();
   }
+  const double factor = take_gradient_factor();
   bool amsgrad = false;
   for (const auto& group : param_groups()) {
     amsgrad = amsgrad || static_cast<const torch::optim::AdamOptions&>(group.options()).amsgrad();
   }
   if (amsgrad || !one_pass_update_applies(param_groups())) {
+    scale_gradients(param_groups(), factor);
     torch::optim::Adam::step();
     return loss;
   }
@@ -51,7 +53,8 @@ torch::Tensor Adam::step(LossClosure closure) {
                        st.exp_avg_sq().data_ptr<float>(), p.numel(), static_cast<float>(beta1),
                        static_cast<float>(beta2), static_cast<float>(o.weight_decay()),
                        static_cast<float>(o.lr() / bias_correction1),
-                       static_cast<float>(1 / std::sqrt(bias_correction2)), static_cast<float>(o.eps())});
+                       static_cast<float>(1 / std::sqrt(bias_correction2)), static_cast<float>(o.eps()),
+                       static_cast<float>(factor)});
     }
   }
   kernels::adam_update(spans);

@@ -4,9 +4,12 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/train/optimizer_state.h"
+
 namespace leanseq::train {
 
-class Adam : public torch::optim::Adam {
+// With GradientFactor: the trainer's normalisation of the gradients happens inside the update.
+class Adam : public torch::optim::Adam, public GradientFactor {
  public:
   using torch::optim::Adam::Adam;
   torch::Tensor step(LossClosure closure = nullptr) override;

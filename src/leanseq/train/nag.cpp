@@ -15,6 +15,7 @@ torch::Tensor NAG::step(LossClosure closure) {
     at::AutoGradMode enable(true);
     loss = closure();
   }
+  const double f = take_gradient_factor();  // scales each gradient term below
   const bool one_pass = one_pass_update_applies(param_groups());
   for (auto& group : param_groups()) {
     auto& o = static_cast<torch::optim::SGDOptions&>(group.options());
@@ -37,13 +38,14 @@ torch::Tensor NAG::step(LossClosure closure) {
         written.insert(written.end(), {p, buf});
         spans.push_back({p.data_ptr<float>(), g.data_ptr<float>(), buf.data_ptr<float>(), p.numel(),
                          static_cast<float>(1 - lr * wd), static_cast<float>(m * m * correct),
-                         static_cast<float>(-(1 + m) * lr), static_cast<float>(m * correct), static_cast<float>(-lr)});
+                         static_cast<float>(-(1 + m) * lr * f), static_cast<float>(m * correct),
+                         static_cast<float>(-lr * f)});
         continue;
       }
       if (wd != 0) p.mul_(1 - lr * wd);
       p.add_(buf, m * m * correct);
-      p.add_(g, -(1 + m) * lr);
-      buf.mul_(m * correct).add_(g, -lr);
+      p.add_(g, -(1 + m) * lr * f);
+      buf.mul_(m * correct).add_(g, -lr * f);
     }
     if (!spans.empty()) {
       RECORD_FUNCTION("leanseq::nag_update", std::vector<c10::IValue>());

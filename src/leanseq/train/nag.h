@@ -6,9 +6,12 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/train/optimizer_state.h"
+
 namespace leanseq::train {
 
-class NAG : public torch::optim::SGD {
+// With GradientFactor: the trainer's normalisation of the gradients happens inside the update.
+class NAG : public torch::optim::SGD, public GradientFactor {
  public:
   NAG(std::vector<torch::Tensor> params, double lr, double momentum, double weight_decay);
   torch::Tensor step(LossClosure closure = nullptr) override;

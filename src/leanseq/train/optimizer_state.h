@@ -32,6 +32,45 @@ State& find_or_add_state(Map& states, const torch::Tensor& p, Make&& make) {
   return static_cast<State&>(*it->second);
 }
 
+// Starts an update's gradients undefined, as fairseq does (p.grad = None) rather than zeroing them
+// as torch::optim's zero_grad does: autograd then hands each parameter its first gradient instead
+// of adding it to zeros (no fill, no add), and a parameter that gets none this update is left
+// alone by the optimizer.
+inline void clear_gradients(const std::vector<torch::Tensor>& params) {
+  for (const auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
+}
+
+// An optimizer of train/ that, when asked, multiplies the gradients by a factor inside its own
+// update pass: the trainer's division of the summed gradients by the update's weight (fairseq's
+// sample_size) without a pass of its own over every gradient. The factor applies to the next
+// step() only.
+class GradientFactor {
+ public:
+  virtual ~GradientFactor() = default;
+  void multiply_gradients_at_next_step(double factor) { factor_ = factor; }
+
+ protected:
+  // This step's factor (1 when none was asked for); the next step's is 1 again.
+  double take_gradient_factor() {
+    const double f = factor_;
+    factor_ = 1;
+    return f;
+  }
+  // For the composite paths: the factor applied to the gradients themselves.
+  static void scale_gradients(std::vector<torch::optim::OptimizerParamGroup>& groups, double factor) {
+    if (factor == 1) return;
+    torch::NoGradGuard no_grad;
+    for (auto& group : groups) {
+      for (auto& p : group.params()) {
+        if (p.grad().defined()) p.mutable_grad().mul_(factor);
+      }
+    }
+  }
+
+ private:
+  double factor_ = 1;
+};
+
 // True when every parameter with a gradient is a contiguous float32 CPU tensor with a dense,
 // contiguous float32 gradient: the case of the one-pass updates.
 inline bool one_pass_update_applies(const std::vector<torch::optim::OptimizerParamGroup>& groups) {

@@ -20,6 +20,7 @@
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/mixed_precision.h"
+#include "leanseq/train/optimizer_state.h"
 #include "leanseq/train/signals.h"
 #include "leanseq/train/translation_task.h"
 
@@ -194,7 +195,7 @@ struct Trainer::Impl {
   bool train_step(const std::vector<std::vector<int64_t>>& batches) {
     Timer t;
     task->model().train();
-    optimizer->zero_grad();
+    clear_gradients(params);
     std::vector<double> sums(task->sum_count(), 0.0);  // also on a rank without a batch in this update
     double weight = 0;
     if (td) td->begin_update(progress.num_updates);
@@ -214,8 +215,12 @@ struct Trainer::Impl {
       log_comm_seconds += c, comm_seconds_this_run += c;
     }
     if (weight == 0) return false;
-    // Gradients of the summed loss (over all ranks), normalised by its weight (fairseq's sample_size).
-    if (!amp->unscale(params, weight)) {
+    // Gradients of the summed loss (over all ranks), normalised by its weight (fairseq's sample_size):
+    // inside the optimizer's update pass when nothing reads the gradients before it.
+    auto* in_update = dynamic_cast<GradientFactor*>(optimizer.get());
+    if (in_update && !amp->scaled() && opt.clip_norm <= 0) {
+      in_update->multiply_gradients_at_next_step(1.0 / weight);
+    } else if (!amp->unscale(params, weight)) {
       if (main_process()) {
         log::info("mixed precision: inf or NaN in the gradients; update skipped, loss scale now " + fmt(amp->scale(), 4, true));
       }
