@@ -234,7 +234,7 @@ void Distributed::all_reduce_gradients(const std::vector<torch::Tensor>& params,
   std::vector<std::vector<torch::Tensor>> buckets;
   int64_t bytes = 0;
   for (const auto& p : params) {
-    if (!p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad() = torch::zeros_like(p);
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     if (p.grad().device() != impl_->device) {
       throw ConfigError("distributed: a gradient on " + p.grad().device().str() + " in a " + backend_ +
                         " group on " + impl_->device.str());

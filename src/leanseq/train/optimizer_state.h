@@ -37,7 +37,7 @@ State& find_or_add_state(Map& states, const torch::Tensor& p, Make&& make) {
 // of adding it to zeros (no fill, no add), and a parameter that gets none this update is left
 // alone by the optimizer.
 inline void clear_gradients(const std::vector<torch::Tensor>& params) {
-  for (const auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
+  for (const auto& p : params) p.mutable_grad() = torch::Tensor();  // mutable_grad() is const
 }
 
 // An optimizer of train/ that, when asked, multiplies the gradients by a factor inside its own
