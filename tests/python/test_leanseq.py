@@ -5,6 +5,7 @@ import os
 import random
 import re
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -174,3 +175,57 @@ def test_import_fairseq_then_translate_as_fairseq_interactive(tmp_path):
             expected[int(i[2:])] = text
     got = leanseq.Translator(str(tmp_path / "m.pt")).translate(lines, beam=5)
     assert [r.text for r in got] == [expected[i] for i in range(5)]
+
+
+# Run in a fresh interpreter: pytest's faulthandler gives the main thread a signal stack of its own,
+# which a user's interpreter does not have.
+SIGNALS_SCRIPT = """
+import ctypes, os, signal, sys, threading, time
+import leanseq
+class StackT(ctypes.Structure):
+    _fields_ = [("ss_sp", ctypes.c_void_p), ("ss_flags", ctypes.c_int), ("ss_size", ctypes.c_size_t)]
+ss = StackT()
+assert ctypes.CDLL(None).sigaltstack(None, ctypes.byref(ss)) == 0
+print("signal stack", ss.ss_size if not ss.ss_flags & 2 else 0)  # 2: SS_DISABLE
+t = leanseq.Translator(sys.argv[1], compute_type="float32", threads=1)
+lines = sys.argv[2:]
+expected = [r.text for r in t.translate(lines, beam=5, max_len_b=12)]
+received = 0
+def on_usr1(signum, frame):
+    global received
+    received += 1
+signal.signal(signal.SIGUSR1, on_usr1)
+stop, sent = threading.Event(), [0]
+def send():
+    while not stop.is_set():
+        os.kill(os.getpid(), signal.SIGUSR1)
+        sent[0] += 1
+        time.sleep(0.0001)
+sender = threading.Thread(target=send, daemon=True)
+sender.start()
+translations, same = 0, True
+deadline = time.monotonic() + 2
+while time.monotonic() < deadline:
+    same = same and [r.text for r in t.translate(lines, beam=5, max_len_b=12)] == expected
+    translations += 1
+stop.set()
+sender.join()
+print(sent[0], received, translations, same)
+"""
+
+
+def test_signals_in_the_middle_of_translations_leave_them_and_the_heap_intact(checkpoint):
+    # Python's handlers interrupt a translation's products (oneDNN's JIT sgemm points the stack
+    # register into the heap while it runs: tests/train/test_signals.cpp) and its SentencePiece
+    # helper's reads and writes. Importing the module gives the importing thread a signal stack
+    # for the handlers, and the pipes' calls resume (without that, the translation failed: "the
+    # SentencePiece helper exited unexpectedly").
+    env = dict(os.environ, PYTHONFAULTHANDLER="")
+    r = subprocess.run([sys.executable, "-c", SIGNALS_SCRIPT, checkpoint, *LINES], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    stack, result = r.stdout.splitlines()
+    assert int(stack.split()[-1]) >= 16384
+    sent, received, translations, same = result.split()
+    assert int(sent) > 1000 and int(received) > 0 and int(translations) > 10
+    assert same == "True"

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "leanseq/core/error.h"
 
@@ -23,6 +24,8 @@ LineReader::LineReader(const std::string& path) : name_(path == "-" ? "<stdin>" 
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
 }
+
+LineReader::LineReader(int fd, std::string name) : fd_(fd), owned_(true), name_(std::move(name)) {}
 
 LineReader::~LineReader() {
   if (owned_) ::close(fd_);

@@ -1,6 +1,6 @@
 // Lines from a file or standard input, read as they come: next() waits for a line, ready() says
 // without waiting whether one is there (a pipe that pauses has none), so that a consumer can work
-// on what it has read instead of waiting for more.
+// on what it has read instead of waiting for more. Reads interrupted by a signal are resumed.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,6 +11,8 @@ class LineReader {
  public:
   // "-": standard input. Throws DataError naming the file when it cannot be opened.
   explicit LineReader(const std::string& path);
+  // An open descriptor (a pipe from a helper process), closed by the destructor; `name` for errors.
+  LineReader(int fd, std::string name);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;

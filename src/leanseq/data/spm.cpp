@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
@@ -26,12 +27,23 @@ std::string spm_helper_path() {
 }
 
 namespace {
-// Reads one '\n'-terminated line; false at EOF.
-bool read_line(FILE* f, std::string& line) {
-  line.clear();
-  int c;
-  while ((c = std::fgetc(f)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
-  return c != EOF || !line.empty();
+// The helper's pipes are read and written with the system calls themselves, resumed after a signal:
+// a handler installed without SA_RESTART (Python's are) makes them fail with EINTR, which stdio's
+// streams took for the helper's end.
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void wait_for(pid_t pid, int& status) {
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
 }
 }  // namespace
 
@@ -53,21 +65,21 @@ SentencePiece::SentencePiece(const std::string& model_path) : path_(model_path) 
   }
   close(in_pipe[0]);
   close(out_pipe[1]);
-  to_ = fdopen(in_pipe[1], "w");
-  from_ = fdopen(out_pipe[0], "r");
+  to_ = in_pipe[1];
+  from_ = std::make_unique<io::LineReader>(out_pipe[0], helper);
   std::string line;
-  if (!read_line(from_, line)) {
+  if (!from_->next(line)) {
     throw Error(helper + ": the SentencePiece helper did not start (build it with the 'leanseq-spm' target)");
   }
   if (line.rfind("O\t", 0) != 0) throw DataError(model_path + ": cannot load SentencePiece model: " + line.substr(2));
 }
 
 SentencePiece::~SentencePiece() {
-  if (to_) std::fclose(to_);
-  if (from_) std::fclose(from_);
+  if (to_ >= 0) ::close(to_);  // the helper reads its end and exits
+  from_.reset();
   if (pid_ > 0) {
     int status;
-    waitpid(pid_, &status, 0);
+    wait_for(pid_, status);
   }
 }
 
@@ -76,10 +88,10 @@ std::string SentencePiece::request(char kind, const std::string& payload) const 
   for (char& c : clean) {
     if (c == '\n' || c == '\r') c = ' ';
   }
-  std::fprintf(to_, "%c\t%s\n", kind, clean.c_str());
-  std::fflush(to_);
   std::string line;
-  if (!read_line(from_, line)) throw Error(path_ + ": the SentencePiece helper exited unexpectedly");
+  if (!write_all(to_, std::string(1, kind) + "\t" + clean + "\n") || !from_->next(line)) {
+    throw Error(path_ + ": the SentencePiece helper exited unexpectedly");
+  }
   if (line.rfind("O\t", 0) != 0) throw DataError(path_ + ": SentencePiece failed: " + line.substr(2));
   return line.substr(2);
 }
@@ -128,7 +140,7 @@ void SentencePiece::train(const std::vector<std::string>& inputs, const std::str
     std::_Exit(127);
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  wait_for(pid, status);
   std::string log_text;
   if (FILE* f = std::fopen(err_path.c_str(), "r")) {
     int c;

@@ -4,10 +4,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "leanseq/core/line_reader.h"
 #include "leanseq/data/text_pipeline.h"
 
 namespace leanseq::data {
@@ -37,8 +38,8 @@ class SentencePiece : public TextPipeline {
   std::string request(char kind, const std::string& payload) const;
   std::string path_;
   pid_t pid_ = -1;
-  FILE* to_ = nullptr;
-  FILE* from_ = nullptr;
+  int to_ = -1;                           // the helper's standard input
+  std::unique_ptr<io::LineReader> from_;  // its standard output
 };
 
 // Path of the leanseq-spm helper: $LEANSEQ_SPM_HELPER, else next to the running executable,

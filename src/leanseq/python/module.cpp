@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/signal_stack.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
@@ -162,6 +163,10 @@ std::vector<std::vector<std::string>> reference_streams(const py::object& refs, 
 PYBIND11_MODULE(_leanseq, m) {
   m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
   m.attr("__version__") = "0.1.0";
+  // Python's signal handlers (SIGINT's KeyboardInterrupt among them) run on the thread that
+  // imports the module, usually in the middle of a translation's products: on a stack of their own
+  // (core/signal_stack.h), or a signal frame would land in the heap.
+  use_alternate_signal_stack();
 
   // One-line messages, as the command line prints them.
   py::register_exception_translator([](std::exception_ptr p) {
