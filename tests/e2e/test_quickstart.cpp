@@ -35,7 +35,9 @@ TEST(Quickstart, OwnTextIsPreparedTrainedTranslatedAndScoredWithAValidatedLength
     if (at[i] > at[best]) best = i;
   }
   EXPECT_EQ(chosen, names[best]) << out;
-  EXPECT_NE(out.find("test set: 100 sentences, beam 5, length penalty " + chosen + ":"), std::string::npos) << out;
+  char test_line[64];
+  std::snprintf(test_line, sizeof test_line, "test set: 100 sentences, beam 5, length penalty %.2f:", std::stod(chosen));
+  EXPECT_NE(out.find(test_line), std::string::npos) << out;
   // Each validation figure is translate's and score's with that penalty, and the test figure
   // score's on the written translations.
   const std::string ck = dir + "/qs/checkpoints/checkpoint_best.pt";
@@ -59,10 +61,26 @@ TEST(Quickstart, OwnTextIsPreparedTrainedTranslatedAndScoredWithAValidatedLength
   EXPECT_GT(at[best], 50) << out;  // the task is learnt
 }
 
-TEST(Quickstart, OwnTrainingTextWithoutValidAndTestIsAUsageError) {
+TEST(Quickstart, AGivenLengthPenaltyIsUsedWithoutTheValidationChoice) {
+  const auto dir = temp_dir("quickstart-lenpen");
+  write_task_splits(dir);
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " quickstart --work " + dir + "/qs --src src --tgt tgt --train " + dir + "/train --valid " + dir +
+                            "/valid --test " + dir + "/test --arch transformer_tiny --vocab-size 60 --samples 0 --lenpen 1.25 " +
+                            "--set stop.max_update=20 2>&1",
+                        out),
+            0)
+      << out;
+  EXPECT_EQ(out.find("the validation set's BLEU"), std::string::npos) << out;
+  EXPECT_NE(out.find("test set: 100 sentences, beam 5, length penalty 1.25:"), std::string::npos) << out;
+}
+
+TEST(Quickstart, BadArgumentsAreUsageErrors) {
   const auto dir = temp_dir("quickstart-bad");
   std::string out;
   EXPECT_EQ(run_command(kCli + " quickstart --work " + dir + "/qs --train " + dir + "/train 2>&1", out), 2) << out;
   EXPECT_EQ(out, "leanseq: error: quickstart: --train needs --valid and --test too\n");
+  EXPECT_EQ(run_command(kCli + " quickstart --work " + dir + "/qs --lenpen -1 2>&1", out), 2) << out;
+  EXPECT_EQ(out, "leanseq: error: quickstart: --lenpen must be 0 (chosen on the validation set) or positive\n");
   EXPECT_FALSE(std::filesystem::exists(dir + "/qs"));
 }
