@@ -119,7 +119,7 @@ void add_quickstart(CLI::App& app, int& exit_code) {
     to.search.beam = 5;
     to.search.max_len_a = 1.2;
     to.search.max_len_b = 10;
-    auto best_of = [&](const std::vector<std::string>& sources, decode::TranslationStats* stats) {
+    auto first_best = [&](const std::vector<std::string>& sources, decode::TranslationStats* stats) {
       std::vector<std::string> hyps;
       for (auto& r : lt.translator->translate(sources, to, stats)) hyps.push_back(r.empty() ? "" : r[0].text);
       return hyps;
@@ -138,19 +138,21 @@ void add_quickstart(CLI::App& app, int& exit_code) {
       best_lenpen = 1;
       for (double lenpen : {1.0, 1.5, 2.0}) {
         to.search.lenpen = lenpen;
-        const double b = eval::corpus_bleu(best_of(valid_sources, nullptr), {valid_refs}).score;
+        const double b = eval::corpus_bleu(first_best(valid_sources, nullptr), {valid_refs}).score;
         char line[64];
         std::snprintf(line, sizeof line, "%s%.2f at %.1f", tried.empty() ? "" : ", ", b, lenpen);
         tried += line;
         if (b > best_valid) best_valid = b, best_lenpen = lenpen;
       }
-      log::info("length penalty " + std::to_string(best_lenpen).substr(0, 3) + ": the validation set's BLEU " + tried);
+      char chosen[32];
+      std::snprintf(chosen, sizeof chosen, "length penalty %.1f: ", best_lenpen);
+      log::info(chosen + ("the validation set's BLEU " + tried));
     }
     to.search.lenpen = best_lenpen;
     auto sources = io::read_lines(a->test + "." + a->src);
     auto refs = io::read_lines(a->test + "." + a->tgt);
     decode::TranslationStats stats;
-    const auto hyps = best_of(sources, &stats);
+    const auto hyps = first_best(sources, &stats);
     io::atomic_write_text(a->work + "/test.hyp." + a->tgt, [&] {
       std::string s;
       for (auto& h : hyps) s += h + "\n";
