@@ -121,3 +121,31 @@ TEST(OneQueryAttention, TheFusedStepEqualsTheComposite) {
   auto k = torch::randn({B, H, S, d});
   EXPECT_FALSE(kernels::one_query_attention_applies(q, k, k, wrong_mask));
 }
+
+// Keys and values read through origin tables (a self-attention cache reordered without moving its
+// rows): the same floats as the kernel over the rows gathered in order, with more stored rows
+// than queries, rows that change from one position to the next, and separate tables for k and v.
+TEST(OneQueryAttention, KeysAndValuesThroughOriginTablesEqualTheGatheredRows) {
+  torch::manual_seed(15);
+  torch::NoGradGuard no_grad;
+  const int64_t B = 4, P = 6, H = 2, d = 8, S = 5;
+  auto q = torch::randn({B, H, 1, d});
+  auto k = torch::randn({P, H, S, d}), v = torch::randn({P, H, S, d});
+  auto k_origin = torch::randint(0, P, {B, S}, torch::kLong), v_origin = torch::randint(0, P, {B, S}, torch::kLong);
+  auto gather = [&](const torch::Tensor& t, const torch::Tensor& origin) {
+    auto out = torch::empty({B, H, S, d});
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t s = 0; s < S; ++s) out[b].select(1, s).copy_(t[origin[b][s].item<int64_t>()].select(1, s));
+    }
+    return out;
+  };
+  auto mask = torch::zeros({B, 1, 1, S});
+  mask[1][0][0][0] = -std::numeric_limits<float>::infinity();
+  ASSERT_TRUE(kernels::one_query_attention_applies(q, k, v, mask, k_origin, v_origin));
+  auto [context, probs] = kernels::one_query_attention(q, k, v, mask, 0.5, k_origin, v_origin);
+  auto [want_context, want_probs] = kernels::one_query_attention(q, gather(k, k_origin), gather(v, v_origin), mask, 0.5);
+  EXPECT_TRUE(torch::equal(probs, want_probs));
+  EXPECT_TRUE(torch::equal(context, want_context));
+  EXPECT_FALSE(kernels::one_query_attention_applies(q, k, v, mask, k_origin, {})) << "both tables or neither";
+  EXPECT_FALSE(kernels::one_query_attention_applies(q, k, v, mask, k_origin.narrow(1, 0, S - 1), v_origin));
+}

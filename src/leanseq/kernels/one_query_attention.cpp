@@ -1,5 +1,6 @@
 #include "leanseq/kernels/one_query_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -12,13 +13,14 @@ namespace {
 // Compiled for AVX-512 (with FMA) and AVX2 besides the baseline (chosen when the program starts).
 #define LEANSEQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// out[s] = q . k_s. Four keys at a time: one dot product is a chain of dependent additions, four
-// independent ones keep the vector units busy (a decoding step's keys are 64 numbers per head).
-LEANSEQ_CLONES void dots(const float* __restrict q, const float* __restrict k, int64_t key_stride, int64_t S,
-                         int64_t d, float* __restrict out) {
+// out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
+// chain of dependent additions, four independent ones keep the vector units busy (a decoding step's
+// keys are 64 numbers per head).
+LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
+                         float* __restrict out) {
   int64_t s = 0;
   for (; s + 4 <= S; s += 4) {
-    const float *k0 = k + s * key_stride, *k1 = k0 + key_stride, *k2 = k1 + key_stride, *k3 = k2 + key_stride;
+    const float *k0 = k[s], *k1 = k[s + 1], *k2 = k[s + 2], *k3 = k[s + 3];
     float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
 #pragma omp simd reduction(+ : a0, a1, a2, a3)
     for (int64_t j = 0; j < d; ++j) {
@@ -30,7 +32,7 @@ LEANSEQ_CLONES void dots(const float* __restrict q, const float* __restrict k, i
     out[s] = a0, out[s + 1] = a1, out[s + 2] = a2, out[s + 3] = a3;
   }
   for (; s < S; ++s) {
-    const float* ks = k + s * key_stride;
+    const float* ks = k[s];
     float a = 0.f;
 #pragma omp simd reduction(+ : a)
     for (int64_t j = 0; j < d; ++j) a += q[j] * ks[j];
@@ -38,24 +40,32 @@ LEANSEQ_CLONES void dots(const float* __restrict q, const float* __restrict k, i
   }
 }
 
-// out = sum_s p[s] v_s, four values at a time (one pass over out per four).
-LEANSEQ_CLONES void weighted_sum(const float* __restrict p, int64_t p_stride, const float* __restrict v,
-                                 int64_t value_stride, int64_t S, int64_t d, float* __restrict out) {
+// out = sum_s p[s] v[s], four values at a time (one pass over out per four).
+LEANSEQ_CLONES void weighted_sum(const float* __restrict p, int64_t p_stride, const float* const* __restrict v,
+                                 int64_t S, int64_t d, float* __restrict out) {
   for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
   int64_t s = 0;
   for (; s + 4 <= S; s += 4) {
     const float w0 = p[s * p_stride], w1 = p[(s + 1) * p_stride], w2 = p[(s + 2) * p_stride],
                 w3 = p[(s + 3) * p_stride];
-    const float *v0 = v + s * value_stride, *v1 = v0 + value_stride, *v2 = v1 + value_stride, *v3 = v2 + value_stride;
+    const float *v0 = v[s], *v1 = v[s + 1], *v2 = v[s + 2], *v3 = v[s + 3];
 #pragma omp simd
     for (int64_t j = 0; j < d; ++j) out[j] += (w0 * v0[j] + w1 * v1[j]) + (w2 * v2[j] + w3 * v3[j]);
   }
   for (; s < S; ++s) {
     const float w = p[s * p_stride];
-    const float* vs = v + s * value_stride;
+    const float* vs = v[s];
 #pragma omp simd
     for (int64_t j = 0; j < d; ++j) out[j] += w * vs[j];
   }
+}
+
+// The addresses of the S rows of one (row, head) of a [., H, S, d] tensor t: t[row(s), h, s] where
+// row(s) is `origin[s]` (stored rows per position) or `row` when origin is null.
+void row_addresses(const torch::Tensor& t, const float* base, int64_t row, const int64_t* origin, int64_t h,
+                   int64_t S, const float** out) {
+  const int64_t s0 = t.stride(0), s1 = t.stride(1), s2 = t.stride(2);
+  for (int64_t s = 0; s < S; ++s) out[s] = base + (origin ? origin[s] : row) * s0 + h * s1 + s * s2;
 }
 
 // x = softmax(x) over n entries, as ATen computes it: exp(x - max), then times 1 / sum.
@@ -127,8 +137,8 @@ torch::Tensor one_query_context_reference(const torch::Tensor& p, const torch::T
 
 namespace {
 
-// out[..., 1, width] for one query per row: fn(a's row, b's row of the same (batch, head), out's row)
-// for every (batch, head), b's rows shared by groups of a's.
+// out[..., 1, width] for one query per row: fn(a's row, the addresses of b's rows of the same
+// (batch, head), out's row) for every (batch, head), b's rows shared by groups of a's.
 template <class Row>
 torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, int64_t width, Row&& fn) {
   const auto a4 = as_4d(a), b4 = as_4d(b);
@@ -139,8 +149,12 @@ torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, 
   const float* ap = a4.data_ptr<float>();
   const float* bp = b4.data_ptr<float>();
   float* o = out.data_ptr<float>();
-  for_rows(B, H, b4.size(2) * b4.size(3), [&](int64_t i, int64_t h, int64_t r) {
-    fn(ap + i * a4.stride(0) + h * a4.stride(1), bp + i / group * b4.stride(0) + h * b4.stride(1), o + r * width);
+  const int64_t S = b4.size(2);
+  for_rows(B, H, S * b4.size(3), [&](int64_t i, int64_t h, int64_t r) {
+    thread_local std::vector<const float*> rows;
+    rows.resize(S);
+    row_addresses(b4, bp, i / group, nullptr, h, S, rows.data());
+    fn(ap + i * a4.stride(0) + h * a4.stride(1), rows.data(), o + r * width);
   });
   return out;
 }
@@ -149,23 +163,37 @@ torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, 
 
 torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k) {
   if (!loop_applies(q, k) || !query_fits(q, k)) return one_query_scores_reference(q, k);
-  const int64_t S = k.size(-2), d = k.size(-1), key_stride = k.stride(-2);
-  return for_each_head_row(q, k, S, [&](const float* qr, const float* kr, float* o) {
-    dots(qr, kr, key_stride, S, d, o);
+  const int64_t S = k.size(-2), d = k.size(-1);
+  return for_each_head_row(q, k, S, [&](const float* qr, const float* const* keys, float* o) {
+    dots(qr, keys, S, d, o);
   });
 }
 
 torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) {
   if (!loop_applies(p, v) || p.size(-1) != v.size(-2)) return one_query_context_reference(p, v);
-  const int64_t S = v.size(-2), d = v.size(-1), value_stride = v.stride(-2), p_stride = p.stride(-1);
-  return for_each_head_row(p, v, d, [&](const float* pr, const float* vr, float* o) {
-    weighted_sum(pr, p_stride, vr, value_stride, S, d, o);
+  const int64_t S = v.size(-2), d = v.size(-1), p_stride = p.stride(-1);
+  return for_each_head_row(p, v, d, [&](const float* pr, const float* const* values, float* o) {
+    weighted_sum(pr, p_stride, values, S, d, o);
   });
 }
 
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                 const torch::Tensor& mask) {
-  if (q.dim() != 4 || !loop_applies(q, k) || !loop_applies(q, v) || k.sizes() != v.sizes() || !query_fits(q, k)) {
+                                 const torch::Tensor& mask, const torch::Tensor& k_origin,
+                                 const torch::Tensor& v_origin) {
+  if (q.dim() != 4 || k.sizes() != v.sizes() || !query_fits(q, k)) return false;
+  if (k_origin.defined() != v_origin.defined()) return false;
+  if (k_origin.defined()) {
+    // The rows of k and v are where the tables say: any number of them, the other sizes q's.
+    auto table_fits = [&](const torch::Tensor& t) {
+      return t.is_cpu() && t.scalar_type() == torch::kLong && t.is_contiguous() && t.dim() == 2 &&
+             t.size(0) == q.size(0) && t.size(1) == k.size(2);
+    };
+    if (!table_fits(k_origin) || !table_fits(v_origin) || k.dim() != 4 || k.size(1) != q.size(1)) return false;
+    auto first_rows = [&](const torch::Tensor& t) { return t.narrow(0, 0, std::min<int64_t>(1, t.size(0))); };
+    if (k.size(0) == 0 || !loop_applies(first_rows(q), first_rows(k)) || !loop_applies(first_rows(q), first_rows(v))) {
+      return false;
+    }
+  } else if (!loop_applies(q, k) || !loop_applies(q, v)) {
     return false;
   }
   if (!mask.defined()) return true;
@@ -176,34 +204,40 @@ bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k,
 
 std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor& q, const torch::Tensor& k,
                                                              const torch::Tensor& v, const torch::Tensor& mask,
-                                                             double q_scale) {
-  if (!one_query_attention_applies(q, k, v, mask)) return {};
+                                                             double q_scale, const torch::Tensor& k_origin,
+                                                             const torch::Tensor& v_origin) {
+  if (!one_query_attention_applies(q, k, v, mask, k_origin, v_origin)) return {};
   const int64_t B = q.size(0), H = q.size(1), d = q.size(3), S = k.size(2);
-  const int64_t group = B / k.size(0), mask_group = mask.defined() ? B / mask.size(0) : 1;
+  const int64_t group = k_origin.defined() ? 1 : B / k.size(0), mask_group = mask.defined() ? B / mask.size(0) : 1;
   auto context = torch::empty({B, 1, H * d}, q.options());
   auto probs = torch::empty({B, H, 1, S}, q.options());
   const float* qp = q.data_ptr<float>();
   const float* kp = k.data_ptr<float>();
   const float* vp = v.data_ptr<float>();
   const float* mp = mask.defined() ? mask.data_ptr<float>() : nullptr;
+  const int64_t* kop = k_origin.defined() ? k_origin.data_ptr<int64_t>() : nullptr;
+  const int64_t* vop = v_origin.defined() ? v_origin.data_ptr<int64_t>() : nullptr;
   float* cp = context.data_ptr<float>();
   float* pp = probs.data_ptr<float>();
   const float scale = static_cast<float>(q_scale);  // as ATen multiplies a float tensor by a scalar
   const int64_t rows = B * H;
   parallel_chunks(rows, workers_for(rows * 2 * S * d, 1 << 16), [&](int, int64_t begin, int64_t end) {
     std::vector<float> scaled(d);
+    std::vector<const float*> addresses(S);
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / H, h = r % H;
       const float* qr = qp + b * q.stride(0) + h * q.stride(1);
       for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q.stride(3)] * scale;
       float* p = pp + r * S;
-      dots(scaled.data(), kp + b / group * k.stride(0) + h * k.stride(1), k.stride(2), S, d, p);
+      row_addresses(k, kp, b / group, kop ? kop + b * S : nullptr, h, S, addresses.data());
+      dots(scaled.data(), addresses.data(), S, d, p);
       if (mp) {
         const float* m = mp + b / mask_group * mask.stride(0);
         for (int64_t s = 0; s < S; ++s) p[s] += m[s * mask.stride(3)];
       }
       softmax_in_place(p, S);
-      weighted_sum(p, 1, vp + b / group * v.stride(0) + h * v.stride(1), v.stride(2), S, d, cp + (b * H + h) * d);
+      row_addresses(v, vp, b / group, vop ? vop + b * S : nullptr, h, S, addresses.data());
+      weighted_sum(p, 1, addresses.data(), S, d, cp + (b * H + h) * d);
     }
   });
   return {context, probs};

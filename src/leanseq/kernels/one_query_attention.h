@@ -27,14 +27,19 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v);
 // mask) and context = probs v, without the ATen operators between the two products (mask
 // addition, softmax, the heads' transpose), each a pass and, above ATen's grain size, a wake-up
 // of its threads. q [B, H, 1, d]; k, v [B / r, H, S, d] (groups as above); mask undefined or
-// additive float [B / m, 1, 1, S] (broadcast over the heads, groups of m rows). Returns the context
-// as [B, 1, H * d] (the heads side by side, as the output projection takes them) and probs
-// [B, H, 1, S]; undefined tensors where one_query_attention_applies() is false.
+// additive float [B / m, 1, 1, S] (broadcast over the heads, groups of m rows). With origin
+// tables ([B, S] int64, contiguous, both or neither), k and v have any number of rows and row b's
+// key at position s is in row k_origin[b, s] of k, its value in row v_origin[b, s] of v (a
+// self-attention cache reordered without moving its rows, nn/incremental_state.h). Returns the context as [B, 1, H * d] (the heads side by side, as the
+// output projection takes them) and probs [B, H, 1, S]; undefined tensors where
+// one_query_attention_applies() is false.
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                 const torch::Tensor& mask);
+                                 const torch::Tensor& mask, const torch::Tensor& k_origin = {},
+                                 const torch::Tensor& v_origin = {});
 std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor& q, const torch::Tensor& k,
                                                              const torch::Tensor& v, const torch::Tensor& mask,
-                                                             double q_scale);
+                                                             double q_scale, const torch::Tensor& k_origin = {},
+                                                             const torch::Tensor& v_origin = {});
 
 // The composites of ATen operators (elementwise product and sum): the tests' reference.
 torch::Tensor one_query_scores_reference(const torch::Tensor& q, const torch::Tensor& k);

@@ -53,9 +53,10 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
 
 bool MultiheadAttentionImpl::attend_in_one_pass(const torch::Tensor& q, double q_scale, const torch::Tensor& k,
                                                 const torch::Tensor& v, const torch::Tensor& mask, bool need_weights,
-                                                AttentionResult& result) {
+                                                AttentionResult& result, const torch::Tensor& k_origin,
+                                                const torch::Tensor& v_origin) {
   if (!single_cpu_query(q) || (is_training() && dropout_ > 0)) return false;
-  auto [context, probs] = kernels::one_query_attention(q, k, v, mask, q_scale);
+  auto [context, probs] = kernels::one_query_attention(q, k, v, mask, q_scale, k_origin, v_origin);
   if (!context.defined()) return false;
   result = {out_proj(context), {}, probs};
   if (need_weights) result.weights = probs.mean(1);
@@ -77,14 +78,14 @@ AttentionResult MultiheadAttentionImpl::forward_with(const torch::Tensor& key_va
   return apply(probs, split_heads(v_proj(key_value)), need_weights);
 }
 
-torch::Tensor MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAttentionCache& cache) {
+void MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAttentionCache& cache) {
   cache.v.append(split_heads(v_proj(query)));
-  return cache.v.tensor();
 }
 
 AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& query, const torch::Tensor& probs,
                                                        SelfAttentionCache& cache, bool need_weights) {
-  return apply(probs, append_values(query, cache), need_weights);
+  append_values(query, cache);
+  return apply(probs, cache.v.tensor(), need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value,
@@ -125,6 +126,12 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
     mask = mask.defined() ? mask + pm : pm;
   }
   AttentionResult result;
+  // The cache's rows where they are stored, when a reorder left them there (incremental_state.h).
+  if (cache.k.origin().defined() && cache.v.origin().defined() &&
+      attend_in_one_pass(q, scaling_, cache.k.stored(), cache.v.stored(), mask, need_weights, result,
+                         cache.k.origin(), cache.v.origin())) {
+    return result;
+  }
   if (attend_in_one_pass(q, scaling_, cache.k.tensor(), cache.v.tensor(), mask, need_weights, result)) return result;
   return attend(q * scaling_, cache.k.tensor(), cache.v.tensor(), mask, need_weights);
 }

@@ -55,12 +55,14 @@ class MultiheadAttentionImpl : public torch::nn::Module {
                          const torch::Tensor& mask, bool need_weights);
   // One query per row on the CPU at inference (a decoding step): the attention of q (scaled by
   // q_scale) in one kernel (kernels/one_query_attention.h), k, v and mask possibly shared by groups
-  // of rows; false, with `result` untouched, where it does not apply.
+  // of rows, or k and v in the rows their origin tables name; false, with `result` untouched, where
+  // it does not apply.
   bool attend_in_one_pass(const torch::Tensor& q, double q_scale, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& mask, bool need_weights, AttentionResult& result);
+                          const torch::Tensor& mask, bool need_weights, AttentionResult& result,
+                          const torch::Tensor& k_origin = {}, const torch::Tensor& v_origin = {});
   // probs [B, H, T, S] (dropout applied here) over v [B, H, S, d].
   AttentionResult apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights);
-  torch::Tensor append_values(const torch::Tensor& query, SelfAttentionCache& cache);
+  void append_values(const torch::Tensor& query, SelfAttentionCache& cache);
   int64_t embed_dim_, heads_, head_dim_;
   double dropout_, scaling_;
 };

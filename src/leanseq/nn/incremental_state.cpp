@@ -3,48 +3,117 @@
 #include <algorithm>
 #include <cstring>
 
+#include "leanseq/kernels/parallel.h"
+
 namespace leanseq::nn {
 
+namespace {
+
+bool table_on_cpu(const torch::Tensor& buffer, const torch::Tensor& order) {
+  return buffer.is_cpu() && buffer.is_contiguous() && order.is_cpu() && order.scalar_type() == torch::kLong;
+}
+
+}  // namespace
+
+const torch::Tensor& AppendBuffer::tensor() {
+  if (origin_.defined()) gather(origin_);
+  return view_;
+}
+
 void AppendBuffer::append(const torch::Tensor& x) {
-  const int64_t T = length(), n = x.size(2);
+  const int64_t T = length(), n = x.size(2), rows = x.size(0);
+  if (origin_.defined() && origin_.size(0) != rows) gather(origin_);
+  TORCH_CHECK(!defined() || rows == (origin_.defined() ? origin_.size(0) : buffer_.size(0)),
+              "AppendBuffer::append: ", rows, " rows after ", view_.size(0));
   if (!defined() || buffer_.size(2) < T + n) {  // room for as many positions again
     auto sizes = x.sizes().vec();
+    if (defined()) sizes[0] = buffer_.size(0);
     sizes[2] = std::max<int64_t>(2 * (T + n), 8);
     auto grown = torch::empty(sizes, x.options());
     if (T > 0) grown.narrow(2, 0, T).copy_(view_);
     buffer_ = grown;
   }
-  buffer_.narrow(2, T, n).copy_(x);
+  buffer_.narrow(0, 0, rows).narrow(2, T, n).copy_(x);  // row b's new positions in stored row b
   view_ = buffer_.narrow(2, 0, T + n);
+  if (origin_.defined()) {
+    auto table = torch::empty({rows, T + n}, origin_.options());
+    const int64_t* from = origin_.data_ptr<int64_t>();
+    int64_t* to = table.data_ptr<int64_t>();
+    for (int64_t b = 0; b < rows; ++b) {
+      std::memcpy(to + b * (T + n), from + b * T, T * sizeof(int64_t));
+      std::fill(to + b * (T + n) + T, to + (b + 1) * (T + n), b);
+    }
+    origin_ = table;
+  }
 }
 
 void AppendBuffer::reorder(const torch::Tensor& order) {
   if (!defined()) return;
+  if (!table_on_cpu(buffer_, order)) {
+    if (origin_.defined()) gather(origin_);
+    auto sizes = buffer_.sizes().vec();
+    sizes[0] = order.size(0);
+    auto gathered = torch::empty(sizes, buffer_.options());  // with the same room
+    auto view = gathered.narrow(2, 0, length());
+    torch::index_select_out(view, view_, 0, order);
+    buffer_ = gathered;
+    view_ = view;
+    return;
+  }
+  // The new table: row i's positions are where those of row order[i] were.
+  const int64_t rows = order.size(0), T = length();
+  const int64_t old_rows = origin_.defined() ? origin_.size(0) : buffer_.size(0);
+  const auto indices = order.contiguous();
+  const int64_t* idx = indices.data_ptr<int64_t>();
+  auto table = torch::empty({rows, T}, order.options());
+  int64_t* to = table.data_ptr<int64_t>();
+  const int64_t* from = origin_.defined() ? origin_.data_ptr<int64_t>() : nullptr;
+  for (int64_t i = 0; i < rows; ++i) {
+    TORCH_CHECK(idx[i] >= 0 && idx[i] < old_rows, "AppendBuffer::reorder: row ", idx[i], " of ", old_rows);
+    if (from) {
+      std::memcpy(to + i * T, from + idx[i] * T, T * sizeof(int64_t));
+    } else {
+      std::fill(to + i * T, to + (i + 1) * T, idx[i]);
+    }
+  }
+  origin_ = table;
+  // More rows than are stored (the first step's rows repeated for the beams): their next positions
+  // need rows of their own.
+  if (rows > buffer_.size(0)) gather(origin_);
+}
+
+void AppendBuffer::gather(const torch::Tensor& table) {
+  const int64_t rows = table.size(0), T = length();
   auto sizes = buffer_.sizes().vec();
-  sizes[0] = order.size(0);
+  sizes[0] = rows;
   auto gathered = torch::empty(sizes, buffer_.options());
-  auto view = gathered.narrow(2, 0, length());
-  if (buffer_.is_cpu() && order.is_cpu() && order.scalar_type() == torch::kLong && buffer_.is_contiguous()) {
-    // Each (row, head) holds its positions contiguously: one copy per block, where ATen's
-    // index_select into a strided view iterated element by element.
-    const int64_t rows = order.size(0), heads = buffer_.size(1), old_rows = buffer_.size(0);
-    const int64_t block = length() * buffer_.size(3) * buffer_.element_size();
-    const int64_t head_bytes = buffer_.stride(1) * buffer_.element_size();
-    const auto* from = static_cast<const char*>(buffer_.data_ptr());
-    auto* to = static_cast<char*>(gathered.data_ptr());
-    const auto indices = order.contiguous();
-    const int64_t* idx = indices.data_ptr<int64_t>();
-    for (int64_t i = 0; i < rows; ++i) {
-      TORCH_CHECK(idx[i] >= 0 && idx[i] < old_rows, "AppendBuffer::reorder: row ", idx[i], " of ", old_rows);
-      for (int64_t h = 0; h < heads; ++h) {
-        std::memcpy(to + (i * heads + h) * head_bytes, from + (idx[i] * heads + h) * head_bytes, block);
+  // Each (row, head) holds its positions contiguously: runs of positions from one stored row are
+  // one copy, split over the compute threads when there are megabytes to move.
+  const int64_t heads = buffer_.size(1), elem = buffer_.element_size();
+  const int64_t position_bytes = buffer_.size(3) * elem, head_bytes = buffer_.stride(1) * elem;
+  const auto* from = static_cast<const char*>(buffer_.data_ptr());
+  auto* to = static_cast<char*>(gathered.data_ptr());
+  const int64_t* origin = table.data_ptr<int64_t>();
+  auto copy_rows = [&](int, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t* o = origin + i * T;
+      for (int64_t t = 0; t < T;) {
+        int64_t run = 1;
+        while (t + run < T && o[t + run] == o[t]) ++run;
+        for (int64_t h = 0; h < heads; ++h) {
+          std::memcpy(to + (i * heads + h) * head_bytes + t * position_bytes,
+                      from + (o[t] * heads + h) * head_bytes + t * position_bytes, run * position_bytes);
+        }
+        t += run;
       }
     }
-  } else {
-    torch::index_select_out(view, view_, 0, order);
-  }
+  };
+  const int64_t row_bytes = std::max<int64_t>(1, heads * T * position_bytes);
+  kernels::parallel_chunks(rows, kernels::workers_for(rows, std::max<int64_t>(1, (int64_t{1} << 19) / row_bytes)),
+                           copy_rows);
   buffer_ = gathered;
-  view_ = view;
+  view_ = gathered.narrow(2, 0, T);
+  origin_ = torch::Tensor();
 }
 
 void StaticAttentionCache::reorder(const torch::Tensor& order, bool within_sentence) {

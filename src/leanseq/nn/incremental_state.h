@@ -13,17 +13,27 @@ namespace leanseq::nn {
 
 // A cache that grows along its positions (dimension 2 of [B, H, T, d]) in a buffer with room for
 // more: an append copies only the new positions, where torch::cat copied all those so far at every
-// step. A reorder gathers the rows in use into a new buffer with the same room.
+// step. On the CPU a reorder moves no keys or values: it reorders a table of the stored row that
+// holds each row's positions (`origin`), which the one-query attention kernel reads through, and
+// a row's next position is stored in the row of its index. tensor() gathers the rows in order for
+// the code that wants them so, once per reorder. Elsewhere (CUDA) a reorder gathers the rows at once.
 class AppendBuffer {
  public:
   bool defined() const { return view_.defined(); }
-  const torch::Tensor& tensor() const { return view_; }  // [B, H, T, d], a view of the buffer
+  // [B, H, T, d] with the rows in order (gathered here after a CPU reorder).
+  const torch::Tensor& tensor();
   int64_t length() const { return defined() ? view_.size(2) : 0; }
-  void append(const torch::Tensor& x);        // x [B, H, n, d]
+  // The rows where they are stored, [P, H, T, d] (P >= B), and origin() [B, T] int64: the stored
+  // row that holds row b's position t; undefined when row b is stored row b for every position.
+  const torch::Tensor& stored() const { return view_; }
+  const torch::Tensor& origin() const { return origin_; }
+  void append(const torch::Tensor& x);       // x [B, H, n, d]
   void reorder(const torch::Tensor& order);  // rows `order` of the batch dimension
 
  private:
-  torch::Tensor buffer_, view_;
+  // Copies the rows into a new buffer in the order of `table` ([B, T] stored rows per position).
+  void gather(const torch::Tensor& table);
+  torch::Tensor buffer_, view_, origin_;
 };
 
 // Keys/values of decoder self-attention so far (a layer that reuses another layer's attention
