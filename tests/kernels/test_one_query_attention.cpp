@@ -146,6 +146,11 @@ TEST(OneQueryAttention, KeysAndValuesThroughOriginTablesEqualTheGatheredRows) {
   auto [want_context, want_probs] = kernels::one_query_attention(q, gather(k, k_origin), gather(v, v_origin), mask, 0.5);
   EXPECT_TRUE(torch::equal(probs, want_probs));
   EXPECT_TRUE(torch::equal(context, want_context));
+  // The weighted sum alone (a layer that reuses another's attention distribution).
+  auto through = kernels::one_query_context(probs, v, v_origin);
+  ASSERT_TRUE(through.defined());
+  EXPECT_TRUE(torch::equal(through, kernels::one_query_context(probs, gather(v, v_origin))));
+  EXPECT_FALSE(kernels::one_query_context(probs, v, v_origin.narrow(0, 0, B - 1)).defined());
   EXPECT_FALSE(kernels::one_query_attention_applies(q, k, v, mask, k_origin, {})) << "both tables or neither";
   EXPECT_FALSE(kernels::one_query_attention_applies(q, k, v, mask, k_origin.narrow(1, 0, S - 1), v_origin));
 }

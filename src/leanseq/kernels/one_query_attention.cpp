@@ -177,6 +177,28 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) 
   });
 }
 
+torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, const torch::Tensor& v_origin) {
+  if (p.dim() != 4 || v.dim() != 4 || v.size(0) == 0 || p.size(1) != v.size(1) || p.size(-1) != v.size(-2) ||
+      !v_origin.is_cpu() || v_origin.scalar_type() != torch::kLong || !v_origin.is_contiguous() ||
+      v_origin.dim() != 2 || v_origin.size(0) != p.size(0) || v_origin.size(1) != v.size(2) ||
+      !loop_applies(p.narrow(0, 0, std::min<int64_t>(1, p.size(0))), v.narrow(0, 0, 1))) {
+    return {};
+  }
+  const int64_t B = p.size(0), H = p.size(1), S = v.size(2), d = v.size(3), p_stride = p.stride(-1);
+  auto out = torch::empty({B, H, 1, d}, p.options());
+  const float* pp = p.data_ptr<float>();
+  const float* vp = v.data_ptr<float>();
+  const int64_t* origin = v_origin.data_ptr<int64_t>();
+  float* o = out.data_ptr<float>();
+  for_rows(B, H, S * d, [&](int64_t b, int64_t h, int64_t r) {
+    thread_local std::vector<const float*> rows;
+    rows.resize(S);
+    row_addresses(v, vp, b, origin + b * S, h, S, rows.data());
+    weighted_sum(pp + b * p.stride(0) + h * p.stride(1), p_stride, rows.data(), S, d, o + r * d);
+  });
+  return out;
+}
+
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& mask, const torch::Tensor& k_origin,
                                  const torch::Tensor& v_origin) {

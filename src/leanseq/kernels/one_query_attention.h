@@ -23,6 +23,11 @@ torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k);
 // The same conditions (v's last dimension contiguous; p's strides are free).
 torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v);
 
+// one_query_context for p [B, H, 1, S] with v's rows where a table says (v [P, H, S, d], any P; row
+// b's value at position s in row v_origin[b, s], as in one_query_attention below); an undefined
+// tensor where the loop does not apply.
+torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, const torch::Tensor& v_origin);
+
 // A whole decoding step's attention per (row, head) in one pass: probs = softmax(q_scale * q k^T +
 // mask) and context = probs v, without the ATen operators between the two products (mask
 // addition, softmax, the heads' transpose), each a pass and, above ATen's grain size, a wake-up

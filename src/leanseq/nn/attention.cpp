@@ -85,6 +85,15 @@ void MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAtten
 AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& query, const torch::Tensor& probs,
                                                        SelfAttentionCache& cache, bool need_weights) {
   append_values(query, cache);
+  // The values where they are stored, when a reorder left them there (incremental_state.h).
+  if (cache.v.origin().defined() && single_cpu_query(probs) && !(is_training() && dropout_ > 0)) {
+    auto ctx = kernels::one_query_context(probs, cache.v.stored(), cache.v.origin());  // [B, H, 1, d]
+    if (ctx.defined()) {
+      AttentionResult r{out_proj(ctx.transpose(1, 2).reshape({probs.size(0), 1, embed_dim_})), {}, probs};
+      if (need_weights) r.weights = probs.mean(1);
+      return r;
+    }
+  }
   return apply(probs, cache.v.tensor(), need_weights);
 }
 
