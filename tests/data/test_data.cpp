@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -198,6 +200,31 @@ TEST(Bible, OsisCleaning) {
   auto v = parse_imp("$$$Genesis 1:0\n<chapter/>\n$$$Genesis 1:1\n<w>EN el</w> <w>principio</w>.\n");
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v["Genesis 1:1"], "EN el principio.");
+}
+
+// A model file the helper cannot load is one clear error naming the file, and the failed
+// constructor leaves no pipe open and no child behind (no destructor runs after a throw).
+TEST(SentencePieceHelper, AModelItCannotLoadLeavesNoPipeOrChildBehind) {
+  const auto dir = test::temp_dir("spm_bad");
+  { std::ofstream(dir + "/bad.model") << "not a SentencePiece model\n"; }
+  auto open_files = [] {
+    int n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  const int before = open_files();
+  for (int i = 0; i < 3; ++i) {
+    try {
+      SentencePiece bad(dir + "/bad.model");
+      ADD_FAILURE() << "a bad model loaded";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("bad.model"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(open_files(), before) << "pipes left open";
+  errno = 0;
+  EXPECT_EQ(waitpid(-1, nullptr, WNOHANG), -1) << "a helper was left unreaped";
+  EXPECT_EQ(errno, ECHILD);
 }
 
 // Two models' helper processes alive at once: the first one closes (its helper exits) while the

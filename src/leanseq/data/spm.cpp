@@ -53,9 +53,16 @@ SentencePiece::SentencePiece(const std::string& model_path) : path_(model_path) 
   // Close-on-exec: a helper started later (another model's) must not hold this helper's pipes
   // open, or closing them here would never reach it and its exit would never come.
   int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) throw Error("cannot create pipes for " + helper);
+  if (pipe2(in_pipe, O_CLOEXEC) != 0) throw Error("cannot create pipes for " + helper);
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    close(in_pipe[0]), close(in_pipe[1]);
+    throw Error("cannot create pipes for " + helper);
+  }
   pid_ = fork();
-  if (pid_ < 0) throw Error("cannot fork " + helper);
+  if (pid_ < 0) {
+    close(in_pipe[0]), close(in_pipe[1]), close(out_pipe[0]), close(out_pipe[1]);
+    throw Error("cannot fork " + helper);
+  }
   if (pid_ == 0) {
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
@@ -68,20 +75,25 @@ SentencePiece::SentencePiece(const std::string& model_path) : path_(model_path) 
   to_ = in_pipe[1];
   from_ = std::make_unique<io::LineReader>(out_pipe[0], helper);
   std::string line;
-  if (!from_->next(line)) {
-    throw Error(helper + ": the SentencePiece helper did not start (build it with the 'leanseq-spm' target)");
-  }
-  if (line.rfind("O\t", 0) != 0) throw DataError(model_path + ": cannot load SentencePiece model: " + line.substr(2));
+  const bool started = from_->next(line);
+  if (started && line.rfind("O\t", 0) == 0) return;
+  stop_helper();  // a constructor that throws runs no destructor: the pipes and the child go here
+  if (!started) throw Error(helper + ": the SentencePiece helper did not start (build it with the 'leanseq-spm' target)");
+  throw DataError(model_path + ": cannot load SentencePiece model: " + line.substr(2));
 }
 
-SentencePiece::~SentencePiece() {
+void SentencePiece::stop_helper() {
   if (to_ >= 0) ::close(to_);  // the helper reads its end and exits
+  to_ = -1;
   from_.reset();
   if (pid_ > 0) {
     int status;
     wait_for(pid_, status);
   }
+  pid_ = -1;
 }
+
+SentencePiece::~SentencePiece() { stop_helper(); }
 
 std::string SentencePiece::request(char kind, const std::string& payload) const {
   std::string clean = payload;

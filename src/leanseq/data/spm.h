@@ -36,6 +36,7 @@ class SentencePiece : public TextPipeline {
 
  private:
   std::string request(char kind, const std::string& payload) const;
+  void stop_helper();  // closes its pipes and waits for it (a destructor's work, also a failed constructor's)
   std::string path_;
   pid_t pid_ = -1;
   int to_ = -1;                           // the helper's standard input
