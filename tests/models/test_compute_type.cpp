@@ -5,6 +5,7 @@
 
 #include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/models/registry.h"
+#include "leanseq/nn/attention.h"
 #include "leanseq/nn/linear.h"
 #include "leanseq/nn/packed_weight.h"
 
@@ -77,6 +78,42 @@ TEST(ComputeTypes, ALinearLayerUsesItsPackedWeight) {
   auto want = kernels::int8_linear_reference(x, kernels::quantize_weight(l->weight), l->bias);
   EXPECT_LT((l(x) - want).abs().max().item<float>(), 1e-5);
   EXPECT_LT((l->forward_relu(x) - torch::relu(want)).abs().max().item<float>(), 1e-5);
+}
+
+// In int8 a decoder self-attention step takes q, k and v from one product of the three weights
+// side by side: the same floats, bit for bit, as the three layers' own int8 products, over steps
+// of one and of several positions, a beam reorder and a fed pad.
+TEST(ComputeTypes, Int8SelfAttentionStepsTakeQkvFromOneProductBitForBit) {
+  if (!kernels::int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  torch::manual_seed(6);
+  c10::InferenceMode guard;
+  nn::MultiheadAttention fused(32, 4, 0.0), separate(32, 4, 0.0);
+  fused->eval(), separate->eval();
+  const auto from = fused->named_parameters();
+  for (auto& item : separate->named_parameters()) item.value().copy_(from[item.key()]);
+  nn::set_compute_type(*fused, ComputeType::int8);  // the module itself and its projections
+  for (auto* l : {&separate->q_proj, &separate->k_proj, &separate->v_proj, &separate->out_proj}) {
+    (*l)->set_compute_type(ComputeType::int8);  // the projections only: three products per step
+  }
+  nn::SelfAttentionCache a, b;
+  const int64_t B = 3;
+  for (int64_t n : {1, 2, 1, 1}) {
+    auto x = torch::randn({B, n, 32});
+    auto pad = n == 2 ? torch::tensor({false, false, false, true, false, false}, torch::kBool).view({B, n})
+                      : torch::Tensor();
+    auto ra = fused->step_self(x, pad, a, true), rb = separate->step_self(x, pad, b, true);
+    EXPECT_TRUE(torch::equal(ra.out, rb.out)) << "step of " << n;
+    EXPECT_TRUE(torch::equal(ra.weights, rb.weights)) << "step of " << n;
+    if (n == 2) {
+      auto order = torch::tensor({2, 2, 0}, torch::kLong);
+      for (auto* c : {&a, &b}) {
+        c->k.reorder(order), c->v.reorder(order);
+        c->key_padding = c->key_padding.index_select(0, order);
+      }
+    }
+  }
+  EXPECT_TRUE(torch::equal(a.k.tensor(), b.k.tensor()));
+  EXPECT_TRUE(torch::equal(a.v.tensor(), b.v.tensor()));
 }
 
 // On CUDA: float16 and bfloat16 products (cuBLAS) close to float32; skipped without a GPU.

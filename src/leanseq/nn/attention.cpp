@@ -113,13 +113,32 @@ AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, cons
   return attend(q, k, v, mask, need_weights);
 }
 
+void MultiheadAttentionImpl::set_compute_type(kernels::ComputeType type) {
+  const bool all = q_proj && k_proj && v_proj;
+  const bool biases = all && q_proj->bias.defined() && k_proj->bias.defined() && v_proj->bias.defined();
+  if (type != kernels::ComputeType::int8 || !all || (!biases && q_proj->bias.defined())) {
+    qkv_.pack(torch::Tensor(), torch::Tensor(), kernels::ComputeType::float32);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  qkv_.pack(torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}),
+            biases ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor(), type);
+}
+
 AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, const torch::Tensor& new_key_padding,
                                                   SelfAttentionCache& cache, bool need_weights) {
-  auto q = split_heads(q_proj(query));  // times scaling_ below, as forward() scales it
-  auto k = split_heads(k_proj(query));
   const int64_t past = cache.k.length();
-  cache.k.append(k);
-  append_values(query, cache);
+  torch::Tensor q;  // times scaling_ below, as forward() scales it
+  if (qkv_.packed()) {
+    auto qkv = qkv_.forward(query);  // [B, n, 3C]
+    q = split_heads(qkv.narrow(-1, 0, embed_dim_));
+    cache.k.append(split_heads(qkv.narrow(-1, embed_dim_, embed_dim_)));
+    cache.v.append(split_heads(qkv.narrow(-1, 2 * embed_dim_, embed_dim_)));
+  } else {
+    q = split_heads(q_proj(query));
+    cache.k.append(split_heads(k_proj(query)));
+    append_values(query, cache);
+  }
   const int64_t n = query.size(1), B = query.size(0);
   // Pad tokens fed to the decoder are masked as keys, as fairseq does.
   if (new_key_padding.defined() || cache.key_padding.defined()) {

@@ -16,7 +16,7 @@ struct AttentionResult {
   torch::Tensor probs;    // [B, H, T, S] the attention distribution (before dropout)
 };
 
-class MultiheadAttentionImpl : public torch::nn::Module {
+class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
  public:
   // scores = false: no q_proj/k_proj; only the *_with methods, which take the distribution.
   MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores = true);
@@ -45,6 +45,10 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   AttentionResult step_self_with(const torch::Tensor& query, const torch::Tensor& probs, SelfAttentionCache& cache,
                                  bool need_weights);
 
+  // The projections keep their own packed weights; in int8, decoder self-attention steps also
+  // take q, k and v from one product of the three weights side by side (qkv_ below).
+  void set_compute_type(kernels::ComputeType type) override;
+
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
 
  private:
@@ -63,6 +67,10 @@ class MultiheadAttentionImpl : public torch::nn::Module {
   // probs [B, H, T, S] (dropout applied here) over v [B, H, S, d].
   AttentionResult apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights);
   void append_values(const torch::Tensor& query, SelfAttentionCache& cache);
+  // int8 only: [q_proj; k_proj; v_proj] as one weight. The int8 product is exact integers scaled
+  // per row and per column, so its three parts are the three products' floats bit for bit, for
+  // one quantization of the query and one call instead of three.
+  PackedWeight qkv_;
   int64_t embed_dim_, heads_, head_dim_;
   double dropout_, scaling_;
 };
