@@ -114,6 +114,17 @@ bool query_fits(const torch::Tensor& q, const torch::Tensor& k) {
   return q.size(-1) == k.size(-1) && (q.stride(-1) == 1 || q.size(-1) == 1);
 }
 
+// Whether `origin` is a table of stored rows for `rows` rows and S positions (one_query_attention.h)
+// over b [P, H, S, d] for a [rows, H, 1, .], and the loop applies to their first rows.
+bool table_fits(const torch::Tensor& origin, const torch::Tensor& a, const torch::Tensor& b) {
+  if (!origin.is_cpu() || origin.scalar_type() != torch::kLong || !origin.is_contiguous() || origin.dim() != 2 ||
+      a.dim() != 4 || b.dim() != 4 || b.size(0) == 0 || a.size(1) != b.size(1) || origin.size(0) != a.size(0) ||
+      origin.size(1) != b.size(2)) {
+    return false;
+  }
+  return loop_applies(a.narrow(0, 0, std::min<int64_t>(1, a.size(0))), b.narrow(0, 0, 1));
+}
+
 // Calls fn(b, h, row) for every (batch, head) row, split over the compute threads when the work is
 // large enough. Rows that share keys (a group) follow each other, so the keys are read from memory
 // once per group.
@@ -138,11 +149,13 @@ torch::Tensor one_query_context_reference(const torch::Tensor& p, const torch::T
 namespace {
 
 // out[..., 1, width] for one query per row: fn(a's row, the addresses of b's rows of the same
-// (batch, head), out's row) for every (batch, head), b's rows shared by groups of a's.
+// (batch, head), out's row) for every (batch, head), b's rows shared by groups of a's, or, with an
+// origin table ([B, S] stored rows), where the table says.
 template <class Row>
-torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, int64_t width, Row&& fn) {
+torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, int64_t width, Row&& fn,
+                                const int64_t* origin = nullptr) {
   const auto a4 = as_4d(a), b4 = as_4d(b);
-  const int64_t B = a4.size(0), H = b4.size(1), group = B / b4.size(0);
+  const int64_t B = a4.size(0), H = b4.size(1), group = origin ? 1 : B / b4.size(0);
   auto sizes = a.sizes().vec();
   sizes.back() = width;
   auto out = torch::empty(sizes, a.options());
@@ -153,7 +166,7 @@ torch::Tensor for_each_head_row(const torch::Tensor& a, const torch::Tensor& b, 
   for_rows(B, H, S * b4.size(3), [&](int64_t i, int64_t h, int64_t r) {
     thread_local std::vector<const float*> rows;
     rows.resize(S);
-    row_addresses(b4, bp, i / group, nullptr, h, S, rows.data());
+    row_addresses(b4, bp, i / group, origin ? origin + i * S : nullptr, h, S, rows.data());
     fn(ap + i * a4.stride(0) + h * a4.stride(1), rows.data(), o + r * width);
   });
   return out;
@@ -178,25 +191,12 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) 
 }
 
 torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, const torch::Tensor& v_origin) {
-  if (p.dim() != 4 || v.dim() != 4 || v.size(0) == 0 || p.size(1) != v.size(1) || p.size(-1) != v.size(-2) ||
-      !v_origin.is_cpu() || v_origin.scalar_type() != torch::kLong || !v_origin.is_contiguous() ||
-      v_origin.dim() != 2 || v_origin.size(0) != p.size(0) || v_origin.size(1) != v.size(2) ||
-      !loop_applies(p.narrow(0, 0, std::min<int64_t>(1, p.size(0))), v.narrow(0, 0, 1))) {
-    return {};
-  }
-  const int64_t B = p.size(0), H = p.size(1), S = v.size(2), d = v.size(3), p_stride = p.stride(-1);
-  auto out = torch::empty({B, H, 1, d}, p.options());
-  const float* pp = p.data_ptr<float>();
-  const float* vp = v.data_ptr<float>();
-  const int64_t* origin = v_origin.data_ptr<int64_t>();
-  float* o = out.data_ptr<float>();
-  for_rows(B, H, S * d, [&](int64_t b, int64_t h, int64_t r) {
-    thread_local std::vector<const float*> rows;
-    rows.resize(S);
-    row_addresses(v, vp, b, origin + b * S, h, S, rows.data());
-    weighted_sum(pp + b * p.stride(0) + h * p.stride(1), p_stride, rows.data(), S, d, o + r * d);
-  });
-  return out;
+  if (!table_fits(v_origin, p, v) || p.size(-1) != v.size(-2)) return {};
+  const int64_t S = v.size(-2), d = v.size(-1), p_stride = p.stride(-1);
+  return for_each_head_row(
+      p, v, d,
+      [&](const float* pr, const float* const* values, float* o) { weighted_sum(pr, p_stride, values, S, d, o); },
+      v_origin.data_ptr<int64_t>());
 }
 
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -206,15 +206,7 @@ bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k,
   if (k_origin.defined() != v_origin.defined()) return false;
   if (k_origin.defined()) {
     // The rows of k and v are where the tables say: any number of them, the other sizes q's.
-    auto table_fits = [&](const torch::Tensor& t) {
-      return t.is_cpu() && t.scalar_type() == torch::kLong && t.is_contiguous() && t.dim() == 2 &&
-             t.size(0) == q.size(0) && t.size(1) == k.size(2);
-    };
-    if (!table_fits(k_origin) || !table_fits(v_origin) || k.dim() != 4 || k.size(1) != q.size(1)) return false;
-    auto first_rows = [&](const torch::Tensor& t) { return t.narrow(0, 0, std::min<int64_t>(1, t.size(0))); };
-    if (k.size(0) == 0 || !loop_applies(first_rows(q), first_rows(k)) || !loop_applies(first_rows(q), first_rows(v))) {
-      return false;
-    }
+    if (!table_fits(k_origin, q, k) || !table_fits(v_origin, q, v)) return false;
   } else if (!loop_applies(q, k) || !loop_applies(q, v)) {
     return false;
   }

@@ -65,10 +65,13 @@ bool MultiheadAttentionImpl::attend_in_one_pass(const torch::Tensor& q, double q
 
 AttentionResult MultiheadAttentionImpl::apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights) {
   auto dropped = maybe_dropout(probs, dropout_, is_training());
-  auto ctx = attention_context(dropped, v);  // [B, H, T, d]
+  return with_context(probs, attention_context(dropped, v), need_weights);
+}
+
+AttentionResult MultiheadAttentionImpl::with_context(const torch::Tensor& probs, const torch::Tensor& ctx,
+                                                     bool need_weights) {
   const int64_t B = probs.size(0), T = probs.size(2);
-  ctx = ctx.transpose(1, 2).reshape({B, T, embed_dim_});
-  AttentionResult r{out_proj(ctx), {}, probs};
+  AttentionResult r{out_proj(ctx.transpose(1, 2).reshape({B, T, embed_dim_})), {}, probs};
   if (need_weights) r.weights = probs.mean(1);
   return r;
 }
@@ -85,16 +88,11 @@ void MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAtten
 AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& query, const torch::Tensor& probs,
                                                        SelfAttentionCache& cache, bool need_weights) {
   append_values(query, cache);
-  // The values where they are stored, when a reorder left them there (incremental_state.h).
+  torch::Tensor ctx;  // [B, H, 1, d] from the values where they are stored, when a reorder left them there
   if (cache.v.origin().defined() && single_cpu_query(probs) && !(is_training() && dropout_ > 0)) {
-    auto ctx = kernels::one_query_context(probs, cache.v.stored(), cache.v.origin());  // [B, H, 1, d]
-    if (ctx.defined()) {
-      AttentionResult r{out_proj(ctx.transpose(1, 2).reshape({probs.size(0), 1, embed_dim_})), {}, probs};
-      if (need_weights) r.weights = probs.mean(1);
-      return r;
-    }
+    ctx = kernels::one_query_context(probs, cache.v.stored(), cache.v.origin());
   }
-  return apply(probs, cache.v.tensor(), need_weights);
+  return ctx.defined() ? with_context(probs, ctx, need_weights) : apply(probs, cache.v.tensor(), need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value,
@@ -114,15 +112,15 @@ AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, cons
 }
 
 void MultiheadAttentionImpl::set_compute_type(kernels::ComputeType type) {
-  const bool all = q_proj && k_proj && v_proj;
-  const bool biases = all && q_proj->bias.defined() && k_proj->bias.defined() && v_proj->bias.defined();
-  if (type != kernels::ComputeType::int8 || !all || (!biases && q_proj->bias.defined())) {
+  const bool projections = q_proj && k_proj && v_proj;  // a SAN layer that reuses scores has only v_proj
+  const int biases = projections ? q_proj->bias.defined() + k_proj->bias.defined() + v_proj->bias.defined() : 0;
+  if (type != kernels::ComputeType::int8 || !projections || (biases != 0 && biases != 3)) {
     qkv_.pack(torch::Tensor(), torch::Tensor(), kernels::ComputeType::float32);
     return;
   }
   torch::NoGradGuard no_grad;
   qkv_.pack(torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}),
-            biases ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor(), type);
+            biases == 3 ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor(), type);
 }
 
 AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, const torch::Tensor& new_key_padding,

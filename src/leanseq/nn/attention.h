@@ -66,6 +66,8 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
                           const torch::Tensor& k_origin = {}, const torch::Tensor& v_origin = {});
   // probs [B, H, T, S] (dropout applied here) over v [B, H, S, d].
   AttentionResult apply(const torch::Tensor& probs, const torch::Tensor& v, bool need_weights);
+  // The result from the context ctx [B, H, T, d] of probs [B, H, T, S]: heads side by side, out_proj.
+  AttentionResult with_context(const torch::Tensor& probs, const torch::Tensor& ctx, bool need_weights);
   void append_values(const torch::Tensor& query, SelfAttentionCache& cache);
   // int8 only: [q_proj; k_proj; v_proj] as one weight. The int8 product is exact integers scaled
   // per row and per column, so its three parts are the three products' floats bit for bit, for
