@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <vector>
+
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/parallel.h"
@@ -43,4 +46,32 @@ TEST(KernelThreads, FollowTheComputeThreadCount) {
   EXPECT_EQ(kernels::workers_for(1 << 30, 1), 2);
   EXPECT_EQ(kernels::workers_for(10, 64), 1);  // too little work for a second thread
   set_compute_threads(before);
+}
+
+// Every item in exactly one chunk, chunk w = [w * ceil(n / workers), ...), also when the call is
+// made from inside another one's chunk (where the OpenMP team is the calling thread alone).
+TEST(KernelThreads, ChunksCoverEveryItemOnceAlsoInsideAnotherCall) {
+  auto check = [](int64_t n, int workers) {
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    std::vector<int> owner(static_cast<size_t>(n), -1);
+    kernels::parallel_chunks(n, workers, [&](int w, int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        seen[static_cast<size_t>(i)]++;
+        owner[static_cast<size_t>(i)] = w;
+      }
+    });
+    const int64_t chunk = (n + workers - 1) / workers;
+    for (int64_t i = 0; i < n; ++i) {
+      if (seen[static_cast<size_t>(i)] != 1 || owner[static_cast<size_t>(i)] != i / chunk) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(check(1000, 2));
+  EXPECT_TRUE(check(1001, 3));
+  EXPECT_TRUE(check(2, 3));
+  std::atomic<int> inner_ok{0};
+  kernels::parallel_chunks(4, 2, [&](int, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) inner_ok += check(257, 2);
+  });
+  EXPECT_EQ(inner_ok, 4);
 }
