@@ -92,6 +92,10 @@ std::vector<std::pair<std::string, std::string>> thread_wait_settings(const char
   return out;
 }
 
+std::string better_openblas_coretype() {
+  return openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(), nullptr);
+}
+
 void ensure_fast_blas(char** argv) {
   if (std::getenv(kMarker) != nullptr) return;  // restarted already (or the restart failed)
   const char* user = std::getenv("OPENBLAS_CORETYPE");

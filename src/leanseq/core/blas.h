@@ -49,4 +49,10 @@ void ensure_fast_blas(char** argv);
 // One line for start-up logs: the BLAS library, its kernel family, and how it was chosen.
 std::string blas_summary();
 
+// openblas_coretype_to_request() for this process as it runs (the loaded library's family, this
+// CPU, no user setting): "" when its kernels are the best the CPU supports or the BLAS is not
+// OpenBLAS. The Python module, which cannot restart its interpreter, sets OPENBLAS_CORETYPE before
+// the library loads (leanseq/python/leanseq/__init__.py); its tests check the result with this.
+std::string better_openblas_coretype();
+
 }  // namespace leanseq

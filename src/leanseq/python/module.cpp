@@ -163,6 +163,8 @@ std::vector<std::vector<std::string>> reference_streams(const py::object& refs, 
 PYBIND11_MODULE(_leanseq, m) {
   m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
   m.attr("__version__") = "0.1.0";
+  m.def("_better_openblas_coretype", &better_openblas_coretype,
+        "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
   // Python's signal handlers (SIGINT's KeyboardInterrupt among them) run on the thread that
   // imports the module, usually in the middle of a translation's products: on a stack of their own
   // (core/signal_stack.h), or a signal frame would land in the heap.
