@@ -51,11 +51,15 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
   return apply(probs.scalar_type() == q.scalar_type() ? probs : probs.to(q.scalar_type()), v, need_weights);
 }
 
+bool MultiheadAttentionImpl::one_pass_applies(const torch::Tensor& rows) const {
+  return single_cpu_query(rows) && !(is_training() && dropout_ > 0);
+}
+
 bool MultiheadAttentionImpl::attend_in_one_pass(const torch::Tensor& q, double q_scale, const torch::Tensor& k,
                                                 const torch::Tensor& v, const torch::Tensor& mask, bool need_weights,
                                                 AttentionResult& result, const torch::Tensor& k_origin,
                                                 const torch::Tensor& v_origin) {
-  if (!single_cpu_query(q) || (is_training() && dropout_ > 0)) return false;
+  if (!one_pass_applies(q)) return false;
   auto [context, probs] = kernels::one_query_attention(q, k, v, mask, q_scale, k_origin, v_origin);
   if (!context.defined()) return false;
   result = {out_proj(context), {}, probs};
@@ -89,7 +93,7 @@ AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& quer
                                                        SelfAttentionCache& cache, bool need_weights) {
   append_values(query, cache);
   torch::Tensor ctx;  // [B, H, 1, d] from the values where they are stored, when a reorder left them there
-  if (cache.v.origin().defined() && single_cpu_query(probs) && !(is_training() && dropout_ > 0)) {
+  if (cache.v.origin().defined() && one_pass_applies(probs)) {
     ctx = kernels::one_query_context(probs, cache.v.stored(), cache.v.origin());
   }
   return ctx.defined() ? with_context(probs, ctx, need_weights) : apply(probs, cache.v.tensor(), need_weights);

@@ -61,6 +61,9 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
   // q_scale) in one kernel (kernels/one_query_attention.h), k, v and mask possibly shared by groups
   // of rows, or k and v in the rows their origin tables name; false, with `result` untouched, where
   // it does not apply.
+  // Whether rows (q, or probs [B, H, 1, S]) are one query each on the CPU with no dropout to apply:
+  // where the one-query kernels may stand in for the products.
+  bool one_pass_applies(const torch::Tensor& rows) const;
   bool attend_in_one_pass(const torch::Tensor& q, double q_scale, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& mask, bool need_weights, AttentionResult& result,
                           const torch::Tensor& k_origin = {}, const torch::Tensor& v_origin = {});

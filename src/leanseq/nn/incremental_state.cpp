@@ -16,13 +16,13 @@ bool table_on_cpu(const torch::Tensor& buffer, const torch::Tensor& order) {
 }  // namespace
 
 const torch::Tensor& AppendBuffer::tensor() {
-  if (origin_.defined()) gather(origin_);
+  if (origin_.defined()) gather();
   return view_;
 }
 
 void AppendBuffer::append(const torch::Tensor& x) {
   const int64_t T = length(), n = x.size(2), rows = x.size(0);
-  if (origin_.defined() && origin_.size(0) != rows) gather(origin_);
+  if (origin_.defined() && origin_.size(0) != rows) gather();
   TORCH_CHECK(!defined() || rows == (origin_.defined() ? origin_.size(0) : buffer_.size(0)),
               "AppendBuffer::append: ", rows, " rows after ", view_.size(0));
   if (!defined() || buffer_.size(2) < T + n) {  // room for as many positions again
@@ -50,7 +50,7 @@ void AppendBuffer::append(const torch::Tensor& x) {
 void AppendBuffer::reorder(const torch::Tensor& order) {
   if (!defined()) return;
   if (!table_on_cpu(buffer_, order)) {
-    if (origin_.defined()) gather(origin_);
+    if (origin_.defined()) gather();
     auto sizes = buffer_.sizes().vec();
     sizes[0] = order.size(0);
     auto gathered = torch::empty(sizes, buffer_.options());  // with the same room
@@ -79,11 +79,11 @@ void AppendBuffer::reorder(const torch::Tensor& order) {
   origin_ = table;
   // More rows than are stored (the first step's rows repeated for the beams): their next positions
   // need rows of their own.
-  if (rows > buffer_.size(0)) gather(origin_);
+  if (rows > buffer_.size(0)) gather();
 }
 
-void AppendBuffer::gather(const torch::Tensor& table) {
-  const int64_t rows = table.size(0), T = length();
+void AppendBuffer::gather() {
+  const int64_t rows = origin_.size(0), T = length();
   auto sizes = buffer_.sizes().vec();
   sizes[0] = rows;
   auto gathered = torch::empty(sizes, buffer_.options());
@@ -93,7 +93,7 @@ void AppendBuffer::gather(const torch::Tensor& table) {
   const int64_t position_bytes = buffer_.size(3) * elem, head_bytes = buffer_.stride(1) * elem;
   const auto* from = static_cast<const char*>(buffer_.data_ptr());
   auto* to = static_cast<char*>(gathered.data_ptr());
-  const int64_t* origin = table.data_ptr<int64_t>();
+  const int64_t* origin = origin_.data_ptr<int64_t>();
   auto copy_rows = [&](int, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t* o = origin + i * T;

@@ -31,8 +31,8 @@ class AppendBuffer {
   void reorder(const torch::Tensor& order);  // rows `order` of the batch dimension
 
  private:
-  // Copies the rows into a new buffer in the order of `table` ([B, T] stored rows per position).
-  void gather(const torch::Tensor& table);
+  // Copies the rows into a new buffer in the order of origin_ (which it then drops).
+  void gather();
   torch::Tensor buffer_, view_, origin_;
 };
 
