@@ -1,11 +1,18 @@
 // The choice of OpenBLAS kernels (core/blas.h): which family is asked for, given what the library
 // chose, what the CPU supports and what the user set; and that this very process, started through
-// start_program(), runs the best family the CPU supports.
+// start_program(), runs the best family the CPU supports, and its OpenBLAS workers sleep after a product.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "leanseq/core/blas.h"
+#include "leanseq/core/threads.h"
 
 using leanseq::CpuVectorSupport;
 using leanseq::openblas_coretype_to_request;
@@ -78,4 +85,33 @@ TEST(Blas, IdleThreadsSleepSoonUnlessTheUserSaidOtherwise) {
   EXPECT_NE(std::getenv("OPENBLAS_THREAD_TIMEOUT"), nullptr);
   EXPECT_TRUE(std::getenv("GOMP_SPINCOUNT") || std::getenv("OMP_WAIT_POLICY"));
   EXPECT_NE(leanseq::blas_summary().find("idle threads: OPENBLAS_THREAD_TIMEOUT="), std::string::npos);
+}
+
+// What the settings are for, seen in the library itself: right after a product on two threads,
+// OpenBLAS's worker goes to sleep instead of spinning for its default 2^28 cycles (about a tenth
+// of a second), so the process uses almost no CPU time while the main thread sleeps.
+TEST(Blas, OpenBlasWorkersSleepRightAfterAProduct) {
+  if (leanseq::blas_summary().rfind("BLAS: OpenBLAS", 0) != 0) GTEST_SKIP() << leanseq::blas_summary();
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: OpenBLAS runs no worker thread";
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  if (timeout && std::string(timeout) != "4") {
+    GTEST_SKIP() << "OPENBLAS_THREAD_TIMEOUT=" << timeout << " set by the user";
+  }
+  leanseq::set_compute_threads(2);
+  auto cpu_seconds = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  const auto a = torch::rand({768, 768});
+  double least = 1e9;  // over three rounds, so that nothing else the machine does can fail it
+  for (int round = 0; round < 3; ++round) {
+    const double sum = torch::mm(a, a).sum().item<double>();  // through OpenBLAS, on both threads
+    ASSERT_GT(sum, 0.0);
+    const double before = cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    least = std::min(least, cpu_seconds() - before);
+  }
+  leanseq::set_compute_threads(0);
+  EXPECT_LT(least, 0.04) << "CPU seconds used while the program slept after a product";
 }

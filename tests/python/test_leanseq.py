@@ -47,7 +47,7 @@ LINES = ["a1 a2 a3", "a4 a5", "a6 a7 a8 a9 a10", "a11"]
 
 
 def test_openblas_runs_the_best_kernels_the_cpu_supports():
-    # Set by the module before OpenBLAS loaded, unless the environment had a value of its own.
+    # The module switched the library when it was imported, unless the environment had a value of its own.
     if os.environ.get("LEANSEQ_SET_OPENBLAS_CORETYPE") != "1" and "OPENBLAS_CORETYPE" in os.environ:
         pytest.skip("OPENBLAS_CORETYPE set outside: " + os.environ["OPENBLAS_CORETYPE"])
     assert leanseq._leanseq._better_openblas_coretype() == ""

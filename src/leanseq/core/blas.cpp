@@ -6,14 +6,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 namespace leanseq {
 
 namespace {
 
-// Marks a process that leanseq restarted with its settings ("1": OPENBLAS_CORETYPE among them,
-// "threads": the thread settings only, "failed": the restart failed), for the log line; it also
-// stops a loop.
+// Marks a process whose settings leanseq made ("1": OPENBLAS_CORETYPE among them, whether the
+// library was switched in the process or the program restarted; "threads": restarted for the
+// thread settings only; "failed": the restart failed), for the log line; it also stops a loop.
 constexpr const char* kMarker = "LEANSEQ_SET_OPENBLAS_CORETYPE";
 
 std::string lower(std::string s) {
@@ -96,16 +97,75 @@ std::string better_openblas_coretype() {
   return openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(), nullptr);
 }
 
+namespace {
+
+// The value of `name` in a NULL-terminated environment block, or nullptr.
+const char* find_in(char** envp, const char* name) {
+  const size_t n = std::strlen(name);
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void restart_with_thread_settings(char** argv, char** envp) {
+  if (find_in(envp, kMarker) != nullptr) return;  // a restarted program, or one whose restart failed
+  const auto settings = thread_wait_settings(find_in(envp, "OPENBLAS_THREAD_TIMEOUT"), find_in(envp, "GOMP_SPINCOUNT"),
+                                             find_in(envp, "OMP_WAIT_POLICY"));
+  if (settings.empty()) return;
+  std::vector<std::string> added;
+  for (const auto& [name, value] : settings) added.push_back(name + "=" + value);
+  std::vector<char*> env;
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) env.push_back(*e);
+  for (auto& a : added) env.push_back(a.data());
+  env.push_back(nullptr);
+  execve("/proc/self/exe", argv, env.data());  // returns only when it failed: main() tries again
+}
+
+namespace {
+
+// The loaded OpenBLAS chooses its kernels again, as OPENBLAS_CORETYPE (or its own detection, when
+// unset) says; false when it has no entry points for that.
+bool choose_openblas_kernels_again() {
+  using Call = void (*)();
+  auto* quit = openblas_entry<Call>("gotoblas_dynamic_quit");
+  auto* init = openblas_entry<Call>("gotoblas_dynamic_init");
+  if (!quit || !init) return false;
+  quit();
+  init();
+  return true;
+}
+
+}  // namespace
+
+bool use_best_openblas_kernels() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return false;  // the user's, or set when the library loaded
+  const std::string request = better_openblas_coretype();
+  if (request.empty()) return false;
+  setenv("OPENBLAS_CORETYPE", request.c_str(), 1);
+  if (choose_openblas_kernels_again() && lower(loaded_openblas_core()) == lower(request)) {
+    setenv(kMarker, "1", 1);
+    return true;
+  }
+  unsetenv("OPENBLAS_CORETYPE");
+  choose_openblas_kernels_again();  // what it chose before, by its own detection
+  return false;
+}
+
 void ensure_fast_blas(char** argv) {
-  if (std::getenv(kMarker) != nullptr) return;  // restarted already (or the restart failed)
-  const char* user = std::getenv("OPENBLAS_CORETYPE");
-  const std::string request = openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(), user);
+  if (std::getenv(kMarker) != nullptr) return;  // set up already (or the restart failed)
+  const bool switched = use_best_openblas_kernels();
+  const std::string request =
+      switched ? "" : openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(),
+                                                   std::getenv("OPENBLAS_CORETYPE"));
   auto settings = thread_wait_settings(std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("GOMP_SPINCOUNT"),
                                        std::getenv("OMP_WAIT_POLICY"));
   if (!request.empty()) settings.emplace_back("OPENBLAS_CORETYPE", request);
   if (settings.empty()) return;
   for (const auto& [name, value] : settings) setenv(name.c_str(), value.c_str(), 1);
-  setenv(kMarker, request.empty() ? "threads" : "1", 1);
+  setenv(kMarker, switched || !request.empty() ? "1" : "threads", 1);
   execv("/proc/self/exe", argv);
   // Not re-executed (no /proc, say): run on with the libraries' choices, and say so in the log.
   for (const auto& [name, value] : settings) unsetenv(name.c_str());
@@ -137,7 +197,7 @@ std::string blas_summary() {
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   const char* marker = std::getenv(kMarker);
   if (marker && std::string(marker) == "failed") {
-    line += " (the program could not restart with OPENBLAS_CORETYPE and its thread settings)";
+    line += " (the program could not restart with its BLAS and thread settings)";
   } else if (marker && std::string(marker) == "1") {
     line += " (OPENBLAS_CORETYPE=" + std::string(user ? user : "") + " set by leanseq for this CPU)";
   } else if (user) {

@@ -1,10 +1,11 @@
 // The BLAS kernels behind LibTorch's float32 products. Debian's OpenBLAS (0.3.21, built for every
 // x86 core it knows) picks its kernels from the CPU model at load time and takes the CPUs it does
 // not recognise (recent AMD EPYC among them) for a Prescott: SSE3 kernels at about a fifth of what
-// the same core does with its AVX-512 kernels. OpenBLAS reads OPENBLAS_CORETYPE only when it is
-// loaded, so the fix must come before the process starts: ensure_fast_blas() re-executes the
-// program once with OPENBLAS_CORETYPE set to the best kernel family the CPU supports, unless the
-// user set that variable (then it is respected) or the library already runs kernels that good.
+// the same core does with its AVX-512 kernels. use_best_openblas_kernels() switches the loaded
+// library to the best kernel family the CPU supports, unless the user set OPENBLAS_CORETYPE (then
+// it is respected) or the library already runs kernels that good; the idle-thread settings, which
+// the libraries read only when they load, are put in the environment before they do
+// (apply_thread_wait_settings(), from the program's pre-initialisation, core/startup.h).
 #pragma once
 #include <string>
 #include <utility>
@@ -40,10 +41,27 @@ std::vector<std::pair<std::string, std::string>> thread_wait_settings(const char
                                                                       const char* gomp_spincount,
                                                                       const char* omp_wait_policy);
 
-// Called first in main(): both libraries read their settings only when they are loaded, so this
-// re-executes the program once with OPENBLAS_CORETYPE set when openblas_coretype_to_request()
-// asks for it and with thread_wait_settings(), and returns otherwise (also when the re-execution
-// is impossible: the program then runs on with the libraries' own choices).
+// Re-executes the program with the unset thread_wait_settings() added to `envp`, and returns only
+// when none is missing (or the re-execution failed). Called from the program's pre-initialisation
+// (core/startup.h): the libraries are loaded and relocated then, none has run its initialisers, so
+// the restart costs the loading alone (tens of milliseconds) and they read the settings when they
+// initialise. `envp` is read directly: the C library's environment is not set up yet.
+void restart_with_thread_settings(char** argv, char** envp);
+
+// Makes the loaded OpenBLAS run the kernel family that openblas_coretype_to_request() asks for,
+// in this process: its build for every core chooses its kernels in gotoblas_dynamic_init(), which
+// reads OPENBLAS_CORETYPE, and gotoblas_dynamic_quit() forgets the choice (both exported by
+// Debian's library). Call it before any product runs. Returns true when the library now runs the
+// family asked for (OPENBLAS_CORETYPE is then set, so that child processes load it the same way);
+// false when nothing was asked for, or the library lacks the two entry points or ignored the
+// request (it is then left as it was).
+bool use_best_openblas_kernels();
+
+// Called first in main(): use_best_openblas_kernels(), and where that could not switch the
+// library, or the thread settings are still missing from the environment (a program without
+// core/startup.h's pre-initialisation), re-executes the program once with them set. Returns
+// otherwise (also when the re-execution is impossible: the program then runs on with the
+// libraries' own choices).
 void ensure_fast_blas(char** argv);
 
 // One line for start-up logs: the BLAS library, its kernel family, and how it was chosen.
@@ -51,8 +69,8 @@ std::string blas_summary();
 
 // openblas_coretype_to_request() for this process as it runs (the loaded library's family, this
 // CPU, no user setting): "" when its kernels are the best the CPU supports or the BLAS is not
-// OpenBLAS. The Python module, which cannot restart its interpreter, sets OPENBLAS_CORETYPE before
-// the library loads (leanseq/python/leanseq/__init__.py); its tests check the result with this.
+// OpenBLAS. The Python module switches the library when it is imported
+// (leanseq/python/leanseq/__init__.py); its tests check the result with this.
 std::string better_openblas_coretype();
 
 }  // namespace leanseq

@@ -165,6 +165,8 @@ PYBIND11_MODULE(_leanseq, m) {
   m.attr("__version__") = "0.1.0";
   m.def("_better_openblas_coretype", &better_openblas_coretype,
         "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
+  m.def("_use_best_openblas_kernels", &use_best_openblas_kernels,
+        "switch the loaded OpenBLAS to the best kernels the CPU supports, unless OPENBLAS_CORETYPE is set");
   // Python's signal handlers (SIGINT's KeyboardInterrupt among them) run on the thread that
   // imports the module, usually in the middle of a translation's products: on a stack of their own
   // (core/signal_stack.h), or a signal frame would land in the heap.

@@ -8,34 +8,11 @@ import os
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 # OpenBLAS and libgomp read these once, when they are loaded: idle threads of each pool go to sleep
-# soon instead of spinning against the other pool, and OpenBLAS runs the kernels the CPU supports
-# (docs/performance.md). A value already set is kept; a process that loaded them before (``import
-# torch`` first) keeps what it has.
+# soon instead of spinning against the other pool (docs/performance.md). A value already set is
+# kept; a process that loaded them before (``import torch`` first) keeps what it has.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-
-
-def _best_openblas_coretype() -> str:
-    """The best OpenBLAS kernel family this CPU supports, by the rule of leanseq's programs
-    (core/blas.cpp): Debian's OpenBLAS takes CPUs it does not know for a Prescott and runs float32
-    products at a fifth of the speed; the programs restart with OPENBLAS_CORETYPE set, the module
-    sets it before the library loads."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []))
-    except OSError:
-        return ""
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= flags:
-        return "SKYLAKEX"
-    if {"avx2", "fma"} <= flags:
-        return "HASWELL"
-    return "SANDYBRIDGE" if "avx" in flags else ""
-
-
-if "OPENBLAS_CORETYPE" not in os.environ and _best_openblas_coretype():
-    os.environ["OPENBLAS_CORETYPE"] = _best_openblas_coretype()
-    os.environ.setdefault("LEANSEQ_SET_OPENBLAS_CORETYPE", "1")  # for the BLAS log line: set by leanseq
 
 from . import _leanseq  # noqa: E402
 from ._leanseq import (  # noqa: E402
@@ -49,6 +26,11 @@ from ._leanseq import (  # noqa: E402
     chrf,
     ter,
 )
+
+# Debian's OpenBLAS takes CPUs it does not know for a Prescott and runs float32 products at a fifth
+# of their speed: the library switches to the best kernels the CPU supports, as in leanseq's
+# programs (core/blas.h), unless OPENBLAS_CORETYPE is set.
+_leanseq._use_best_openblas_kernels()
 
 __all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter", "import_fairseq",
            "BLEUScore", "CHRFScore", "TERScore", "__version__"]
