@@ -6,9 +6,12 @@
 #   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/fairseq.sh [--minutes 6] [--threads 2]
 #       [--rounds 1] [--families "transformer dynamicconv fconv"] [--work /tmp/leanseq-peer]
 #       [--data ../shared/data/multi30k] [--leanseq build/leanseq] [--decode-only]
+#       [--compute-type float32]
 #
 # --decode-only keeps the checkpoints and training logs of an earlier run under --work and decodes
-# and scores again (after a change to leanseq's decoding, say).
+# and scores again (after a change to leanseq's decoding, say). --compute-type is the type of
+# leanseq's products when it translates (translate --compute-type: float32, int8, bfloat16, ...;
+# docs/fast.md); fairseq decodes in float32, its only type on a CPU.
 #
 # fairseq runs twice per family: as installed, and tuned: given the environment leanseq gives
 # itself (the OPENBLAS_CORETYPE it picks for this CPU, if any, and its idle-thread settings, read
@@ -22,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 minutes=6 threads=2 rounds=1 families="transformer dynamicconv fconv"
 work=/tmp/leanseq-peer data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
-beam=5 batch=64 py=/usr/bin/python3 decode_only=0
+beam=5 batch=64 py=/usr/bin/python3 decode_only=0 compute_type=float32
 
 die() { echo "fairseq.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -31,12 +34,17 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes=$2 ;; --threads) threads=$2 ;; --rounds) rounds=$2 ;;
     --families) families=$2 ;; --work) work=$2 ;; --data) data=$2 ;; --leanseq) leanseq=$2 ;;
+    --compute-type) compute_type=$2 ;;
     *) die "unknown option '$1' (see the comment at the top of this script)" ;;
   esac
   shift 2
 done
 [[ "$minutes" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--minutes must be a number, got '$minutes'"
 [[ "$threads" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--threads and --rounds must be positive integers"
+case "$compute_type" in
+  auto | float32 | int8 | int8_float32 | bfloat16 | int8_bfloat16) ;;
+  *) die "unknown --compute-type '$compute_type' (auto, float32, int8, int8_float32, bfloat16, int8_bfloat16)" ;;
+esac
 for f in $families; do
   case "$f" in transformer | dynamicconv | fconv) ;; *) die "unknown family '$f' (transformer, dynamicconv, fconv)" ;; esac
 done
@@ -111,7 +119,7 @@ results="$work/results"
 rm -rf "$results" && mkdir -p "$results"
 leanseq_translate() {  # checkpoint hypotheses log: test2016 with the table's beam, batch and threads
   "$leanseq" translate --checkpoint "$1" --beam "$beam" --batch-size "$batch" --threads "$threads" \
-    -i "$data/test2016.de" -o "$2" >"$3" 2>&1 || die "leanseq translate failed; see $3"
+    --compute-type "$compute_type" -i "$data/test2016.de" -o "$2" >"$3" 2>&1 || die "leanseq translate failed; see $3"
 }
 run_leanseq() {  # family round
   local dir="$work/runs/$1.leanseq.$2"
@@ -174,5 +182,5 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), fairseq 0.12.2, $(date +%F), $(nproc) cores," \
-  "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch; $blas; fairseq tuned: ${tuned[*]}"
+  "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type; $blas; fairseq tuned: ${tuned[*]}"
 $py "$here/results.py" table "$results"
