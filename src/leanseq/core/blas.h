@@ -4,8 +4,8 @@
 // the same core does with its AVX-512 kernels. use_best_openblas_kernels() switches the loaded
 // library to the best kernel family the CPU supports, unless the user set OPENBLAS_CORETYPE (then
 // it is respected) or the library already runs kernels that good; the idle-thread settings, which
-// the libraries read only when they load, are put in the environment before they do
-// (apply_thread_wait_settings(), from the program's pre-initialisation, core/startup.h).
+// the libraries read only when they initialise, are in the environment before they do
+// (restart_with_thread_settings(), from the program's pre-initialisation, core/startup.h).
 #pragma once
 #include <string>
 #include <utility>
