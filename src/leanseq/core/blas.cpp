@@ -157,9 +157,8 @@ bool use_best_openblas_kernels() {
 void ensure_fast_blas(char** argv) {
   if (std::getenv(kMarker) != nullptr) return;  // set up already (or the restart failed)
   const bool switched = use_best_openblas_kernels();
-  const std::string request =
-      switched ? "" : openblas_coretype_to_request(loaded_openblas_core(), detect_cpu_vector_support(),
-                                                   std::getenv("OPENBLAS_CORETYPE"));
+  // What the switch could not make, unless the user set the variable: a restart with it set.
+  const std::string request = switched || std::getenv("OPENBLAS_CORETYPE") ? "" : better_openblas_coretype();
   auto settings = thread_wait_settings(std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("GOMP_SPINCOUNT"),
                                        std::getenv("OMP_WAIT_POLICY"));
   if (!request.empty()) settings.emplace_back("OPENBLAS_CORETYPE", request);
