@@ -77,6 +77,9 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void backward_row(
   }
 }
 
+// Rows per block of the weight's and the bias's gradient sums.
+constexpr int64_t kRowsPerBlock = 32;
+
 // Rows are split over the compute threads when there is enough work for each.
 int workers_for_rows(int64_t rows, int64_t C) {
   return static_cast<int>(std::min<int64_t>(workers_for(rows * C, int64_t{1} << 15), std::max<int64_t>(rows, 1)));
@@ -117,22 +120,31 @@ class DropoutAddLayerNorm : public torch::autograd::Function<DropoutAddLayerNorm
     const int64_t rows = xhat.size(0), C = xhat.size(1);
     const auto g = grad[0].contiguous();
     auto dres = torch::empty_like(g), dy = torch::empty_like(g);
-    const int workers = workers_for_rows(rows, C);
-    // Each worker sums its rows' share of the weight's and the bias's gradients; the shares are
-    // added in worker order.
-    auto partial = torch::zeros({workers, 2, C}, g.options());
+    // The weight's and the bias's gradients are summed over blocks of kRowsPerBlock rows, each
+    // block's share on its own, then the shares in block order: the blocks do not depend on the
+    // number of threads, and so neither do the sums, to the bit.
+    const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+    const int workers = static_cast<int>(std::min<int64_t>(workers_for_rows(rows, C), std::max<int64_t>(blocks, 1)));
+    auto partial = torch::zeros({std::max<int64_t>(blocks, 1), 2, C}, g.options());
     const float *gp = g.data_ptr<float>(), *xp = xhat.data_ptr<float>(), *sp = rstd.data_ptr<float>(),
                 *wp = w.data_ptr<float>();
     float *rp = dres.data_ptr<float>(), *yp = dy.data_ptr<float>(), *pp = partial.data_ptr<float>();
-    parallel_chunks(rows, workers, [&](int worker, int64_t begin, int64_t end) {
+    parallel_chunks(blocks, workers, [&](int, int64_t first_block, int64_t end_block) {
       std::vector<float> m(C);
-      float* dw = pp + worker * 2 * C;
-      for (int64_t i = begin; i < end; ++i) {
-        d.fill(i * C, C, m.data());
-        backward_row(C, gp + i * C, xp + i * C, wp, sp[i], m.data(), rp + i * C, yp + i * C, dw, dw + C);
+      for (int64_t block = first_block; block < end_block; ++block) {
+        float* dw = pp + block * 2 * C;
+        for (int64_t i = block * kRowsPerBlock; i < std::min(rows, (block + 1) * kRowsPerBlock); ++i) {
+          d.fill(i * C, C, m.data());
+          backward_row(C, gp + i * C, xp + i * C, wp, sp[i], m.data(), rp + i * C, yp + i * C, dw, dw + C);
+        }
       }
     });
-    const auto sums = partial.sum(0);
+    auto sums = torch::zeros({2, C}, g.options());
+    float* total = sums.data_ptr<float>();
+    for (int64_t block = 0; block < blocks; ++block) {
+      const float* share = pp + block * 2 * C;
+      for (int64_t c = 0; c < 2 * C; ++c) total[c] += share[c];
+    }
     return {dres, dy, sums[0], sums[1], torch::Tensor(), torch::Tensor()};
   }
 };
