@@ -40,26 +40,29 @@ void collect_storages(const PyRef& v, std::map<std::string, std::string>& out) {
   for (const auto& [k, x] : v->entries) collect_storages(x, out);
 }
 
-constexpr uint32_t kLocalHeader = 0x04034b50, kCentralHeader = 0x02014b50, kEnd = 0x06054b50;
-constexpr uint32_t kEnd64 = 0x06064b50, kEnd64Locator = 0x07064b50;
 constexpr char kLegacyMagic[] = "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19";
 
 }  // namespace
 
 TorchFile::TorchFile(const std::string& path) : path_(path) {
-  in_.open(path, std::ios::binary);
-  if (!in_) throw PickleError(path + ": cannot open the file");
-  in_.seekg(0, std::ios::end);
-  file_size_ = static_cast<uint64_t>(in_.tellg());
-  if (file_size_ < 4) fail("the file is too short to be a torch file");
-  const std::string head = read_at(0, std::min<uint64_t>(file_size_, 14));
-  if (le(head, 0, 4) == kLocalHeader) {
-    zip_ = true;
-    read_zip();
-  } else if (head.size() == 14 && std::memcmp(head.data(), kLegacyMagic, 14) == 0) {
-    read_legacy();
-  } else {
-    fail("neither a zip archive nor torch's legacy format");
+  try {
+    file_ = std::make_unique<zip::Reader>(path);
+  } catch (const zip::ZipError& e) {
+    throw PickleError(path + ": " + e.what());
+  }
+  if (file_->file_size() < 4) fail("the file is too short to be a torch file");
+  const std::string head = read_at(0, std::min<uint64_t>(file_->file_size(), 14));
+  try {
+    if (file_->starts_like_zip()) {
+      zip_ = true;
+      read_zip();
+    } else if (head.size() == 14 && std::memcmp(head.data(), kLegacyMagic, 14) == 0) {
+      read_legacy();
+    } else {
+      fail("neither a zip archive nor torch's legacy format");
+    }
+  } catch (const zip::ZipError& e) {
+    fail(e.what());
   }
 }
 
@@ -68,72 +71,15 @@ void TorchFile::fail(const std::string& what) const {
 }
 
 std::string TorchFile::read_at(uint64_t offset, uint64_t size) {
-  if (offset > file_size_ || size > file_size_ - offset) {
-    fail("a record at byte " + std::to_string(offset) + " of " + std::to_string(size) + " bytes runs past the end (" +
-         std::to_string(file_size_) + " bytes): truncated?");
+  try {
+    return file_->read_at(offset, size);
+  } catch (const zip::ZipError& e) {
+    fail(e.what());
   }
-  std::string out(size, '\0');
-  in_.clear();
-  in_.seekg(static_cast<std::streamoff>(offset));
-  in_.read(out.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uint64_t>(in_.gcount()) != size) fail("a read failed at byte " + std::to_string(offset));
-  return out;
 }
 
 void TorchFile::read_zip() {
-  // The end-of-central-directory record is in the last 64 KiB + 22 bytes.
-  const uint64_t tail_size = std::min<uint64_t>(file_size_, 65536 + 22);
-  const std::string tail = read_at(file_size_ - tail_size, tail_size);
-  size_t end = std::string::npos;
-  for (size_t i = tail.size() >= 22 ? tail.size() - 22 + 1 : 0; i-- > 0;) {
-    if (le(tail, i, 4) == kEnd) {
-      end = i;
-      break;
-    }
-  }
-  if (end == std::string::npos) fail("a zip archive without its central directory (truncated?)");
-  uint64_t entries = le(tail, end + 10, 2), cd_size = le(tail, end + 12, 4), cd_offset = le(tail, end + 16, 4);
-  if (entries == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {  // zip64
-    if (end < 20 || le(tail, end - 20, 4) != kEnd64Locator) fail("a zip64 archive without its locator");
-    const std::string rec = read_at(le(tail, end - 20 + 8, 8), 56);
-    if (le(rec, 0, 4) != kEnd64) fail("a zip64 archive without its end record");
-    entries = le(rec, 32, 8), cd_size = le(rec, 40, 8), cd_offset = le(rec, 48, 8);
-  }
-  if (entries > file_size_ / 46) fail("a central directory claiming " + std::to_string(entries) + " entries");
-  const std::string cd = read_at(cd_offset, cd_size);
-  std::map<std::string, Record> records;
-  size_t p = 0;
-  for (uint64_t e = 0; e < entries; ++e) {
-    if (p + 46 > cd.size() || le(cd, p, 4) != kCentralHeader) fail("a damaged central directory");
-    const uint64_t method = le(cd, p + 10, 2), name_len = le(cd, p + 28, 2), extra_len = le(cd, p + 30, 2),
-                   comment_len = le(cd, p + 32, 2);
-    uint64_t csize = le(cd, p + 20, 4), usize = le(cd, p + 24, 4), local = le(cd, p + 42, 4);
-    if (p + 46 + name_len + extra_len + comment_len > cd.size()) fail("a damaged central directory");
-    const std::string name = cd.substr(p + 46, name_len);
-    // zip64 sizes and offset, in this order, for the fields that say 0xFFFFFFFF.
-    for (size_t x = p + 46 + name_len; x + 4 <= p + 46 + name_len + extra_len;) {
-      const uint64_t id = le(cd, x, 2), len = le(cd, x + 2, 2);
-      if (x + 4 + len > p + 46 + name_len + extra_len) fail("a damaged zip64 field");
-      if (id == 1) {
-        size_t q = x + 4;
-        auto next = [&](uint64_t& field) {
-          if (field != 0xFFFFFFFF) return;
-          if (q + 8 > x + 4 + len) fail("a damaged zip64 field");
-          field = le(cd, q, 8);
-          q += 8;
-        };
-        next(usize), next(csize), next(local);
-      }
-      x += 4 + len;
-    }
-    p += 46 + name_len + extra_len + comment_len;
-    if (method != 0 || csize != usize) fail("record " + name + " is compressed; torch.save stores records uncompressed");
-    const std::string lh = read_at(local, 30);
-    if (le(lh, 0, 4) != kLocalHeader) fail("record " + name + " has no local header");
-    const uint64_t data = local + 30 + le(lh, 26, 2) + le(lh, 28, 2);
-    if (data > file_size_ || usize > file_size_ - data) fail("record " + name + " runs past the end (truncated?)");
-    records[name] = {data, usize};
-  }
+  const auto& records = file_->records();
   std::string prefix;
   for (const auto& [name, r] : records) {
     const auto slash = name.rfind('/');
@@ -150,18 +96,19 @@ void TorchFile::read_zip() {
       fail("big-endian storages");
     }
   }
-  const auto& pkl = records[prefix + "data.pkl"];
-  const std::string bytes = read_at(pkl.offset, pkl.size);
+  const std::string bytes = file_->read(prefix + "data.pkl");
   size_t pos = 0;
   root_ = unpickle(bytes, pos, {path_});
   for (const auto& [name, r] : records) {
-    if (name.rfind(prefix + "data/", 0) == 0) storages_[name.substr(prefix.size() + 5)] = r;
+    if (name.rfind(prefix + "data/", 0) != 0) continue;
+    if (r.method != 0) fail("record " + name + " is compressed; torch.save stores records uncompressed");
+    storages_[name.substr(prefix.size() + 5)] = r;
   }
 }
 
 void TorchFile::read_legacy() {
   // The pickles come first and are small; read a prefix, and the whole file only when they are not in it.
-  uint64_t have = std::min<uint64_t>(file_size_, 64u << 20);
+  uint64_t have = std::min<uint64_t>(file_->file_size(), 64u << 20);
   std::string bytes = read_at(0, have);
   std::vector<PyRef> parts;
   size_t pos = 0;
@@ -170,8 +117,8 @@ void TorchFile::read_legacy() {
     try {
       parts.push_back(unpickle(bytes, pos, {path_}));
     } catch (const PickleError&) {
-      if (have == file_size_) throw;
-      have = file_size_;
+      if (have == file_->file_size()) throw;
+      have = file_->file_size();
       bytes = read_at(0, have);
       pos = before;
     }
@@ -194,7 +141,7 @@ void TorchFile::read_legacy() {
     if (it == dtypes.end()) fail("storage " + k->s + " is listed but nothing refers to it");
     const uint64_t numel = le(read_at(at, 8), 0, 8);
     const uint64_t esize = static_cast<uint64_t>(element_size(it->second));
-    if (numel > (file_size_ - std::min(file_size_, at + 8)) / esize) {
+    if (numel > (file_->file_size() - std::min(file_->file_size(), at + 8)) / esize) {
       fail("storage " + k->s + " claims " + std::to_string(numel) + " elements, more than the file holds (truncated?)");
     }
     storages_[k->s] = {at + 8, numel * esize};
@@ -203,36 +150,51 @@ void TorchFile::read_legacy() {
 }
 
 torch::Tensor TorchFile::tensor(const TensorRef& ref) {
+  const auto type = scalar_type(ref.dtype);
+  const int64_t esize = element_size(ref.dtype);
   auto it = loaded_.find(ref.storage_key);
   torch::Tensor storage;
-  const int64_t esize = element_size(ref.dtype);
   if (it != loaded_.end()) {
     storage = it->second;
+    if (storage.scalar_type() != type) fail("storage " + ref.storage_key + " is read as two element types");
   } else {
     auto rec = storages_.find(ref.storage_key);
     if (rec == storages_.end()) fail("the bytes of storage " + ref.storage_key + " are missing");
     if (rec->second.size % static_cast<uint64_t>(esize) != 0) fail("storage " + ref.storage_key + " has a partial element");
     std::string bytes = read_at(rec->second.offset, rec->second.size);
+    if (zip_) {
+      try {
+        zip::check_crc("data/" + ref.storage_key, bytes, rec->second.crc32);
+      } catch (const zip::ZipError& e) {
+        fail(e.what());
+      }
+    }
     const auto numel = static_cast<int64_t>(rec->second.size / static_cast<uint64_t>(esize));
-    storage = torch::empty({numel}, torch::TensorOptions().dtype(scalar_type(ref.dtype)));
+    storage = torch::empty({numel}, torch::TensorOptions().dtype(type));
     if (numel > 0) std::memcpy(storage.data_ptr(), bytes.data(), bytes.size());
     loaded_[ref.storage_key] = storage;
   }
-  // The view must stay inside its storage.
-  int64_t last = ref.offset;
-  bool empty = false;
+  // The view must lie inside its storage and have no more elements than it: every sum and product
+  // below is checked, since the pickle's integers may be anything up to 2^63 - 1.
+  const std::string what = "a tensor of size " + c10::str(c10::IntArrayRef(ref.sizes)) + ", stride " +
+                           c10::str(c10::IntArrayRef(ref.strides)) + " and offset " + std::to_string(ref.offset) +
+                           " in storage " + ref.storage_key + " of " + std::to_string(storage.numel()) + " elements";
+  int64_t numel = 1, last = ref.offset;
   for (size_t d = 0; d < ref.sizes.size(); ++d) {
-    if (ref.sizes[d] == 0) empty = true;
-    if (ref.sizes[d] > 0 && ref.strides[d] > (int64_t{1} << 40) / std::max<int64_t>(ref.sizes[d], 1)) {
-      fail("a tensor with an impossible stride");
+    if (ref.sizes[d] < 0 || ref.strides[d] < 0) fail(what + ": a negative size or stride");
+    int64_t reach = 0;
+    if (__builtin_mul_overflow(numel, ref.sizes[d], &numel) ||
+        (ref.sizes[d] > 0 && (__builtin_mul_overflow(ref.sizes[d] - 1, ref.strides[d], &reach) ||
+                              __builtin_add_overflow(last, reach, &last)))) {
+      fail(what + ": its extent overflows 64 bits");
     }
-    last += (ref.sizes[d] > 0 ? ref.sizes[d] - 1 : 0) * ref.strides[d];
   }
-  if (!empty && last >= storage.numel()) {
-    fail("a tensor of size " + c10::str(c10::IntArrayRef(ref.sizes)) + " reaches past its storage " + ref.storage_key);
-  }
-  if (empty) return torch::empty(ref.sizes, storage.options());
-  return storage.as_strided(ref.sizes, ref.strides, ref.offset).clone();
+  if (ref.offset < 0) fail(what + ": a negative offset");
+  if (numel == 0) return torch::empty(ref.sizes, storage.options());
+  if (last >= storage.numel()) fail(what + ": it reaches past its storage");
+  if (numel > storage.numel()) fail(what + ": more elements than its storage (overlapping strides)");
+  // A view of the storage: tensors that share a storage in the file (tied embeddings) share it here.
+  return storage.as_strided(ref.sizes, ref.strides, ref.offset);
 }
 
 bool is_torch_pickle_file(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "leanseq/core/zip.h"
 #include "leanseq/interop/pickle.h"
 
 namespace leanseq::interop {
@@ -25,24 +26,23 @@ class TorchFile {
   const PyRef& root() const { return root_; }
   bool zip_format() const { return zip_; }
   const std::string& path() const { return path_; }
-  // The tensor `ref` describes, in its stored dtype, on the CPU; its storage is read once.
+  // The tensor `ref` describes, in its stored dtype, on the CPU: a view of its storage, which is
+  // read once (its CRC32 checked in a zip). The view must lie inside the storage and have no more
+  // elements than it (no stride-0 blow-up), so that all the tensors read from a file take no more
+  // memory than the file's storages hold.
   torch::Tensor tensor(const TensorRef& ref);
 
  private:
-  struct Record {
-    uint64_t offset = 0, size = 0;  // of the bytes in the file
-  };
   void read_zip();
   void read_legacy();
   std::string read_at(uint64_t offset, uint64_t size);
   [[noreturn]] void fail(const std::string& what) const;
 
   std::string path_;
-  std::ifstream in_;
-  uint64_t file_size_ = 0;
+  std::unique_ptr<zip::Reader> file_;
   bool zip_ = false;
   PyRef root_;
-  std::map<std::string, Record> storages_;  // by storage key
+  std::map<std::string, zip::Record> storages_;  // by storage key
   std::map<std::string, torch::Tensor> loaded_;
 };
 
