@@ -12,6 +12,7 @@
 #include "leanseq/interop/pickle.h"
 #include "leanseq/interop/torch_file.h"
 #include "support/fixtures.h"
+#include "support/torch_files.h"
 
 using namespace leanseq::interop;
 using Kind = PyValue::Kind;
@@ -21,12 +22,7 @@ PyRef load(const std::string& bytes) {
   size_t pos = 0;
   return unpickle(bytes, pos, {"test.pkl"});
 }
-// Bytes from their hex digits (the pickles below were checked with Python's pickle.loads).
-std::string pkl(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
-}
+using leanseq::test::pkl;
 }  // namespace
 
 TEST(Pickle, BuildsScalarsContainersOrderedDictAndNamespace) {
@@ -77,8 +73,8 @@ TEST(Pickle, RefusesForeignGlobalsAndMalformedStreams) {
     for (int i = 0; i < n; ++i) p += pkl("5d680061710030");
     return p + pkl("68002e");
   };
-  EXPECT_EQ(load(nested(100))->depth, 100);
-  EXPECT_THROW(load(nested(1000)), PickleError);
+  EXPECT_NO_THROW(load(nested(kMaxDepth)));
+  EXPECT_THROW(load(nested(kMaxDepth + 1)), PickleError);
   // A tensor rebuild whose storage is not a torch storage.
   EXPECT_THROW(load(pkl("8002") + "ctorch._utils\n_rebuild_tensor_v2\n" + pkl("284b014b00297452" "2e")), PickleError);
 }
@@ -106,6 +102,108 @@ TEST(FairseqOptions, MapEveryShapingOptionAndRefuseWhatIsNotBuilt) {
   EXPECT_NO_THROW(fairseq_config_values({{"arch", "transformer"}, {"decoder_output_dim", 64}, {"decoder_embed_dim", 64}}, "m.pt"));
   EXPECT_THROW(fairseq_config_values({{"arch", "transformer_lm"}}, "m.pt"), leanseq::CheckpointError);
   EXPECT_THROW(fairseq_config_values({{"arch", "bart_large"}}, "m.pt"), leanseq::CheckpointError);
+}
+namespace {
+using leanseq::test::u32;
+void expect_refused(const std::string& bytes, const std::string& reason) {
+  try {
+    load(bytes);
+    ADD_FAILURE() << "accepted; expected: " << reason;
+  } catch (const PickleError& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
+}
+}  // namespace
+
+// Nesting built top-down through the memo: each new list is appended to the one before it after
+// that one is already inside its parent, so no single append sees the depth. A million levels
+// (19 MB) overflowed the stack when the values were freed; the whole value's depth is checked now.
+TEST(Pickle, RefusesDepthBuiltTopDownThroughTheMemo) {
+  std::string p = pkl("8002") + "]r" + u32(0);  // [] as memo 0, left on the stack
+  for (uint32_t i = 0; i < 1000000; ++i) {
+    p += "]r" + u32(i + 1) + "0";             // a new list as memo i+1, popped
+    p += "j" + u32(i) + "j" + u32(i + 1) + "a0";  // memo i .append(memo i+1), popped
+  }
+  expect_refused(p + ".", "nested more than");
+  // The same, shallow, loads.
+  std::string q = pkl("8002") + "]r" + u32(0);
+  for (uint32_t i = 0; i < 50; ++i) q += "]r" + u32(i + 1) + "0" + "j" + u32(i) + "j" + u32(i + 1) + "a0";
+  EXPECT_EQ(load(q + ".")->items.size(), 1u);
+}
+
+// A list that contains itself, directly or in a Namespace's attributes: to_json recursed forever.
+TEST(Pickle, RefusesValuesThatContainThemselves) {
+  expect_refused(pkl("80025d71006800612e"), "contains itself");  // [] as memo 0, memo 0 appended to it
+  // Namespace(model=[...the list itself...]) built with BUILD.
+  const std::string ns = pkl("8002") + "cargparse\nNamespace\n" + pkl("29817d") + "X" + u32(5) + "model" +
+                         pkl("5d710168016173622e");
+  expect_refused(ns, "contains itself");
+}
+
+// A "billion laughs" DAG: each level a list of the previous one twice. 40 levels unfold to 2^40
+// values from 41: walking it (cfg.model to JSON) ran out of memory.
+TEST(Pickle, RefusesSharedValuesThatUnfoldBeyondTheBound) {
+  auto laughs = [](int levels) {
+    auto byte = [](int i) { return std::string(1, static_cast<char>(i)); };
+    std::string p = pkl("8002") + "]q" + byte(0) + "0";  // [] as memo 0, popped
+    for (int i = 1; i <= levels; ++i) p += "](h" + byte(i - 1) + "h" + byte(i - 1) + "eq" + byte(i) + "0";
+    return p + "h" + byte(levels) + ".";
+  };
+  EXPECT_NO_THROW(load(laughs(10)));  // 2^11 values
+  expect_refused(laughs(40), "unfold to more than");
+}
+
+namespace {
+// A torch.save zip archive of {'w': tensor} in a new temporary directory.
+std::string torch_zip(int64_t numel, uint64_t offset, const std::vector<uint64_t>& sizes,
+                      const std::vector<uint64_t>& strides, bool corrupt_storage = false) {
+  const std::string path = leanseq::test::temp_dir("torch-zip") + "/model.pt";
+  leanseq::test::write_torch_zip(path, numel, offset, sizes, strides, corrupt_storage);
+  return path;
+}
+
+torch::Tensor read_w(const std::string& path) {
+  TorchFile f(path);
+  return f.tensor(*f.root()->get("w")->tensor);
+}
+
+void expect_tensor_refused(const std::string& path, const std::string& reason) {
+  try {
+    auto t = read_w(path);
+    ADD_FAILURE() << "read a tensor of " << t.numel() << " elements; expected: " << reason;
+  } catch (const PickleError& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
+}
+}  // namespace
+
+TEST(TorchFile, ReadsAViewInsideItsStorage) {
+  auto t = read_w(torch_zip(8, 1, {2, 3}, {3, 1}));
+  EXPECT_TRUE(torch::equal(t, torch::arange(2, 8, torch::kFloat).view({2, 3})));
+  // Two tensors of one storage share it: nothing is copied.
+  TorchFile f(torch_zip(8, 0, {8}, {1}));
+  const auto& ref = *f.root()->get("w")->tensor;
+  EXPECT_EQ(f.tensor(ref).data_ptr(), f.tensor(ref).data_ptr());
+}
+
+// Offsets near 2^63 overflowed the bounds check: one file crashed in copy_, another imported 32 KB
+// of the memory before the storage as weights.
+TEST(TorchFile, RefusesViewsWhoseExtentOverflows) {
+  expect_tensor_refused(torch_zip(8, (uint64_t{1} << 63) - 1, {4}, {1}), "overflows");
+  expect_tensor_refused(torch_zip(8, (uint64_t{1} << 63) - 8191, {8192}, {1}), "overflows");
+  expect_tensor_refused(torch_zip(8, 4, {2, 3}, {3, 1}), "reaches past its storage");
+  expect_tensor_refused(torch_zip(8, 0, {3}, {uint64_t{1} << 62}), "overflows");
+}
+
+// A stride-0 view of 2^14 x 2^14 took 1.2 GB from a 3 MB file.
+TEST(TorchFile, RefusesViewsWithMoreElementsThanTheirStorage) {
+  expect_tensor_refused(torch_zip(8, 0, {16384, 16384}, {0, 0}), "more elements than its storage");
+  expect_tensor_refused(torch_zip(8, 0, {65536, 65536}, {0, 0}), "more elements than its storage");
+}
+
+// Bytes changed in a storage record: the zip's CRC32 says so.
+TEST(TorchFile, RefusesAStorageWhoseCrcDiffers) {
+  expect_tensor_refused(torch_zip(8, 0, {8}, {1}, true), "record data/0 is corrupted");
 }
 
 namespace {

@@ -10,15 +10,70 @@ namespace {
 
 using Kind = PyValue::Kind;
 
-// Nesting deeper than this is refused: no checkpoint comes near it, and values are freed
-// recursively.
-constexpr int kMaxDepth = 200;
 constexpr size_t kMaxStack = 1 << 22;
 
-PyRef make(Kind k) {
-  auto v = std::make_shared<PyValue>();
-  v->kind = k;
-  return v;
+bool is_container(Kind k) { return k == Kind::list || k == Kind::tuple || k == Kind::dict || k == Kind::ns; }
+
+// Calls fn(child) for each value held directly by `v`.
+template <class F>
+void for_each_child(const PyValue& v, F&& fn) {
+  for (const auto& it : v.items) fn(it);
+  for (const auto& [k, x] : v.entries) {
+    fn(k);
+    fn(x);
+  }
+}
+
+// Checks the value as a whole (module comment of pickle.h), iteratively: a depth-first walk that
+// meets each distinct value once, with the depth and expanded size of each kept.
+void check_value(const PyRef& root, uint64_t values_made, const std::function<void(const std::string&)>& fail) {
+  struct Seen {
+    int depth = 0;
+    uint64_t size = 1;
+    bool open = true;  // on the walk's current path
+  };
+  const uint64_t max_size = kMaxExpanded(values_made);
+  std::unordered_map<const PyValue*, Seen> seen;
+  struct Frame {
+    const PyValue* v;
+    std::vector<const PyValue*> children;
+    size_t next = 0;
+  };
+  std::vector<Frame> path;
+  auto enter = [&](const PyValue* v) {
+    seen.emplace(v, Seen{});
+    Frame f{v, {}, 0};
+    for_each_child(*v, [&](const PyRef& c) { f.children.push_back(c.get()); });
+    path.push_back(std::move(f));
+    if (path.size() > static_cast<size_t>(kMaxDepth) + 1) fail("values nested more than " + std::to_string(kMaxDepth) + " deep");
+  };
+  enter(root.get());
+  while (!path.empty()) {
+    auto& f = path.back();
+    if (f.next < f.children.size()) {
+      const PyValue* c = f.children[f.next++];
+      auto it = seen.find(c);
+      if (it == seen.end()) {
+        enter(c);
+      } else if (it->second.open) {
+        fail("a value that contains itself (" + c->describe() + ")");
+      }
+      continue;
+    }
+    Seen& s = seen[f.v];
+    for (const PyValue* c : f.children) {
+      const Seen& cs = seen[c];
+      s.depth = std::max(s.depth, cs.depth + 1);
+      s.size = std::min(s.size + cs.size, max_size + 1);
+    }
+    s.open = false;
+    if (s.depth > kMaxDepth) fail("values nested more than " + std::to_string(kMaxDepth) + " deep");
+    if (s.size > max_size) {
+      fail("shared values that unfold to more than " + std::to_string(max_size) + " values (from " +
+           std::to_string(values_made) + ")");
+    }
+    path.pop_back();
+  }
 }
 
 // torch's typed storage classes and the element type each holds.
@@ -49,6 +104,26 @@ bool allowed_global(const std::string& name) {
 class Machine {
  public:
   Machine(const std::string& bytes, size_t& pos, const UnpickleOptions& opt) : b_(bytes), pos_(pos), opt_(opt) {}
+  // Values the result does not hold (all of them when the pickle was refused) lose their
+  // children here, so that no cycle among them outlives the machine.
+  ~Machine() {
+    std::unordered_map<const PyValue*, bool> kept;
+    if (result_) {
+      std::vector<const PyValue*> todo{result_.get()};
+      while (!todo.empty()) {
+        const PyValue* v = todo.back();
+        todo.pop_back();
+        if (!kept.emplace(v, true).second) continue;
+        for_each_child(*v, [&](const PyRef& c) { todo.push_back(c.get()); });
+      }
+    }
+    for (auto& c : containers_) {
+      if (!kept.count(c.get())) {
+        c->items.clear();
+        c->entries.clear();
+      }
+    }
+  }
 
   PyRef run() {
     while (true) {
@@ -60,7 +135,9 @@ class Machine {
         case 0x95: take(8); break;                     // FRAME: framing is transparent here
         case '.': {                                    // STOP
           if (stack_.size() != 1 || !marks_.empty()) fail("STOP with " + std::to_string(stack_.size()) + " values on the stack");
-          return stack_.back();
+          check_value(stack_.back(), made_, [this](const std::string& what) { fail(what); });
+          result_ = stack_.back();
+          return result_;
         }
         case '(': marks_.push_back(stack_.size()); break;                   // MARK
         case ')': push(make(Kind::tuple)); break;                           // EMPTY_TUPLE
@@ -154,6 +231,14 @@ class Machine {
   }
 
  private:
+  PyRef make(Kind k) {
+    auto v = std::make_shared<PyValue>();
+    v->kind = k;
+    ++made_;
+    if (is_container(k)) containers_.push_back(v);
+    return v;
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw PickleError(opt_.origin + ": not a checkpoint leanseq can read: " + what + " (pickle offset " +
                       std::to_string(pos_) + ")");
@@ -253,31 +338,19 @@ class Machine {
     return it->second;
   }
 
-  // How deep values nest (they are freed recursively, so it is bounded).
-  void deepen(const PyRef& parent, const PyRef& child) {
-    const int d = child->depth + 1;
-    if (d > kMaxDepth) fail("values nested more than " + std::to_string(kMaxDepth) + " deep");
-    if (d > parent->depth) parent->depth = d;
-  }
   PyRef sequence(Kind k, std::vector<PyRef> items) {
     auto p = make(k);
-    for (const auto& it : items) deepen(p, it);
     p->items = std::move(items);
     return p;
   }
   void append(const PyRef& list, const std::vector<PyRef>& items) {
     if (list->kind != Kind::list) fail("APPEND to " + list->describe());
-    for (const auto& it : items) {
-      deepen(list, it);
-      list->items.push_back(it);
-    }
+    list->items.insert(list->items.end(), items.begin(), items.end());
   }
   void set_items(const PyRef& d, const std::vector<PyRef>& kv) {
     if (!d->is_mapping()) fail("SETITEM on " + d->describe());
     if (kv.size() % 2) fail("SETITEMS with an odd number of values");
     for (size_t i = 0; i < kv.size(); i += 2) {
-      deepen(d, kv[i]);
-      deepen(d, kv[i + 1]);
       d->entries.emplace_back(kv[i], kv[i + 1]);  // a repeated key: the later one wins in get()
     }
   }
@@ -389,9 +462,33 @@ class Machine {
   std::vector<size_t> marks_;
   std::unordered_map<uint32_t, PyRef> memo_;
   uint32_t next_memo_ = 0;
+  uint64_t made_ = 0;               // values made
+  std::vector<PyRef> containers_;   // every list, tuple, dict and Namespace made
+  PyRef result_;                    // the value returned, once checked
 };
 
 }  // namespace
+
+PyValue::~PyValue() {
+  // The children whose last reference goes with this value are freed by the outermost destructor
+  // on this thread, one at a time, from a list instead of the call stack.
+  static thread_local std::vector<PyRef>* pending = nullptr;
+  std::vector<PyRef> local;
+  const bool outermost = pending == nullptr;
+  if (outermost) pending = &local;
+  for (auto& it : items) pending->push_back(std::move(it));
+  for (auto& [k, x] : entries) {
+    pending->push_back(std::move(k));
+    pending->push_back(std::move(x));
+  }
+  if (!outermost) return;
+  while (!local.empty()) {
+    PyRef v = std::move(local.back());
+    local.pop_back();
+    v.reset();  // may add its own children to `local`
+  }
+  pending = nullptr;
+}
 
 PyRef PyValue::get(const std::string& key) const {
   if (!is_mapping()) return nullptr;

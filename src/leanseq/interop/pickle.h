@@ -4,8 +4,12 @@
 // torch's storage types and tensor rebuilds), each by its own C++ code. It never imports or calls
 // anything; any other GLOBAL, and any malformed or truncated stream, throws PickleError naming the
 // file, the offset and what was found. Sizes read from the stream are checked against the bytes
-// that are left, so a forged length cannot make it allocate more than the input holds.
+// that are left, so a forged length cannot make it allocate more than the input holds. The value
+// returned is a tree or a DAG (the memo shares values) checked as a whole: no cycles, at most
+// kMaxDepth levels, and at most kMaxExpanded(values made) values when shared ones are counted each
+// time they appear, so that walking it (to JSON, for storages) can blow neither stack nor heap.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,7 +49,12 @@ struct PyValue {
   std::vector<PyRef> items;                     // list, tuple
   std::vector<std::pair<PyRef, PyRef>> entries;  // dict, OrderedDict and Namespace (attribute -> value)
   std::shared_ptr<TensorRef> tensor;            // storage (offset/sizes unset) and tensor
-  int depth = 0;                                // how deeply values nest inside this one
+
+  PyValue() = default;
+  PyValue(const PyValue&) = delete;
+  PyValue& operator=(const PyValue&) = delete;
+  // Frees nested values without recursion, however deep they nest.
+  ~PyValue();
 
   // Dict or Namespace lookup by string key; nullptr when absent (or not a mapping).
   PyRef get(const std::string& key) const;
@@ -53,6 +62,11 @@ struct PyValue {
   // A short description for error messages ("int 3", "str 'abc'", "dict of 4 entries", ...).
   std::string describe() const;
 };
+
+// The limits of a value unpickle() returns.
+constexpr int kMaxDepth = 200;
+constexpr uint64_t kMaxExpandedFloor = 1 << 16;
+inline uint64_t kMaxExpanded(uint64_t values_made) { return std::max<uint64_t>(kMaxExpandedFloor, 4 * values_made); }
 
 struct UnpickleOptions {
   std::string origin;  // the file name, for messages
