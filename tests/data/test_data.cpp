@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -60,6 +61,38 @@ TEST(Indexed, RoundTripAndTruncationIsDetected) {
   EXPECT_EQ(ds.length(1), 2);
   std::filesystem::resize_file(dir + "/x.bin", 8);
   EXPECT_THROW(IndexedDataset(dir + "/x"), DataError);
+}
+
+// A forged header or offsets: refused by name before anything is allocated from them or read
+// through them (a count of 2^60 asked for 8 EiB; a decreasing offset read before the data).
+TEST(Indexed, ForgedHeadersAndOffsetsAreRefused) {
+  auto dir = test::temp_dir("idx-forged");
+  IndexedWriter w;
+  w.add({5, 6, 2});
+  w.add({7, 2});
+  w.save(dir + "/x");
+  const std::string good = test::read_text(dir + "/x.idx");
+  auto forged = [&](size_t at, int64_t v) {
+    std::string bytes = good;
+    std::memcpy(&bytes[at], &v, 8);
+    std::ofstream(dir + "/x.idx", std::ios::binary | std::ios::trunc) << bytes;
+  };
+  auto expect_refused = [&](const std::string& reason) {
+    try {
+      IndexedDataset ds(dir + "/x");
+      ADD_FAILURE() << "read; expected: " << reason;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+  };
+  forged(8, int64_t{1} << 60);  // the sentence count
+  expect_refused("the file holds 3 offsets");
+  forged(8, -1);
+  expect_refused("its header says -1 sentences");
+  forged(16, 4);  // the first offset
+  expect_refused("the first offset is not 0");
+  forged(24, 9);  // offset 1 past offset 2 (5)
+  expect_refused("offset 2 is smaller than the one before");
 }
 
 TEST(Batching, TokenBudgetAndShapes) {

@@ -1,6 +1,13 @@
 #include "leanseq/core/io.h"
 
+#include <c10/util/Exception.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -85,32 +92,98 @@ void make_dirs(const std::string& path) {
   if (ec) throw Error(path + ": cannot create directory: " + ec.message());
 }
 
+FileWriter::FileWriter(const std::string& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(path + ": cannot create: " + std::strerror(errno));
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileWriter::write(const void* data, size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0 && error_ == 0) {
+    const ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno != EINTR) error_ = errno;
+      continue;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void FileWriter::close() {
+  if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
+  if (::close(fd_) != 0 && error_ == 0) error_ = errno;
+  fd_ = -1;
+  if (error_ != 0) throw Error(path_ + ": " + std::strerror(error_));
+}
+
+namespace {
+// The pid in a temporary's name `<target>.tmp.<pid>[.<n>]`, or 0.
+pid_t temporary_owner(const std::string& name) {
+  const auto at = name.rfind(".tmp.");
+  if (at == std::string::npos) return 0;
+  std::string rest = name.substr(at + 5);
+  if (const auto dot = rest.find('.'); dot != std::string::npos) {
+    if (rest.find_first_not_of("0123456789", dot + 1) != std::string::npos || dot + 1 == rest.size()) return 0;
+    rest.resize(dot);
+  }
+  if (rest.empty() || rest.size() > 9 || rest.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return static_cast<pid_t>(std::stol(rest));
+}
+}  // namespace
+
+int remove_stale_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
+    const pid_t pid = temporary_owner(e.path().filename().string());
+    if (pid <= 0 || pid == ::getpid() || !e.is_regular_file(ec)) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH && fs::remove(e.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
 void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write) {
   namespace fs = std::filesystem;
+  static std::atomic<uint64_t> counter{0};
   fs::path target(path);
   if (target.has_parent_path()) make_dirs(target.parent_path().string());
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
-    write(tmp);
-  } catch (...) {
+  remove_stale_temporaries(target.parent_path().string());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  auto fail = [&](const std::string& why) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    throw;
+    throw Error(path + ": not written: " + why);
+  };
+  try {
+    write(tmp);
+    // What the writer closed may still be in the page cache: flushed here, a full disk shows now.
+    const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) fail(tmp + ": " + std::strerror(errno));
+    ::close(fd);
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(path + ": not written: ", 0) == 0) throw;
+    fail(e.what());
+  } catch (const c10::Error& e) {
+    fail(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    fail(e.what());
   }
   std::error_code ec;
   fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(path + ": cannot rename temporary file into place: " + ec.message());
-  }
+  if (ec) fail("cannot rename " + tmp + " into place: " + ec.message());
 }
 
 void atomic_write_text(const std::string& path, const std::string& content) {
   atomic_write(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    out << content;
+    FileWriter out(tmp);
+    out.write(content.data(), content.size());
     out.close();
-    if (!out) throw Error(tmp + ": write failed");
   });
 }
 

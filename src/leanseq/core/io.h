@@ -18,9 +18,34 @@ long utf8_invalid_offset(const std::string& s);
 
 bool file_exists(const std::string& path);
 
-// Writes through `write(tmp_path)` into a temporary file beside `path`, then renames it over
-// `path`, so that readers never see a half-written file. The temporary is removed on failure.
+// Writes through `write(tmp_path)` into a temporary file beside `path` (`<path>.tmp.<pid>.<n>`),
+// flushes it to the disk, then renames it over `path`, so that readers never see a half-written
+// file. On any failure (a full disk, an I/O error) the temporary is removed, `path` is left as it
+// was, and Error says "<path>: not written: <why>". Temporaries that processes no longer alive left
+// in the directory (killed during a write) are removed first.
 void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write);
+
+// Removes, in `dir`, the files named `*.tmp.<pid>` or `*.tmp.<pid>.<n>` whose process is not
+// alive on this machine; returns how many.
+int remove_stale_temporaries(const std::string& dir);
+
+// A file written in pieces that remembers the first error instead of throwing from inside a
+// writer callback (LibTorch's zip writer cannot unwind through one): close() throws Error naming
+// the file and the system's reason (ENOSPC, EIO, ...), after flushing it to the disk.
+class FileWriter {
+ public:
+  explicit FileWriter(const std::string& path);  // Error when it cannot be created
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+  void write(const void* data, size_t size);
+  void close();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int error_ = 0;  // the first errno
+};
 
 // Convenience: atomically writes a string.
 void atomic_write_text(const std::string& path, const std::string& content);

@@ -18,11 +18,10 @@ constexpr char kMagic[8] = {'L', 'S', 'Q', 'I', 'D', 'X', '0', '1'};
 void write_file(const std::string& path, const void* data, size_t bytes, const void* header,
                 size_t header_bytes) {
   io::atomic_write(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary);
-    if (header_bytes) out.write(static_cast<const char*>(header), header_bytes);
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    io::FileWriter out(tmp);
+    if (header_bytes) out.write(header, header_bytes);
+    out.write(data, bytes);
     out.close();
-    if (!out) throw Error(tmp + ": write failed");
   });
 }
 }  // namespace
@@ -52,9 +51,26 @@ IndexedDataset::IndexedDataset(const std::string& prefix) {
   }
   int64_t n;
   std::memcpy(&n, header + 8, 8);
-  offsets_.resize(static_cast<size_t>(n) + 1);
+  // The count must be what the file holds: N + 1 offsets after the header (checked before any
+  // allocation), starting at 0, never decreasing.
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  const uint64_t entries = (file_size - 16) / 8;
+  if (n < 0 || (file_size - 16) % 8 != 0 || static_cast<uint64_t>(n) + 1 != entries) {
+    throw DataError(idx + ": its header says " + std::to_string(n) + " sentences but the file holds " +
+                    std::to_string(entries) + " offsets (" + std::to_string(file_size) + " bytes); truncated or damaged");
+  }
+  offsets_.resize(static_cast<size_t>(entries));
+  in.seekg(16);
   in.read(reinterpret_cast<char*>(offsets_.data()), static_cast<std::streamsize>(offsets_.size() * 8));
   if (!in) throw DataError(idx + ": truncated index (expected " + std::to_string(n + 1) + " offsets)");
+  if (offsets_.front() != 0) throw DataError(idx + ": damaged index: the first offset is not 0");
+  for (size_t i = 1; i < offsets_.size(); ++i) {
+    if (offsets_[i] < offsets_[i - 1]) {
+      throw DataError(idx + ": damaged index: offset " + std::to_string(i) + " is smaller than the one before");
+    }
+  }
+  if (offsets_.back() > (int64_t{1} << 60)) throw DataError(idx + ": damaged index: impossible last offset");
   int fd = ::open(bin.c_str(), O_RDONLY);
   if (fd < 0) throw DataError(bin + ": cannot open binarized data");
   struct stat st;

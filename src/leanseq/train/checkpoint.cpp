@@ -7,6 +7,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/zip.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/models/registry.h"
@@ -132,13 +133,30 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
     std::lock_guard<std::mutex> lock(gen.mutex());
     ar.write("rng", torch::Tensor(gen.get_state()));
   }
-  io::atomic_write(path, [&](const std::string& tmp) { ar.save_to(tmp); });
+  // Through a writer that never fails inside LibTorch's zip writer (which cannot unwind from a
+  // failed write: a full disk aborted the process); the error shows at close.
+  io::atomic_write(path, [&](const std::string& tmp) {
+    io::FileWriter out(tmp);
+    ar.save_to([&](const void* data, size_t n) {
+      out.write(data, n);
+      return n;
+    });
+    out.close();
+  });
 }
 
 Checkpoint read_checkpoint(const std::string& path, const torch::Device& device) {
   if (!io::file_exists(path)) throw CheckpointError(path + ": checkpoint not found");
   Checkpoint ck;
   torch::serialize::InputArchive ar;
+  try {
+    // LibTorch's reader does not check the records' CRC32: a corrupted weight would load as a
+    // different number.
+    zip::Reader(path).verify_all();
+  } catch (const zip::ZipError& e) {
+    throw CheckpointError(path + ": cannot read checkpoint (damaged, truncated, or not a leanseq checkpoint): " +
+                          e.what());
+  }
   try {
     ar.load_from(path, device);
     torch::Tensor version;
