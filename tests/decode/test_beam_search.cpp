@@ -43,6 +43,29 @@ torch::Tensor log_table(const std::vector<std::vector<float>>& probs) {
 }
 }  // namespace
 
+// A server's request that timed out stops its batch: the search asks before each step.
+TEST(BeamSearch, StopsBeforeTheNextStepWhenCancelled) {
+  auto table = log_table({
+      {0.2f, 0.2f, 0.0f, 0.2f, 0.2f, 0.2f},
+      {0.2f, 0.2f, 0.0f, 0.2f, 0.2f, 0.2f},
+      {0.0f, 0.0f, 0.0f, 0.0f, 0.5f, 0.5f},  // </s> never comes: the search would run max_len steps
+      {0.2f, 0.2f, 0.0f, 0.2f, 0.2f, 0.2f},
+      {0.0f, 0.0f, 0.0f, 0.0f, 0.5f, 0.5f},
+      {0.0f, 0.0f, 0.0f, 0.0f, 0.5f, 0.5f},
+  });
+  ScriptedDecoder dec(table);
+  SearchOptions opt;
+  opt.beam = 2;
+  opt.max_len_b = 50;
+  opt.cancelled = [&] { return dec.steps >= 3; };
+  EXPECT_THROW(beam_search(dec, 1, 4, 1024, 6, opt), Cancelled);
+  EXPECT_EQ(dec.steps, 3);
+  opt.cancelled = [] { return false; };
+  ScriptedDecoder full(table);
+  EXPECT_NO_THROW(beam_search(full, 1, 4, 1024, 6, opt));
+  EXPECT_GT(full.steps, 3);
+}
+
 TEST(BeamSearch, ScriptedDecoderFindsTheBestSequence) {
   // Vocabulary: 0 <s>, 1 <pad>, 2 </s>, 3 <unk>, 4 a, 5 b. Greedy picks "a" first (0.6) but
   // "a" leads to a poor continuation; "b" (0.4) then </s> (0.9) is the best complete sequence.

@@ -1,14 +1,19 @@
 // `leanseq translate` as a stream: output while a pipe's input is still open, memory bounded by the
-// chunk and not by the input, one output line per input line whatever the lines hold.
+// chunk and not by the input, one output line per input line whatever the lines hold (a 1 MB one
+// too); and the checkpoints it reads and writes: corrupted records refused, failed writes clean.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "e2e/task.h"
+#include "leanseq/core/zip.h"
 
 using leanseq::test::kCli;
 using leanseq::test::read_text;
@@ -163,4 +168,78 @@ TEST(TranslateOptions, PrefixNoRepeatNgramSamplingAndAMissingDevice) {
   rc = run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --prefix-file " + dir + "/short.txt", out);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find(dir + "/short.txt: has 1 lines, fewer than the input"), std::string::npos) << out;
+}
+
+// One 1 MB line among normal ones made translate allocate 2.9 TB, exit 1 and write nothing: it is
+// cut to --max-input-length now, named in a warning, and every line is written.
+TEST(TranslateStream, AMegabyteLineIsCutAndEveryLineIsWritten) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("long-line");
+  {
+    std::ofstream f(dir + "/in.txt");
+    f << "a1 a2\na3 a4\n";
+    for (int i = 0; f.tellp() < (1 << 20) + 20; ++i) f << "a" << i % 20 << " ";
+    f << "\na5 a6\n";
+  }
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt -o " + dir +
+                            "/out.txt --beam 2 --max-len-b 6",
+                        out),
+            0)
+      << out.substr(0, 2000);
+  EXPECT_NE(out.find(dir + "/in.txt:3: longer than --max-input-length 1024 subword tokens"), std::string::npos) << out;
+  const std::string result = read_text(dir + "/out.txt");
+  ASSERT_EQ(count_lines(result), 4u) << result;
+  std::istringstream in(result);
+  for (std::string l; std::getline(in, l);) EXPECT_FALSE(l.empty()) << result;
+}
+
+// A byte changed inside a weight: the record's CRC32 differs, and the checkpoint is refused naming
+// the record (it used to translate, wrongly, with exit 0).
+TEST(Checkpoints, ACorruptedRecordIsRefusedByName) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("corrupt");
+  std::string bytes = read_text(ck);
+  // The largest record is a weight matrix; a byte in its middle changes one float.
+  leanseq::zip::Reader reader(ck);
+  std::string name;
+  leanseq::zip::Record largest;
+  for (const auto& [n, r] : reader.records()) {
+    if (r.method == 0 && r.size > largest.size) name = n, largest = r;
+  }
+  ASSERT_GT(largest.size, 1000u);
+  bytes[largest.offset + largest.size / 2] ^= 0x10;
+  std::ofstream(dir + "/bad.pt", std::ios::binary) << bytes;
+  std::string out;
+  EXPECT_EQ(run_command("echo a1 a2 | " + kCli + " translate --checkpoint " + dir + "/bad.pt", out), 1) << out;
+  EXPECT_NE(out.find("record " + name + " is corrupted"), std::string::npos) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+// A write that fails (here the file-size limit, as a full disk would): one line, exit 1, no
+// temporary left, the old file untouched. Temporaries of dead processes go at the next save.
+TEST(Checkpoints, AFailedWriteLeavesNothingAndStaleTemporariesAreRemoved) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("full");
+  std::ofstream(dir + "/q.pt") << "old";
+  std::string out;
+  // SIGXFSZ ignored: a write past the limit fails with EFBIG instead of killing the process.
+  EXPECT_EQ(run_command("trap '' XFSZ; ulimit -f 8; " + kCli + " quantize --checkpoint " + ck + " --out " + dir + "/q.pt",
+                        out),
+            1)
+      << out;
+  EXPECT_NE(out.find(dir + "/q.pt: not written:"), std::string::npos) << out;
+  EXPECT_NE(out.find("File too large"), std::string::npos) << out;
+  EXPECT_EQ(read_text(dir + "/q.pt"), "old");
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  }
+  // A temporary of a process that no longer exists, and one of a live process (this one).
+  const std::string dead = dir + "/checkpoint_3.pt.tmp.4194300.0";
+  const std::string live = dir + "/checkpoint_4.pt.tmp." + std::to_string(getpid()) + ".0";
+  std::ofstream(dead) << "x";
+  std::ofstream(live) << "x";
+  ASSERT_EQ(run_command(kCli + " quantize --checkpoint " + ck + " --out " + dir + "/q.pt", out), 0) << out;
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(live));
 }

@@ -116,7 +116,7 @@ def test_errors_are_python_exceptions_with_the_command_lines_messages(tmp_path, 
     with pytest.raises(RuntimeError, match="bad.pt"):
         leanseq.Translator(str(bad))
     t = leanseq.Translator(checkpoint)
-    with pytest.raises(ValueError, match="beam must be at least 1"):
+    with pytest.raises(ValueError, match="beam must be from 1"):
         t.translate(LINES, beam=0)
     with pytest.raises(ValueError, match="nbest"):
         t.translate(LINES, beam=2, nbest=3)
@@ -236,3 +236,51 @@ def test_signals_in_the_middle_of_translations_leave_them_and_the_heap_intact(ch
     sent, received, translations, same = result.split()
     assert int(sent) > 1000 and int(received) > 0 and int(translations) > 10
     assert same == "True"
+
+
+def test_bad_input_follows_the_command_lines_rules(checkpoint):
+    t = leanseq.Translator(checkpoint)
+    # An empty sentence, or bytes that are not UTF-8: an empty result, as translate writes an empty line.
+    got = t.translate(["", LINES[0], b"a1 \xff a2"])
+    assert got[0].text == "" and got[0].hypotheses == []
+    assert got[1].text == t.translate([LINES[0]])[0].text
+    assert got[2].text == "" and got[2].hypotheses == []
+    # Options out of range are ValueErrors naming the option, not RuntimeErrors from deep inside.
+    for options, name in (({"sampling": True, "sampling_topk": -5}, "sampling_topk"),
+                          ({"sampling": True, "sampling_topp": -1.5}, "sampling_topp"),
+                          ({"lenpen": float("nan")}, "lenpen"), ({"max_len_b": -100}, "max_len_b"),
+                          ({"beam": 10**12}, "beam"), ({"max_input_length": -1}, "max_input_length")):
+        with pytest.raises(ValueError, match=name):
+            t.translate(LINES, **options)
+    for threads in (-3, 10**6, 10**30):
+        with pytest.raises(ValueError, match="threads"):
+            leanseq.Translator(checkpoint, threads=threads)
+    # A sentence longer than max_input_length is cut to it, not refused, as by the command line.
+    long = " ".join(f"a{i % 20}" for i in range(300))
+    cli = subprocess.run([CLI, "translate", "--checkpoint", checkpoint, "--max-input-length", "8"], input=long + "\n",
+                         capture_output=True, text=True, check=True)
+    assert "longer than --max-input-length 8" in cli.stderr
+    assert t.translate([long], max_input_length=8)[0].text == cli.stdout.strip()
+    assert t.translate([long], max_input_length=8)[0].text != t.translate([long], max_input_length=0)[0].text
+
+
+def test_translators_made_in_parallel_all_load_and_leave_no_temporary_files(checkpoint, tmp_path, monkeypatch):
+    # Each SentencePiece model goes to a private directory of its own (mkdtemp): a fixed per-process
+    # name made concurrent constructions fail ("cannot load SentencePiece model").
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    errors, made = [], []
+
+    def load():
+        try:
+            made.append(leanseq.Translator(checkpoint).translate([LINES[0]])[0].text)
+        except Exception as e:  # noqa: BLE001 - every failure is reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len(set(made)) == 1 and len(made) == 6
+    assert os.listdir(tmp_path) == []

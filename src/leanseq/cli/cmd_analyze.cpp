@@ -228,7 +228,7 @@ void add_analyze(CLI::App& app, int& exit_code) {
       ->required();
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
-    leanseq::set_compute_threads(static_cast<int>(a->threads));
+    leanseq::set_compute_threads(a->threads);
     run_attention(*a);
     exit_code = 0;
   });
@@ -251,7 +251,7 @@ void add_analyze(CLI::App& app, int& exit_code) {
   prune->add_option("--output-dir,-o", p->output_dir, "where prune.json, prune.csv and prune.png go")->required();
   prune->add_option("--threads", p->threads, kComputeThreadsHelp);
   prune->callback([p, &exit_code] {
-    leanseq::set_compute_threads(static_cast<int>(p->threads));
+    leanseq::set_compute_threads(p->threads);
     run_prune_curve(*p);
     exit_code = 0;
   });

@@ -34,7 +34,7 @@ void add_classify(CLI::App& app, int& exit_code) {
   sub->add_option("--batch-size", a->batch, "examples per batch")->capture_default_str()->check(CLI::PositiveNumber);
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->callback([a, &exit_code] {
-    leanseq::set_compute_threads(static_cast<int>(a->threads));
+    leanseq::set_compute_threads(a->threads);
     auto loaded = runtime::load_classifier(a->checkpoint);
     auto ds = data::read_text_tsv(a->input, loaded.config.model->pair, std::nullopt);
     if (!a->report.empty() && !ds.labelled) {

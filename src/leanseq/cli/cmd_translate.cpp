@@ -180,6 +180,11 @@ void add_translate(CLI::App& app, int& exit_code) {
           if (a->output_format == OutputFormat::text) out << "\n";
           return;
         }
+        if (!item.hyps->empty() && item.hyps->front().truncated) {
+          std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": longer than --max-input-length "
+                    << a->opt.max_input_length << " subword tokens: translated from its first "
+                    << a->opt.max_input_length - 1 << " and </s>\n";
+        }
         out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.line, *lt.translator, *a);
       };
       auto chunk_done = [&] {

@@ -37,6 +37,10 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->capture_default_str();
   sub->add_option("--batch-size", f.opt.max_sentences, "sentences per batch")->capture_default_str();
   sub->add_option("--max-tokens", f.opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
+  sub->add_option("--max-input-length", f.opt.max_input_length,
+                  "longest source in subword tokens, </s> included (0: no limit); translate cuts longer lines to it "
+                  "with a warning, serve refuses them (413)")
+      ->capture_default_str();
   sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)");
   sub->add_option("--threads", f.threads, kComputeThreadsHelp);
   sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str();
@@ -59,14 +63,13 @@ void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, c
 void check_decoding_flags(DecodingFlags& f) {
   auto& s = f.opt.search;
   if (f.greedy) s.beam = 1;
-  if (s.beam < 1) throw ConfigError("--beam must be at least 1");
   if (s.nbest > s.beam) throw ConfigError("--nbest cannot exceed --beam");
-  if (f.opt.max_sentences < 1) throw ConfigError("--batch-size must be at least 1");
+  decode::check_options(f.opt);
   if (!s.sampling && (s.sampling_topk > 0 || s.sampling_topp > 0)) {
     throw ConfigError("--sampling-topk and --sampling-topp go with --sampling");
   }
   if (s.sampling_topk > 0 && s.sampling_topp > 0) throw ConfigError("--sampling-topk and --sampling-topp: give one of them");
-  set_compute_threads(static_cast<int>(f.threads));
+  set_compute_threads(f.threads);
   torch::manual_seed(static_cast<uint64_t>(f.seed));
 }
 

@@ -1,5 +1,6 @@
 // Process-wide thread policy for tensor work on the CPU.
 #pragma once
+#include <cstdint>
 
 namespace leanseq {
 
@@ -7,9 +8,12 @@ namespace leanseq {
 // LibTorch calls is OpenBLAS, OpenBLAS's own pool too. OpenBLAS does not follow ATen's setting,
 // so without this a "one thread" run still spreads every matrix product over all cores (and its
 // idle workers spin in sched_yield beside the main thread). n <= 0 (the `threads: 0` of the
-// configs and command lines) leaves both pools at their defaults.
+// configs and command lines) leaves both pools at their defaults. ConfigError for n < 0 and for n
+// above max_compute_threads().
 // Also sets compute_threads().
-void set_compute_threads(int n);
+void set_compute_threads(int64_t n);
+// The most threads a setting may ask for: 4 x the CPUs this process may run on (at least 4).
+int max_compute_threads();
 
 // The help text of every threads option and config key.
 inline constexpr const char* kComputeThreadsHelp =

@@ -101,6 +101,7 @@ std::string SentencePiece::request(char kind, const std::string& payload) const 
     if (c == '\n' || c == '\r') c = ' ';
   }
   std::string line;
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!write_all(to_, std::string(1, kind) + "\t" + clean + "\n") || !from_->next(line)) {
     throw Error(path_ + ": the SentencePiece helper exited unexpectedly");
   }

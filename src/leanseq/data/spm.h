@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ class SentencePiece : public TextPipeline {
   std::string request(char kind, const std::string& payload) const;
   void stop_helper();  // closes its pipes and waits for it (a destructor's work, also a failed constructor's)
   std::string path_;
+  mutable std::mutex mutex_;  // one request at a time on the helper's pipes
   pid_t pid_ = -1;
   int to_ = -1;                           // the helper's standard input
   std::unique_ptr<io::LineReader> from_;  // its standard output

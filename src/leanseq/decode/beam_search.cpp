@@ -101,6 +101,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
   torch::Tensor attn_hist;                // [N, step, S] aligned with the current rows
 
   for (int64_t step = 0; step <= max_len; ++step) {
+    if (opt.cancelled && opt.cancelled()) throw Cancelled("the search was cancelled");
     const int64_t groups = static_cast<int64_t>(active.size());
     torch::Tensor attn;
     // The candidates are chosen where the model runs (on a GPU only the top 2 x beam per sentence

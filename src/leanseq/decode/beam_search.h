@@ -3,9 +3,11 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "leanseq/core/error.h"
 #include "leanseq/models/seq2seq.h"
 
 namespace leanseq::decode {
@@ -27,6 +29,15 @@ struct SearchOptions {
   bool sampling = false;
   int64_t sampling_topk = -1;
   double sampling_topp = -1.0;
+  // Asked before each step when set: true stops the search with decode::Cancelled (a server's
+  // request that timed out).
+  std::function<bool()> cancelled;
+};
+
+// A search stopped by SearchOptions::cancelled.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
 };
 
 // For sampling: the probabilities of each row's tokens restricted to the smallest set, in

@@ -31,7 +31,7 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
         throw DataError(prefixes->name() + ": has " + std::to_string(index + static_cast<int64_t>(i)) +
                         " lines, fewer than the input");
       }
-      if (lines[i].empty() || io::utf8_invalid_offset(lines[i]) >= 0) continue;
+      if (!translatable(lines[i])) continue;
       where.push_back(i);
       todo.push_back(lines[i]);
       todo_prefixes.push_back(std::move(prefix));
@@ -45,7 +45,7 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       if (k < where.size() && where[k] == i) {
         item.hyps = &results[k++];
       } else {
-        item.skipped = lines[i].empty() ? "empty line" : "invalid UTF-8";
+        translatable(lines[i], &item.skipped);
       }
       emit(item);
     }

@@ -1,8 +1,11 @@
 #include "leanseq/decode/translator.h"
 
+#include <map>
 #include <numeric>
 #include <sstream>
 
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
 
@@ -95,18 +98,33 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
   Timer timer;
   model_->eval();
   auto device = model_->parameters().front().device();
+  // Sources longer than max_input_length tokens (</s> included) are cut to it, ending with </s>.
+  const auto limit = static_cast<size_t>(std::max<int64_t>(opt.max_input_length, 0));
+  std::map<int64_t, std::vector<int64_t>> cut;  // by source index
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (limit > 0 && sources[s].size() > limit) {
+      auto& c = cut[static_cast<int64_t>(s)];
+      c.assign(sources[s].begin(), sources[s].begin() + static_cast<std::ptrdiff_t>(limit - 1));
+      c.push_back(sources[s].back());  // </s>
+    }
+  }
+  if (stats) stats->truncated += static_cast<int64_t>(cut.size());
+  auto source = [&](int64_t s) -> const std::vector<int64_t>& {
+    auto it = cut.find(s);
+    return it == cut.end() ? sources[s] : it->second;
+  };
   // Longest first: similar lengths share a batch and the slowest batches start early.
   std::vector<int64_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return sources[a].size() > sources[b].size(); });
+                   [&](int64_t a, int64_t b) { return source(a).size() > source(b).size(); });
   std::vector<std::vector<TranslationHyp>> results(sources.size());
   size_t i = 0;
   while (i < order.size()) {
     std::vector<int64_t> ids;
     int64_t longest = 0;
     while (i < order.size() && static_cast<int64_t>(ids.size()) < opt.max_sentences) {
-      int64_t len = static_cast<int64_t>(sources[order[i]].size());
+      int64_t len = static_cast<int64_t>(source(order[i]).size());
       if (opt.max_tokens > 0 && !ids.empty() &&
           std::max(longest, len) * static_cast<int64_t>(ids.size() + 1) > opt.max_tokens) {
         break;
@@ -115,7 +133,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
       ids.push_back(order[i++]);
     }
     std::vector<std::vector<int64_t>> src;
-    for (int64_t id : ids) src.push_back(sources[id]);
+    for (int64_t id : ids) src.push_back(source(id));
     auto batch = data::collate(src, {}, ids);
     std::vector<std::vector<int64_t>> batch_prefixes;
     if (prefixes) {
@@ -130,6 +148,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
         t.hyp = hyps[b][k];
         t.pieces = tgt_dict_.decode(t.hyp.tokens);
         t.text = tgt_text_->decode(t.pieces);
+        t.truncated = cut.count(ids[b]) > 0;
         out.push_back(std::move(t));
       }
       if (stats && !hyps[b].empty()) stats->target_tokens += static_cast<int64_t>(hyps[b][0].tokens.size());

@@ -8,30 +8,21 @@
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/text_pipeline.h"
 #include "leanseq/decode/beam_search.h"
+#include "leanseq/decode/options.h"
 #include "leanseq/models/seq2seq.h"
 
 namespace leanseq::decode {
-
-// How input lines are read: raw text (the model's subword pipeline splits it) or subword tokens
-// separated by spaces (as fairseq-generate reads binarized text; unknown ones become <unk>).
-enum class InputFormat { raw, tokens };
-
-struct TranslateOptions {
-  SearchOptions search;
-  InputFormat input_format = InputFormat::raw;
-  std::string prefix;          // target text every translation starts with (fairseq's prefix_tokens)
-  int64_t max_sentences = 64;  // sentences per batch
-  int64_t max_tokens = 0;      // source tokens per batch (0: no limit)
-};
 
 struct TranslationHyp {
   std::string text;                  // detokenized
   std::vector<std::string> pieces;   // subword pieces (without </s>)
   Hypothesis hyp;
+  bool truncated = false;            // the source was cut to max_input_length
 };
 
 struct TranslationStats {
   int64_t sentences = 0, target_tokens = 0;  // target tokens include </s>, as fairseq counts
+  int64_t truncated = 0;                     // sources cut to max_input_length
   double seconds = 0;
 };
 

@@ -40,6 +40,7 @@ struct Result {
 
 struct Options {
   int64_t beam = 5, nbest = 1, max_len_b = 200, min_len = 1, no_repeat_ngram_size = 0, max_batch_size = 64;
+  int64_t max_input_length = decode::TranslateOptions::kDefaultMaxInputLength;
   double lenpen = 1.0, max_len_a = 0.0, temperature = 1.0, sampling_topp = -1.0, unk_penalty = 0.0;
   bool sampling = false, return_alignment = false, return_scores = true;
   int64_t sampling_topk = -1;
@@ -48,14 +49,9 @@ struct Options {
 };
 
 decode::TranslateOptions to_options(const Options& o, decode::InputFormat format) {
-  if (o.beam < 1) throw ConfigError("beam must be at least 1");
-  if (o.nbest < 1 || o.nbest > o.beam) throw ConfigError("nbest must be between 1 and beam");
-  if (o.max_batch_size < 1) throw ConfigError("max_batch_size must be at least 1");
-  if (o.temperature <= 0) throw ConfigError("temperature must be positive");
   if (!o.sampling && (o.sampling_topk > 0 || o.sampling_topp > 0)) {
     throw ConfigError("sampling_topk and sampling_topp go with sampling=True");
   }
-  if (o.sampling_topp > 1) throw ConfigError("sampling_topp must be in (0, 1]");
   decode::TranslateOptions t;
   t.input_format = format;
   t.search.beam = o.beam;
@@ -72,7 +68,9 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
   t.search.sampling_topp = o.sampling_topp;
   t.search.need_attn = o.return_alignment;
   t.max_sentences = o.max_batch_size;
+  t.max_input_length = o.max_input_length;
   t.prefix = o.prefix;
+  decode::check_options(t);
   return t;
 }
 
@@ -81,7 +79,7 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
 // released meanwhile so that other Python threads run.
 class PyTranslator {
  public:
-  PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int threads) {
+  PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int64_t threads) {
     kernels::ComputeTypeRequest request;
     try {
       request = kernels::parse_compute_type(compute_type);
@@ -107,7 +105,16 @@ class PyTranslator {
     auto opt = to_options(o, format);
     std::lock_guard<std::mutex> lock(mutex_);
     if (o.seed) torch::manual_seed(static_cast<uint64_t>(*o.seed));
-    const auto res = lt_.translator->translate(lines, opt);
+    // As `leanseq translate`: an empty line, or one that is not valid UTF-8, has an empty result.
+    std::vector<std::string> todo;
+    for (const auto& l : lines) {
+      if (decode::translatable(l)) todo.push_back(l);
+    }
+    const auto done = lt_.translator->translate(todo, opt);
+    std::vector<std::vector<decode::TranslationHyp>> res(lines.size());
+    for (size_t i = 0, k = 0; i < lines.size(); ++i) {
+      if (decode::translatable(lines[i])) res[i] = done[k++];
+    }
     std::vector<Result> out;
     for (const auto& hyps : res) {
       Result r;
@@ -225,11 +232,12 @@ PYBIND11_MODULE(_leanseq, m) {
       .def_readwrite("seed", &Options::seed)
       .def_readwrite("prefix", &Options::prefix)
       .def_readwrite("max_batch_size", &Options::max_batch_size)
+      .def_readwrite("max_input_length", &Options::max_input_length)
       .def_readwrite("return_alignment", &Options::return_alignment)
       .def_readwrite("return_scores", &Options::return_scores);
 
   py::class_<PyTranslator>(m, "_Translator")
-      .def(py::init<const std::string&, const std::string&, const std::string&, int>(), py::arg("path"),
+      .def(py::init<const std::string&, const std::string&, const std::string&, int64_t>(), py::arg("path"),
            py::arg("device"), py::arg("compute_type"), py::arg("threads"), py::call_guard<py::gil_scoped_release>())
       .def("translate",
            [](PyTranslator& t, const std::vector<std::string>& lines, const Options& o) {

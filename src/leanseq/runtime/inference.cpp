@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/spm.h"
 #include "leanseq/nn/packed_weight.h"
@@ -14,13 +18,25 @@
 namespace leanseq::runtime {
 
 namespace {
-std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, const std::string& tag) {
-  auto path = std::filesystem::temp_directory_path() /
-              ("leanseq-spm-" + std::to_string(::getpid()) + "-" + tag + ".model");
-  train::write_bytes(path.string(), bytes);
-  auto sp = std::make_shared<data::SentencePiece>(path.string());  // the helper has read it now
-  std::filesystem::remove(path);
-  return sp;
+// The helper reads a model from a file: one in a private directory of its own (mkdtemp), removed
+// as soon as the helper has read it, whether or not it could load it.
+std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, const std::string& origin) {
+  std::string dir = (std::filesystem::temp_directory_path() / "leanseq-spm-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw Error(dir + ": cannot create a private directory: " + std::strerror(errno));
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove{dir};
+  const std::string path = dir + "/spm.model";
+  io::atomic_write_text(path, bytes);
+  try {
+    return std::make_shared<data::SentencePiece>(path);  // the helper has read it now
+  } catch (const DataError& e) {
+    throw CheckpointError(origin + ": its SentencePiece model cannot be loaded: " + e.what());
+  }
 }
 }  // namespace
 
@@ -39,9 +55,9 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
   } else if (!v.tokenizer.empty()) {
     throw CheckpointError(checkpoint_path + ": unknown text pipeline '" + v.tokenizer + "'");
   } else {
-    auto src_spm = spm_from_bytes(v.src_spm, "src");
+    auto src_spm = spm_from_bytes(v.src_spm, checkpoint_path);
     src_text = src_spm;
-    tgt_text = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, "tgt");
+    tgt_text = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, checkpoint_path);
   }
   out.translator = std::make_unique<decode::Translator>(
       out.loaded.model, data::Dictionary::parse(v.src_dict, checkpoint_path + " (source dictionary)"),

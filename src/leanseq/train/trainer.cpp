@@ -130,7 +130,7 @@ struct Trainer::Impl {
   }
 
   void setup(bool resume) {
-    leanseq::set_compute_threads(static_cast<int>(opt.threads));
+    leanseq::set_compute_threads(opt.threads);
     const auto env = DistributedEnv::from_environment();
     device = resolve_device(opt.device, "device", env ? env->local_rank : 0);
     io::make_dirs(opt.save_dir);

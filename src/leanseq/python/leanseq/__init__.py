@@ -38,7 +38,8 @@ __all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter
 
 def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=1, unk_penalty=0.0,
              no_repeat_ngram_size=0, sampling=False, sampling_topk=-1, sampling_topp=-1.0, temperature=1.0,
-             seed=None, prefix=None, max_batch_size=64, return_alignment=False, return_scores=True):
+             seed=None, prefix=None, max_batch_size=64, max_input_length=1024, return_alignment=False,
+             return_scores=True):
     o = _leanseq._Options()
     o.beam, o.nbest, o.lenpen = beam, nbest, lenpen
     o.max_len_a, o.max_len_b, o.min_len, o.unk_penalty = max_len_a, max_len_b, min_len, unk_penalty
@@ -47,9 +48,17 @@ def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=
     o.seed = seed
     o.prefix = prefix or ""
     o.max_batch_size = max_batch_size
+    o.max_input_length = max_input_length
     o.return_alignment = return_alignment
     o.return_scores = return_scores
     return o
+
+
+def _int(value, name):
+    """An integer argument, or ValueError naming it (pybind11 raises TypeError past 64 bits)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -2**63 <= value < 2**63:
+        raise ValueError(f"{name} must be an integer that fits 64 bits (got {value!r})")
+    return value
 
 
 class Translator:
@@ -58,14 +67,14 @@ class Translator:
     ``device``: "cpu", "cuda" or "cuda:N"; ``compute_type``: "default" (the checkpoint's own type),
     "auto" (the fastest on the device), "float32", "int8", "int8_bfloat16", "bfloat16" or "float16"
     (docs/fast.md); ``.compute_type`` says which runs, ``.compute_type_notice`` why, when another
-    than asked; ``threads``: CPU threads (0: the default). Calls on one Translator run one at a time, without holding the
+    than asked; ``threads``: CPU threads (0: the default; at most 4 x the CPUs, ValueError otherwise). Calls on one Translator run one at a time, without holding the
     GIL, so that other Python threads go on meanwhile.
     """
 
     def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0):
         if not isinstance(path, str):
             raise ValueError("path must be a string")
-        self._t = _leanseq._Translator(path, device, compute_type, int(threads))
+        self._t = _leanseq._Translator(path, device, compute_type, _int(threads, "threads"))
         self.path = path
 
     @property
@@ -82,9 +91,12 @@ class Translator:
         """Translates raw sentences; one result per sentence (``.text``, ``.tokens``, ``.score``,
         ``.hypotheses`` for the n-best; scores None with ``return_scores=False``; ``.alignment`` of
         each hypothesis with ``return_alignment=True``: per target token the source position it
-        attends most). Further options as ``leanseq translate``'s: min_len,
-        unk_penalty, no_repeat_ngram_size, sampling, sampling_topk, sampling_topp, temperature,
-        seed, prefix, max_batch_size."""
+        attends most). An empty sentence, or one that is not valid UTF-8, has an empty result, as
+        ``leanseq translate`` writes an empty line for it. Further options as ``leanseq translate``'s:
+        min_len, unk_penalty, no_repeat_ngram_size, sampling, sampling_topk, sampling_topp,
+        temperature, seed, prefix, max_batch_size, max_input_length (longer sentences are cut to
+        that many subword tokens, </s> included; 0: no limit). Options out of range raise
+        ValueError."""
         if isinstance(sentences, str):
             raise ValueError("sentences must be a list of strings, not one string")
         o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,

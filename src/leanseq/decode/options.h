@@ -1,0 +1,40 @@
+// What a translation call takes besides its text: the search's options, how lines are read,
+// batch sizes and the input length bound, with the one check of their ranges that the command
+// line, the server and Python share.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "leanseq/decode/beam_search.h"
+
+namespace leanseq::decode {
+
+// How input lines are read: raw text (the model's subword pipeline splits it) or subword tokens
+// separated by spaces (as fairseq-generate reads binarized text; unknown ones become <unk>).
+enum class InputFormat { raw, tokens };
+
+struct TranslateOptions {
+  SearchOptions search;
+  InputFormat input_format = InputFormat::raw;
+  std::string prefix;          // target text every translation starts with (fairseq's prefix_tokens)
+  int64_t max_sentences = 64;  // sentences per batch
+  int64_t max_tokens = 0;      // source tokens per batch (0: no limit)
+  // Longer sources are cut to max_input_length subword tokens, </s> included (0: no limit), as
+  // CTranslate2's max_input_length: no line can make a batch allocate without bound.
+  int64_t max_input_length = kDefaultMaxInputLength;
+  static constexpr int64_t kDefaultMaxInputLength = 1024;
+};
+
+// ConfigError naming the first option out of its range (fairseq's names without dashes): beam 1 to
+// kMaxBeam, nbest 1 to beam, lenpen/max_len_a/temperature finite (temperature > 0), max_len_b 0 to
+// kMaxLenB, min_len >= 0, sampling_topk -1 or >= 1, sampling_topp -1 or in (0, 1], batch sizes and
+// max_input_length not negative. translate, serve and Python check their options through it.
+void check_options(const TranslateOptions& opt);
+constexpr int64_t kMaxBeam = 1024;
+constexpr int64_t kMaxLenB = 1 << 16;
+
+// Whether a line can be translated: empty lines and lines that are not valid UTF-8 cannot (`why`
+// says which); translate's output has an empty line for them, Python an empty result.
+bool translatable(const std::string& line, const char** why = nullptr);
+
+}  // namespace leanseq::decode
