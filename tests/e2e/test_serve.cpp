@@ -2,11 +2,15 @@
 // and 20 concurrent single requests), every class of bad request gets its status and a JSON error,
 // /metrics counts, the page translates in a real headless Chromium (where one is installed), and
 // SIGTERM ends the server with exit code 0.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -206,5 +210,162 @@ TEST(Serve, ThePageTranslatesInAHeadlessChromium) {
                              dom);
   EXPECT_EQ(rc, 0) << dom;
   EXPECT_NE(dom.find("<div id=\"out\" aria-live=\"polite\">" + expected[1] + "</div>"), std::string::npos) << dom;
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+namespace {
+// A raw TCP connection to the server, for clients no HTTP library would be.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawConnection() { ::close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  bool connected() const { return connected_; }
+  bool send(const std::string& s) { return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
+  // What the server sends until it closes or 5 s pass without a byte.
+  std::string receive() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+  // Whether the server has closed the connection (a read returns end of file at once).
+  bool closed_by_server() {
+    char c;
+    return ::recv(fd_, &c, 1, MSG_DONTWAIT) == 0;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+// Seconds a GET /health takes on a new connection (-1: no answer).
+double health_seconds(int port) {
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(5, 0);
+  auto r = c.Get("/health");
+  if (!r || r->status != 200) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+// What took the server down before: a 100 000-character sentence (decoded for minutes, 23.7 GB),
+// 200 idle connections (/health took 89 s), slowloris clients, a chunked body past the limit
+// (accepted), a Content-Length of 10^20 or -5 (no answer). Each now gets a quick answer or is
+// cut off, and /health answers within a second throughout.
+TEST(Serve, HostileClientsCannotStallOrExhaustIt) {
+  const auto dir = temp_dir("serve-hostile");
+  ServerProcess server("--beam 2 --max-len-b 6 --max-request-bytes 200000 --header-timeout 2 --max-connections 32", dir);
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(30, 0);
+
+  // One 100 000-character sentence: refused at once, named; the rest of the server unaffected.
+  std::string huge;
+  while (huge.size() < 100000) huge += "a1 a2 a3 ";
+  auto start = std::chrono::steady_clock::now();
+  auto res = client.Post("/v1/translate", json{{"text", huge}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413) << res->body;
+  EXPECT_NE(res->body.find("subword tokens, more than the 1024"), std::string::npos) << res->body;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+  res = client.Post("/translate", json{{"q", {"a1", huge}}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413) << res->body;
+  EXPECT_NE(res->body.find("q[1] has"), std::string::npos) << res->body;
+
+  // 200 idle connections: /health still answers within a second.
+  {
+    std::vector<std::unique_ptr<RawConnection>> idle;
+    for (int i = 0; i < 200; ++i) idle.push_back(std::make_unique<RawConnection>(port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const double s = health_seconds(port);
+    EXPECT_GE(s, 0) << "no answer";
+    EXPECT_LT(s, 1.0);
+  }
+
+  // 40 slowloris clients, a header line every half second: /health answers within a second, and
+  // the server ends them once --header-timeout (2 s) has passed.
+  {
+    std::vector<std::unique_ptr<RawConnection>> slow;
+    for (int i = 0; i < 40; ++i) {
+      slow.push_back(std::make_unique<RawConnection>(port));
+      slow.back()->send("GET /health HTTP/1.1\r\nHost: x\r\n");
+    }
+    bool cut = false;
+    for (int t = 0; t < 8 && !cut; ++t) {
+      for (auto& c : slow) c->send("X-Slow-" + std::to_string(t) + ": 1\r\n");
+      const double s = health_seconds(port);
+      EXPECT_GE(s, 0) << "no answer at " << t;
+      EXPECT_LT(s, 1.0) << "at " << t;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      cut = slow.front()->closed_by_server();
+    }
+    EXPECT_TRUE(cut) << "a slowloris client was still connected after 4 s";
+  }
+
+  // A chunked body past --max-request-bytes: 413, however it is sent.
+  {
+    RawConnection c(port);
+    ASSERT_TRUE(c.connected());
+    c.send("POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const std::string chunk(10000, ' ');
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", chunk.size());
+    for (int i = 0; i < 30 && c.send(size + chunk + "\r\n"); ++i) {
+    }
+    const std::string answer = c.receive();
+    EXPECT_NE(answer.find("413"), std::string::npos) << answer.substr(0, 200);
+    EXPECT_NE(answer.find("--max-request-bytes"), std::string::npos) << answer.substr(0, 400);
+  }
+
+  // A Content-Length that is not a size, or far past the limit: answered at once.
+  for (const std::string& length : {"100000000000000000000", "-5", "5000000"}) {
+    RawConnection c(port);
+    start = std::chrono::steady_clock::now();
+    c.send("POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + length +
+           "\r\n\r\n{\"text\": \"a1\"}");
+    const std::string answer = c.receive();
+    EXPECT_TRUE(answer.rfind("HTTP/1.1 400", 0) == 0 || answer.rfind("HTTP/1.1 413", 0) == 0)
+        << length << ": " << answer.substr(0, 200);
+    EXPECT_NE(answer.find("\"error\""), std::string::npos) << length << ": " << answer;
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3) << length;
+  }
+
+  // Still serving, and the connection metrics say what happened.
+  res = client.Post("/v1/translate", json{{"text", kLines[0]}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("leanseq_connections_closed_total{reason=\"timed_out\"}"), std::string::npos);
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+// With --truncate-long-inputs a long text is cut and translated instead of refused.
+TEST(Serve, TruncatesLongInputsWhenAsked) {
+  const auto dir = temp_dir("serve-truncate");
+  ServerProcess server("--beam 2 --max-len-b 6 --max-input-length 8 --truncate-long-inputs", dir);
+  ASSERT_GT(server.port(), 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(30, 0);
+  std::string longer;
+  for (int i = 1; i <= 40; ++i) longer += "a" + std::to_string(i) + " ";
+  auto res = client.Post("/v1/translate", json{{"text", longer}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(server.stop(), 0) << server.log();
 }

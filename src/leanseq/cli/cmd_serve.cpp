@@ -47,7 +47,29 @@ void add_serve(CLI::App& app, int& exit_code) {
   sub->add_option("--queue-limit", a->server.batching.queue_limit, "sentences waiting at most; beyond, 503")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--request-timeout", a->server.request_timeout_s, "seconds a request may wait for its translation")
+  sub->add_option("--request-timeout", a->server.request_timeout_s,
+                  "seconds a request may wait for its translation (then 503, and its decoding stops)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--max-connections", a->server.connections.max_connections,
+                  "connections at once; a new one takes the slot of the longest idle, or gets 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--header-timeout", a->server.connections.header_timeout_s,
+                  "seconds a connection may take to send a request's headers (idle ones included)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--body-timeout", a->server.connections.body_timeout_s, "seconds a request may take to send its body")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--keep-alive-timeout", a->server.connections.keep_alive_s,
+                  "seconds an answered connection waits for the next request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--truncate-long-inputs", a->server.truncate_long_inputs,
+                "cut texts longer than --max-input-length instead of refusing them (413)");
+  sub->add_option("--batch-token-budget", a->server.batch_token_budget,
+                  "source tokens x beam in one decoding batch at most (bounds its memory)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   add_decoding_flags(sub, *a);

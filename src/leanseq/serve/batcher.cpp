@@ -63,6 +63,11 @@ void Batcher::work(decode::Translator& translator) {
       int64_t chars = 0;
       auto take = [&] {
         for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(batch.size()) < opt_.max_sentences;) {
+          if (it->pending->cancelled()) {  // nobody waits for it
+            finish(*it, nullptr, "cancelled");
+            it = queue_.erase(it);
+            continue;
+          }
           const auto len = static_cast<int64_t>(it->text.size());
           const bool fits = opt_.max_tokens <= 0 || batch.empty() || chars + len <= opt_.max_tokens;
           if ((batch.empty() || same_options(batch.front().opt, it->opt)) && fits) {
@@ -83,29 +88,39 @@ void Batcher::work(decode::Translator& translator) {
         if (batch.size() == before) break;  // what is queued does not fit this batch
       }
     }
+    if (batch.empty()) continue;  // only cancelled sentences were queued
     std::vector<std::string> lines;
     for (const auto& it : batch) lines.push_back(it.text);
     decode::TranslationStats stats;
     std::vector<std::vector<decode::TranslationHyp>> results;
     std::string error;
     Timer timer;
+    auto opt = batch.front().opt;
+    opt.search.cancelled = [&batch] {
+      for (const auto& it : batch) {
+        if (!it.pending->cancelled()) return false;
+      }
+      return true;
+    };
     try {
-      results = translator.translate(lines, batch.front().opt, &stats);
+      results = translator.translate(lines, opt, &stats);
     } catch (const std::exception& e) {
       error = e.what();
     }
     if (on_batch_) on_batch_(static_cast<int64_t>(batch.size()), timer.seconds(), stats.target_tokens);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& p = *batch[i].pending;
-      std::lock_guard<std::mutex> lock(p.mutex_);
-      if (error.empty()) {
-        p.results_[batch[i].index] = std::move(results[i]);
-      } else {
-        p.error_ = error;
-      }
-      if (--p.remaining_ == 0) p.done_.notify_all();
-    }
+    for (size_t i = 0; i < batch.size(); ++i) finish(batch[i], error.empty() ? &results[i] : nullptr, error);
   }
+}
+
+void Batcher::finish(Item& item, std::vector<decode::TranslationHyp>* result, const std::string& error) {
+  auto& p = *item.pending;
+  std::lock_guard<std::mutex> lock(p.mutex_);
+  if (result) {
+    p.results_[item.index] = std::move(*result);
+  } else {
+    p.error_ = error;
+  }
+  if (--p.remaining_ == 0) p.done_.notify_all();
 }
 
 }  // namespace leanseq::serve

@@ -3,8 +3,9 @@
 // `timeout` more, every queued sentence with the same decoding options, up to a batch of
 // `max_sentences` sentences and `max_tokens` characters of source, translate them in one call
 // (which sorts them by length) and hand each request its results. A full queue refuses new work
-// instead of growing.
+// instead of growing. Sentences of a cancelled request are not decoded.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -34,9 +35,14 @@ class Pending {
   bool wait_until(std::chrono::steady_clock::time_point deadline);
   const std::vector<std::vector<decode::TranslationHyp>>& results() const { return results_; }
   const std::string& error() const { return error_; }
+  // Nobody waits any more (the request timed out): its queued sentences are dropped, and a batch
+  // whose sentences are all cancelled stops decoding.
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
 
  private:
   friend class Batcher;
+  std::atomic<bool> cancelled_{false};
   std::mutex mutex_;
   std::condition_variable done_;
   std::vector<std::vector<decode::TranslationHyp>> results_;
@@ -65,6 +71,8 @@ class Batcher {
     size_t index = 0;
   };
   void work(decode::Translator& translator);
+  // Hands item its result (or `error` when result is null) and wakes its request when it was the last.
+  static void finish(Item& item, std::vector<decode::TranslationHyp>* result, const std::string& error);
   static bool same_options(const decode::TranslateOptions& a, const decode::TranslateOptions& b);
 
   BatchingOptions opt_;

@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/serve/page.h"
+#include "leanseq/serve/request.h"
 
 namespace leanseq::serve {
 
@@ -21,12 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 // Connections the kernel holds for accept(): as many as the worker pool's threads.
 constexpr int kListenBacklog = 64;
-
-// A request that cannot be served, with its status.
-struct Refusal {
-  int status;
-  std::string message;
-};
 
 // Counters and histograms in Prometheus' text format.
 class Metrics {
@@ -43,7 +39,7 @@ class Metrics {
     tokens_ += tokens;
     decode_seconds_ += seconds;
   }
-  std::string text(int64_t queued) const {
+  std::string text(int64_t queued, const ConnectionCounts& connections) const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::ostringstream os;
     os << "# HELP leanseq_requests_total HTTP requests by endpoint and status code.\n"
@@ -59,7 +55,15 @@ class Metrics {
        << "# HELP leanseq_tokens_per_second Target tokens per second of decoding time.\n# TYPE leanseq_tokens_per_second gauge\n"
        << "leanseq_tokens_per_second " << (decode_seconds_ > 0 ? static_cast<double>(tokens_) / decode_seconds_ : 0.0) << "\n"
        << "# HELP leanseq_queue_length Sentences waiting for a decoding batch.\n# TYPE leanseq_queue_length gauge\n"
-       << "leanseq_queue_length " << queued << "\n";
+       << "leanseq_queue_length " << queued << "\n"
+       << "# HELP leanseq_connections_open HTTP connections open.\n# TYPE leanseq_connections_open gauge\n"
+       << "leanseq_connections_open " << connections.open << "\n"
+       << "# HELP leanseq_connections_closed_total Connections the server ended: refused (every slot busy), "
+          "evicted (idle, for a new one), timed_out (too slow to send a request).\n"
+       << "# TYPE leanseq_connections_closed_total counter\n"
+       << "leanseq_connections_closed_total{reason=\"refused\"} " << connections.refused << "\n"
+       << "leanseq_connections_closed_total{reason=\"evicted\"} " << connections.evicted << "\n"
+       << "leanseq_connections_closed_total{reason=\"timed_out\"} " << connections.timed_out << "\n";
     return os.str();
   }
 
@@ -105,35 +109,24 @@ std::string language_name(const std::string& code) {
   return it == names.end() ? code : it->second;
 }
 
-// The texts of a request: one string or an array of them, each non-empty valid UTF-8.
-std::vector<std::string> texts_of(const json& v, const std::string& field, int64_t limit) {
-  std::vector<std::string> out;
-  auto add = [&](const json& t, const std::string& where) {
-    if (!t.is_string()) throw Refusal{400, where + " must be a string"};
-    const std::string s = t.get<std::string>();
-    if (io::utf8_invalid_offset(s) >= 0) throw Refusal{400, where + " is not valid UTF-8"};
-    if (s.find_first_not_of(" \t\r\n") == std::string::npos) throw Refusal{400, where + " is empty"};
-    out.push_back(s);
-  };
-  if (v.is_array()) {
-    if (v.empty()) throw Refusal{400, field + " is an empty list"};
-    if (static_cast<int64_t>(v.size()) > limit) {
-      throw Refusal{413, field + " has " + std::to_string(v.size()) + " texts, more than " + std::to_string(limit)};
+// A request's body, read through httplib's content reader so that chunked bodies count against
+// the limit as much as declared ones (httplib's own limit sees only Content-Length).
+std::string read_body(const httplib::ContentReader& reader, size_t limit) {
+  std::string body;
+  bool over = false;
+  reader([&](const char* data, size_t n) {
+    if (n > limit - body.size()) {
+      over = true;
+      return false;
     }
-    for (size_t i = 0; i < v.size(); ++i) add(v[i], field + "[" + std::to_string(i) + "]");
-  } else {
-    add(v, field);
+    body.append(data, n);
+    return true;
+  });
+  if (over) {
+    GuardedHttpServer::stop_reading();
+    throw Refusal{413, "the request body is larger than " + std::to_string(limit) + " bytes (--max-request-bytes)"};
   }
-  return out;
-}
-
-json parse_body(const std::string& body) {
-  if (io::utf8_invalid_offset(body) >= 0) throw Refusal{400, "the body is not valid UTF-8"};
-  try {
-    return json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw Refusal{400, std::string("invalid JSON: ") + e.what()};
-  }
+  return body;
 }
 
 }  // namespace
@@ -144,48 +137,47 @@ struct Server::Impl {
   std::vector<std::unique_ptr<decode::Translator>> translators;
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
-  httplib::Server http;
+  std::unique_ptr<GuardedHttpServer> http_server;
+  GuardedHttpServer& http;
   int listen_socket = -1;
 
-  // Translates `texts` with `opt` through the batcher; throws Refusal for a full queue or a timeout.
+  explicit Impl(const ServeOptions& o)
+      : opt(o), http_server(std::make_unique<GuardedHttpServer>(o.connections)), http(*http_server) {}
+
+  // Refuses (413) a text longer than max_input_length subword tokens, unless they are cut to it.
+  void check_lengths(const std::vector<std::string>& texts, const std::string& field) {
+    const int64_t limit = opt.defaults.max_input_length;
+    if (limit <= 0 || opt.truncate_long_inputs) return;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const auto n = static_cast<int64_t>(translators.front()->source_pieces(texts[i]).size()) + 1;
+      if (n > limit) {
+        throw Refusal{413, field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " has " +
+                               std::to_string(n) + " subword tokens, more than the " + std::to_string(limit) +
+                               " this server takes (--max-input-length)"};
+      }
+    }
+  }
+
+  // Translates `texts` with `o` through the batcher; throws Refusal for a full queue or a timeout
+  // (which cancels what is left of the request).
   std::vector<std::vector<decode::TranslationHyp>> translate(const std::vector<std::string>& texts,
-                                                              const decode::TranslateOptions& o) {
+                                                              decode::TranslateOptions o) {
+    // A batch's memory grows with its source tokens times the beam.
+    o.max_tokens = std::max<int64_t>(1, opt.batch_token_budget / std::max<int64_t>(1, o.search.beam));
     auto pending = batcher->submit(texts, o);
     if (!pending) throw Refusal{503, "the server is busy: its queue is full; retry shortly"};
     const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opt.request_timeout_s * 1000));
-    if (!pending->wait_until(deadline)) throw Refusal{503, "the translation timed out; retry shortly"};
+    if (!pending->wait_until(deadline)) {
+      pending->cancel();
+      throw Refusal{503, "the translation timed out; retry shortly"};
+    }
     if (!pending->error().empty()) throw Refusal{500, "translation failed: " + pending->error()};
     return pending->results();
   }
 
-  // The decoding options of a /v1/translate request: the server's, with the overrides it allows.
-  decode::TranslateOptions options_of(const json& req) const {
-    decode::TranslateOptions o = opt.defaults;
-    auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t& field) {
-      if (!req.contains(key)) return;
-      if (!req[key].is_number_integer() || req[key].get<int64_t>() < lo || req[key].get<int64_t>() > hi) {
-        throw Refusal{400, std::string(key) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi)};
-      }
-      field = req[key].get<int64_t>();
-    };
-    auto number = [&](const char* key, double lo, double hi, double& field) {
-      if (!req.contains(key)) return;
-      if (!req[key].is_number() || req[key].get<double>() < lo || req[key].get<double>() > hi) {
-        throw Refusal{400, std::string(key) + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi)};
-      }
-      field = req[key].get<double>();
-    };
-    integer("beam", 1, opt.max_beam, o.search.beam);
-    integer("nbest", 1, o.search.beam, o.search.nbest);
-    number("lenpen", 0, 10, o.search.lenpen);
-    number("max_len_a", 0, 10, o.search.max_len_a);
-    integer("max_len_b", 1, 1024, o.search.max_len_b);
-    if (o.search.nbest > o.search.beam) throw Refusal{400, "nbest cannot exceed beam"};
-    return o;
-  }
-
   // Runs `body`, answering a Refusal with its status and {"error": ...}, and counts the request.
   void handle(const std::string& endpoint, httplib::Response& res, const std::function<json()>& body) {
+    GuardedHttpServer::handling();
     const auto start = Clock::now();
     try {
       res.set_content(body().dump(), "application/json");
@@ -199,15 +191,16 @@ struct Server::Impl {
   }
 
   void routes() {
-    http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res) {
+    http.Post("/v1/translate", [this](const httplib::Request&, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
       const auto start = Clock::now();
       handle("/v1/translate", res, [&] {
-        const json body = parse_body(req.body);
-        if (!body.is_object()) throw Refusal{400, "the body must be a JSON object with \"text\" or \"texts\""};
-        if (body.contains("text") == body.contains("texts")) throw Refusal{400, "give one of \"text\" and \"texts\""};
-        const bool one = body.contains("text");
-        const auto texts = texts_of(one ? body["text"] : body["texts"], one ? "text" : "texts", opt.max_sentences_per_request);
-        const auto o = options_of(body);
+        const auto request =
+            parse_translate_request(read_body(reader, opt.max_request_bytes), opt.defaults, opt.max_beam,
+                                    opt.max_sentences_per_request);
+        const auto& texts = request.texts;
+        const auto& o = request.options;
+        check_lengths(texts, request.one ? "text" : "texts");
         const auto results = translate(texts, o);
         json out = json::array();
         for (const auto& hyps : results) {
@@ -231,15 +224,19 @@ struct Server::Impl {
                             {{"code", model.target_lang}, {"name", language_name(model.target_lang)}, {"targets", json::array()}}});
       });
     });
-    http.Post("/translate", [this](const httplib::Request& req, httplib::Response& res) {
+    http.Post("/translate", [this](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
       handle("/translate", res, [&] {
-        // LibreTranslate's fields, from a JSON body or a form.
+        // LibreTranslate's fields, from a JSON body or a form (the query string's fields too).
+        const std::string raw = read_body(reader, opt.max_request_bytes);
         json body;
         if (req.get_header_value("Content-Type").rfind("application/json", 0) == 0) {
-          body = parse_body(req.body);
+          body = parse_body(raw);
           if (!body.is_object()) throw Refusal{400, "the body must be a JSON object"};
         } else {
-          for (const auto& [k, v] : req.params) {
+          httplib::Params params = req.params;
+          httplib::detail::parse_query_text(raw, params);
+          for (const auto& [k, v] : params) {
             if (io::utf8_invalid_offset(v) >= 0) throw Refusal{400, k + " is not valid UTF-8"};
             body[k] = v;
           }
@@ -255,7 +252,9 @@ struct Server::Impl {
         }
         if (body.value("format", std::string("text")) != "text") throw Refusal{400, "only format \"text\" is supported"};
         const bool list = body["q"].is_array();
-        const auto results = translate(texts_of(body["q"], "q", opt.max_sentences_per_request), opt.defaults);
+        const auto texts = texts_of(body["q"], "q", opt.max_sentences_per_request);
+        check_lengths(texts, "q");
+        const auto results = translate(texts, opt.defaults);
         json translated = json::array();
         for (const auto& hyps : results) translated.push_back(hyps.empty() ? "" : hyps[0].text);
         json out = {{"translatedText", list ? translated : translated[0]}};
@@ -267,11 +266,33 @@ struct Server::Impl {
       handle("/health", res, [&] { return json{{"status", "ok"}, {"model", model.name}, {"queue", batcher->queued()}}; });
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.text(batcher->queued()), "text/plain; version=0.0.4");
+      GuardedHttpServer::handling();
+      res.set_content(metrics.text(batcher->queued(), http.counts()), "text/plain; version=0.0.4");
     });
     http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+      GuardedHttpServer::handling();
       res.set_content(page_html(model.name, model.source_lang, model.target_lang), "text/html; charset=utf-8");
     });
+    // A request head is complete: its body comes next (the watchdog's body timeout); a declared
+    // length must be a number within the limit, or the request is answered now and the
+    // connection ends (what follows would not be a request).
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      GuardedHttpServer::head_read();
+      if (!req.has_header("Content-Length")) return httplib::Server::HandlerResponse::Unhandled;
+      const std::string v = req.get_header_value("Content-Length");
+      const bool number = !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos;
+      if (number && std::stoull(v) <= opt.max_request_bytes) return httplib::Server::HandlerResponse::Unhandled;
+      GuardedHttpServer::stop_reading();
+      res.status = number ? 413 : 400;
+      const std::string what = number ? "the request body is larger than " + std::to_string(opt.max_request_bytes) +
+                                            " bytes (--max-request-bytes)"
+                                      : "Content-Length is not a number of bytes: '" + v.substr(0, 40) + "'";
+      res.set_header("Connection", "close");
+      res.set_content(json{{"error", what}}.dump(), "application/json");
+      metrics.request(req.path, res.status, 0);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    http.set_post_routing_handler([](const httplib::Request&, httplib::Response&) { GuardedHttpServer::answering(); });
     http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       const std::string what = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
@@ -294,8 +315,7 @@ struct Server::Impl {
 };
 
 Server::Server(std::vector<std::unique_ptr<decode::Translator>> translators, ModelInfo model, ServeOptions opt)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->opt = std::move(opt);
+    : impl_(std::make_unique<Impl>(opt)) {
   impl_->model = std::move(model);
   impl_->translators = std::move(translators);
   std::vector<decode::Translator*> workers;
@@ -304,13 +324,8 @@ Server::Server(std::vector<std::unique_ptr<decode::Translator>> translators, Mod
     impl_->metrics.batch(n, s, tokens);
   });
   impl_->http.set_payload_max_length(impl_->opt.max_request_bytes);
-  impl_->http.set_read_timeout(std::chrono::seconds(30));
-  // Clients that send request after request keep their connection (httplib closes it after 5).
-  impl_->http.set_keep_alive_max_count(100000);
-  impl_->http.set_keep_alive_timeout(30);
   // Answers go out at once, not held back by Nagle's algorithm for the client's delayed ACK.
   impl_->http.set_tcp_nodelay(true);
-  impl_->http.new_task_queue = [] { return new httplib::ThreadPool(64); };
   // httplib's own socket options (address reuse), and the socket remembered so that run() can
   // widen the listen backlog, which this httplib fixes at 5: a burst of clients overflowed it.
   impl_->http.set_socket_options([this](int sock) {

@@ -11,6 +11,7 @@
 
 #include "leanseq/decode/translator.h"
 #include "leanseq/serve/batcher.h"
+#include "leanseq/serve/connections.h"
 
 namespace leanseq::serve {
 
@@ -18,10 +19,18 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (the log says which)
   BatchingOptions batching;
-  size_t max_request_bytes = 1 << 20;
+  ConnectionLimits connections;
+  size_t max_request_bytes = 1 << 20;  // a body's bytes, chunked or not; and Content-Length
   int64_t max_sentences_per_request = 256;
+  // A request that waits longer is answered 503 and its sentences are dropped from the queue or
+  // their batch stops decoding.
   double request_timeout_s = 60;
   int64_t max_beam = 16;
+  // Texts longer than defaults.max_input_length subword tokens are refused (413), or cut to it.
+  bool truncate_long_inputs = false;
+  // Source tokens x beam in one decoding batch at most: what bounds a batch's memory (its
+  // attention caches grow with both).
+  int64_t batch_token_budget = 16384;
   decode::TranslateOptions defaults;  // decoding options of requests that do not override them
 };
 

@@ -1,0 +1,82 @@
+#include "leanseq/serve/request.h"
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+
+namespace leanseq::serve {
+
+using json = nlohmann::json;
+
+json parse_body(const std::string& body) {
+  if (io::utf8_invalid_offset(body) >= 0) throw Refusal{400, "the body is not valid UTF-8"};
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw Refusal{400, std::string("invalid JSON: ") + e.what()};
+  }
+}
+
+std::vector<std::string> texts_of(const json& v, const std::string& field, int64_t limit) {
+  std::vector<std::string> out;
+  auto add = [&](const json& t, const std::string& where) {
+    if (!t.is_string()) throw Refusal{400, where + " must be a string"};
+    const std::string s = t.get<std::string>();
+    if (io::utf8_invalid_offset(s) >= 0) throw Refusal{400, where + " is not valid UTF-8"};
+    if (s.find_first_not_of(" \t\r\n") == std::string::npos) throw Refusal{400, where + " is empty"};
+    out.push_back(s);
+  };
+  if (v.is_array()) {
+    if (v.empty()) throw Refusal{400, field + " is an empty list"};
+    if (static_cast<int64_t>(v.size()) > limit) {
+      throw Refusal{413, field + " has " + std::to_string(v.size()) + " texts, more than " + std::to_string(limit)};
+    }
+    for (size_t i = 0; i < v.size(); ++i) add(v[i], field + "[" + std::to_string(i) + "]");
+  } else {
+    add(v, field);
+  }
+  return out;
+}
+
+decode::TranslateOptions options_of(const json& req, const decode::TranslateOptions& defaults, int64_t max_beam) {
+  decode::TranslateOptions o = defaults;
+  auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t& field) {
+    if (!req.contains(key)) return;
+    if (!req[key].is_number_integer() || req[key].get<int64_t>() < lo || req[key].get<int64_t>() > hi) {
+      throw Refusal{400, std::string(key) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi)};
+    }
+    field = req[key].get<int64_t>();
+  };
+  auto number = [&](const char* key, double lo, double hi, double& field) {
+    if (!req.contains(key)) return;
+    if (!req[key].is_number() || !(req[key].get<double>() >= lo && req[key].get<double>() <= hi)) {
+      throw Refusal{400, std::string(key) + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi)};
+    }
+    field = req[key].get<double>();
+  };
+  integer("beam", 1, max_beam, o.search.beam);
+  integer("nbest", 1, o.search.beam, o.search.nbest);
+  number("lenpen", 0, 10, o.search.lenpen);
+  number("max_len_a", 0, 10, o.search.max_len_a);
+  integer("max_len_b", 1, 1024, o.search.max_len_b);
+  if (o.search.nbest > o.search.beam) throw Refusal{400, "nbest cannot exceed beam"};
+  try {
+    decode::check_options(o);
+  } catch (const ConfigError& e) {
+    throw Refusal{400, e.what()};
+  }
+  return o;
+}
+
+TranslateRequest parse_translate_request(const std::string& body, const decode::TranslateOptions& defaults,
+                                         int64_t max_beam, int64_t max_texts) {
+  const json j = parse_body(body);
+  if (!j.is_object()) throw Refusal{400, "the body must be a JSON object with \"text\" or \"texts\""};
+  if (j.contains("text") == j.contains("texts")) throw Refusal{400, "give one of \"text\" and \"texts\""};
+  TranslateRequest r;
+  r.one = j.contains("text");
+  r.texts = texts_of(r.one ? j["text"] : j["texts"], r.one ? "text" : "texts", max_texts);
+  r.options = options_of(j, defaults, max_beam);
+  return r;
+}
+
+}  // namespace leanseq::serve

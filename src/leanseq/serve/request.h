@@ -1,0 +1,41 @@
+// What the server reads from a request body, apart from HTTP itself (httplib's): JSON bodies,
+// texts and decoding options, each checked, with the status and message of a refusal. Separate
+// from the server so that it can be fuzzed alone (fuzz/fuzz_request.cpp).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "leanseq/decode/translator.h"
+
+namespace leanseq::serve {
+
+// A request that cannot be served, with its status.
+struct Refusal {
+  int status;
+  std::string message;
+};
+
+// The body as a JSON value: Refusal 400 when it is not valid UTF-8 or not JSON.
+nlohmann::json parse_body(const std::string& body);
+
+// The texts of a request: one string or an array of at most `limit` of them (413 beyond), each
+// valid UTF-8 and not blank (400 otherwise). `field` names them in messages.
+std::vector<std::string> texts_of(const nlohmann::json& v, const std::string& field, int64_t limit);
+
+// The decoding options of a /v1/translate request: `defaults`, with the overrides a request may
+// make (beam up to max_beam, nbest, lenpen, max_len_a, max_len_b), each range-checked (400).
+decode::TranslateOptions options_of(const nlohmann::json& req, const decode::TranslateOptions& defaults,
+                                    int64_t max_beam);
+
+// A /v1/translate body: {"text": ...} or {"texts": [...]} with options.
+struct TranslateRequest {
+  std::vector<std::string> texts;
+  bool one = false;  // "text" (one string) rather than "texts"
+  decode::TranslateOptions options;
+};
+TranslateRequest parse_translate_request(const std::string& body, const decode::TranslateOptions& defaults,
+                                         int64_t max_beam, int64_t max_texts);
+
+}  // namespace leanseq::serve
