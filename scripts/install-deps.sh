@@ -5,10 +5,11 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libtorch-dev libopenblas0-pthread libgloo-dev
   libsentencepiece-dev libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
-  libicu-dev libcairo2-dev
+  libicu-dev libcairo2-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sword-text-sparv sword-text-web libsword-utils
   python3-dev pybind11-dev python3-pytest libcpp-httplib-dev chromium libdnnl-dev
+  clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -159,6 +159,9 @@ TEST(Serve, TranslatesAsTranslateBatchedOrConcurrentAndRefusesBadRequests) {
   expect_error(400, client.Post("/v1/translate", "{\"texts\": [\"a1\", \"\"]}", "application/json"), "an empty text");
   expect_error(400, client.Post("/v1/translate", std::string("{\"text\": \"a1 \xff\"}"), "application/json"), "invalid UTF-8");
   expect_error(400, client.Post("/v1/translate", "{\"text\": \"a1\", \"beam\": 99}", "application/json"), "beam 99");
+  expect_error(400, client.Post("/v1/translate", "{\"text\": \"a1\", \"beam\": 8e8888}", "application/json"),
+               "a number past a double's range");  // found by fuzz_request: it was a 500
+  expect_error(400, client.Post("/translate", "{\"q\": \"a1\", \"source\": 3}", "application/json"), "a number as source");
   expect_error(400, client.Post("/translate", "{\"q\": \"a1\", \"target\": \"fr\"}", "application/json"), "another target");
   expect_error(413, client.Post("/v1/translate", json{{"text", std::string(5000, 'a')}}.dump(), "application/json"),
                "too large");
@@ -173,7 +176,7 @@ TEST(Serve, TranslatesAsTranslateBatchedOrConcurrentAndRefusesBadRequests) {
   res = client.Get("/metrics");
   ASSERT_TRUE(res);
   for (const char* m : {"leanseq_requests_total{endpoint=\"/v1/translate\",code=\"200\"}",
-                        "leanseq_requests_total{endpoint=\"/v1/translate\",code=\"400\"} 5",
+                        "leanseq_requests_total{endpoint=\"/v1/translate\",code=\"400\"} 6",
                         "leanseq_request_duration_seconds_bucket", "leanseq_batch_size_sentences_bucket",
                         "leanseq_tokens_per_second", "leanseq_queue_length 0"}) {
     EXPECT_NE(res->body.find(m), std::string::npos) << m << " in\n" << res->body;

@@ -11,7 +11,7 @@ json parse_body(const std::string& body) {
   if (io::utf8_invalid_offset(body) >= 0) throw Refusal{400, "the body is not valid UTF-8"};
   try {
     return json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double's range
     throw Refusal{400, std::string("invalid JSON: ") + e.what()};
   }
 }

@@ -182,6 +182,9 @@ struct Server::Impl {
     try {
       res.set_content(body().dump(), "application/json");
       res.status = 200;
+    } catch (const json::exception& e) {  // a field of another type than the API's
+      res.status = 400;
+      res.set_content(json{{"error", std::string("invalid request: ") + e.what()}}.dump(), "application/json");
     } catch (const Refusal& r) {
       res.status = r.status;
       if (r.status == 503) res.set_header("Retry-After", "1");

@@ -1,0 +1,115 @@
+// Writes a small seed corpus for each fuzz target under OUT/<target>/: valid inputs the fuzzer
+// mutates from (a torch.save zip and legacy file, a LibTorch archive, a dictionary, an index, a
+// request), and, when SHARED is given, the pickles and dictionaries of the real fairseq
+// checkpoints in SHARED/fixtures/fairseq-pt (read there, never copied into the repository).
+// Usage: make_seeds OUT [SHARED]
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "leanseq/core/zip.h"
+#include "leanseq/data/indexed.h"
+#include "leanseq/interop/torch_file.h"
+#include "support/torch_files.h"
+
+namespace fs = std::filesystem;
+using leanseq::test::pkl;
+using leanseq::test::u32;
+
+namespace {
+void write(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// torch's legacy format: magic number, protocol, system info, the object, its storage keys, then
+// each storage's element count and bytes.
+std::string legacy_file() {
+  std::string out = pkl("80028a0a6cfc9c46f9206aa850192e");       // the magic number
+  out += pkl("80024de9032e");                                     // protocol 1001
+  out += pkl("80027d") + "X" + u32(13) + "little_endian" + pkl("88732e");  // {'little_endian': True}
+  out += leanseq::test::tensor_pickle(4, 0, {2, 2}, {2, 1}, true);
+  out += pkl("80025d") + "X" + u32(1) + "0" + pkl("612e");  // ['0']
+  const int64_t numel = 4;
+  out += std::string(reinterpret_cast<const char*>(&numel), 8);
+  for (float v : {1.f, 2.f, 3.f, 4.f}) out += std::string(reinterpret_cast<const char*>(&v), 4);
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: make_seeds OUT [SHARED]\n";
+    return 2;
+  }
+  const fs::path out = argv[1];
+  const fs::path tmp = out / "tmp";
+  fs::create_directories(tmp);
+
+  // torch_file: a zip archive, and the legacy format, each checked to read.
+  fs::create_directories(out / "torch_file");
+  leanseq::test::write_torch_zip((out / "torch_file/zip.pt").string(), 6, 0, {2, 3}, {3, 1});
+  write(out / "torch_file/legacy.pt", legacy_file());
+  for (const char* name : {"zip.pt", "legacy.pt"}) {
+    leanseq::interop::TorchFile f((out / "torch_file" / name).string());
+    if (f.tensor(*f.root()->get("w")->tensor).sum().item<float>() <= 0) throw std::runtime_error("a bad seed");
+  }
+  // pickle: the zip's data.pkl, and a Namespace.
+  write(out / "pickle/tensor.pkl", leanseq::test::tensor_pickle(6, 0, {2, 3}, {3, 1}));
+  write(out / "pickle/namespace.pkl",
+        pkl("80026361726770617273650a4e616d6573706163650a710029817d580400000061726368580500000066636f6e7673622e"));
+  // checkpoint: a LibTorch archive with a checkpoint's first records.
+  {
+    torch::serialize::OutputArchive ar;
+    ar.write("format_version", torch::tensor({int64_t{1}}));
+    ar.write("config", torch::tensor({97, 114, 99, 104}, torch::kUInt8));
+    ar.write("model.0", torch::randn({4, 4}));
+    fs::create_directories(out / "checkpoint");
+    ar.save_to((out / "checkpoint/small.pt").string());
+  }
+  // dictionary and indexed dataset.
+  write(out / "dictionary/dict.txt", "a 10\nb 5\nc 1 #fairseq:overwrite\n");
+  {
+    leanseq::data::IndexedWriter w;
+    w.add({5, 6, 2});
+    w.add({7, 2});
+    w.save((tmp / "x").string());
+    write(out / "indexed/two.idx", std::string("\x05\x00", 2) + read(tmp / "x.idx"));
+  }
+  // request
+  write(out / "request/texts.json", R"({"texts": ["a1 a2", "a3"], "beam": 2, "lenpen": 1.0, "max_len_b": 10})");
+  write(out / "request/text.json", R"({"text": "Ein Mann fährt Rad.", "nbest": 1})");
+
+  // The real fairseq checkpoints' pickles and dictionaries, where ../shared is there.
+  if (argc > 2) {
+    const fs::path dir = fs::path(argv[2]) / "fixtures/fairseq-pt";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const fs::path model = e.path() / "model.pt";
+      if (!fs::exists(model)) continue;
+      try {
+        leanseq::zip::Reader r(model.string());
+        if (r.starts_like_zip()) {
+          for (const auto& [name, rec] : r.records()) {
+            if (name.size() >= 8 && name.compare(name.size() - 8, 8, "data.pkl") == 0) {
+              write(out / "pickle" / (e.path().filename().string() + ".pkl"), r.read(name));
+            }
+          }
+        }
+      } catch (const leanseq::zip::ZipError&) {
+      }
+      const std::string dict = read(e.path() / "dict.de.txt");
+      if (!dict.empty()) write(out / "dictionary" / (e.path().filename().string() + ".txt"), dict.substr(0, 4000));
+    }
+  }
+  fs::remove_all(tmp);
+  return 0;
+}
