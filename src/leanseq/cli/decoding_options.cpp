@@ -63,7 +63,6 @@ void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, c
 void check_decoding_flags(DecodingFlags& f) {
   auto& s = f.opt.search;
   if (f.greedy) s.beam = 1;
-  if (s.nbest > s.beam) throw ConfigError("--nbest cannot exceed --beam");
   decode::check_options(f.opt);
   if (!s.sampling && (s.sampling_topk > 0 || s.sampling_topp > 0)) {
     throw ConfigError("--sampling-topk and --sampling-topp go with --sampling");

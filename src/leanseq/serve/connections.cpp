@@ -121,6 +121,15 @@ ConnectionCounts GuardedHttpServer::counts() const {
   return c;
 }
 
+void GuardedHttpServer::end_waiting_connections() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = Clock::now();
+  for (auto& c : open_) {
+    // Not those writing an answer (their wait starts later): they end after it by themselves.
+    if (c.phase == Phase::waiting && c.since <= now) ::shutdown(c.watch, SHUT_RDWR);
+  }
+}
+
 GuardedHttpServer::Connection* GuardedHttpServer::admit(socket_t sock) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = Clock::now();

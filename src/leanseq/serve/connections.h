@@ -33,6 +33,8 @@ class GuardedHttpServer : public httplib::Server {
   explicit GuardedHttpServer(ConnectionLimits limits);
   ~GuardedHttpServer() override;
   ConnectionCounts counts() const;
+  // Ends the connections waiting for a request (after stop(): requests in flight finish).
+  void end_waiting_connections();
 
   // Called by the handlers of the connection being served (on its thread): the request head is
   // read (its body comes next); a handler runs; the answer is about to be written.

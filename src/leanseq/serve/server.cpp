@@ -353,6 +353,9 @@ bool Server::run(const std::function<void(int)>& on_listening) {
   return impl_->http.listen_after_bind();
 }
 
-void Server::stop() { impl_->http.stop(); }
+void Server::stop() {
+  impl_->http.stop();
+  impl_->http.end_waiting_connections();  // idle keep-alive clients do not hold the exit up
+}
 
 }  // namespace leanseq::serve
