@@ -49,12 +49,20 @@ TEST(Dictionary, FairseqSpecialsAndFrequencyOrder) {
   }
 }
 
-TEST(Indexed, RoundTripAndTruncationIsDetected) {
-  auto dir = test::temp_dir("idx");
+namespace {
+// Two sentences, [5 6 2] and [7 2], saved as <dir>/x.
+std::string two_sentences(const std::string& tag) {
+  auto dir = test::temp_dir(tag);
   IndexedWriter w;
   w.add({5, 6, 2});
   w.add({7, 2});
   w.save(dir + "/x");
+  return dir;
+}
+}  // namespace
+
+TEST(Indexed, RoundTripAndTruncationIsDetected) {
+  const auto dir = two_sentences("idx");
   IndexedDataset ds(dir + "/x");
   ASSERT_EQ(ds.size(), 2u);
   EXPECT_EQ(ds.get(0), (std::vector<int64_t>{5, 6, 2}));
@@ -66,11 +74,7 @@ TEST(Indexed, RoundTripAndTruncationIsDetected) {
 // A forged header or offsets: refused by name before anything is allocated from them or read
 // through them (a count of 2^60 asked for 8 EiB; a decreasing offset read before the data).
 TEST(Indexed, ForgedHeadersAndOffsetsAreRefused) {
-  auto dir = test::temp_dir("idx-forged");
-  IndexedWriter w;
-  w.add({5, 6, 2});
-  w.add({7, 2});
-  w.save(dir + "/x");
+  const auto dir = two_sentences("idx-forged");
   const std::string good = test::read_text(dir + "/x.idx");
   auto forged = [&](size_t at, int64_t v) {
     std::string bytes = good;

@@ -6,13 +6,15 @@
 
 namespace leanseq::zip {
 
-namespace {
-
-uint64_t le(const std::string& s, size_t at, int n) {
+uint64_t little_endian(const std::string& s, size_t at, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
   return v;
 }
+
+namespace {
+
+uint64_t le(const std::string& s, size_t at, int n) { return little_endian(s, at, n); }
 
 constexpr uint32_t kLocalHeader = 0x04034b50, kCentralHeader = 0x02014b50, kEnd = 0x06054b50;
 constexpr uint32_t kEnd64 = 0x06064b50, kEnd64Locator = 0x07064b50;

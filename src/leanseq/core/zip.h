@@ -53,6 +53,9 @@ class Reader {
   std::map<std::string, Record> records_;
 };
 
+// The n-byte little-endian unsigned integer at s[at] (the caller checks the bounds).
+uint64_t little_endian(const std::string& s, size_t at, int n);
+
 // zlib's CRC32 of `size` bytes, continuing `crc` (0 to start).
 uint32_t crc32(const void* data, uint64_t size, uint32_t crc = 0);
 // ZipError naming `name` when `bytes` do not have the CRC32 `expected`.

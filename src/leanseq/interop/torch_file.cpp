@@ -8,12 +8,6 @@ namespace leanseq::interop {
 
 namespace {
 
-uint64_t le(const std::string& s, size_t at, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
-  return v;
-}
-
 int64_t element_size(const std::string& dtype) {
   if (dtype == "float64" || dtype == "int64") return 8;
   if (dtype == "float32" || dtype == "int32") return 4;
@@ -139,7 +133,7 @@ void TorchFile::read_legacy() {
     if (k->kind != PyValue::Kind::str) fail("a storage key that is not a string");
     auto it = dtypes.find(k->s);
     if (it == dtypes.end()) fail("storage " + k->s + " is listed but nothing refers to it");
-    const uint64_t numel = le(read_at(at, 8), 0, 8);
+    const uint64_t numel = zip::little_endian(read_at(at, 8), 0, 8);
     const uint64_t esize = static_cast<uint64_t>(element_size(it->second));
     if (numel > (file_->file_size() - std::min(file_->file_size(), at + 8)) / esize) {
       fail("storage " + k->s + " claims " + std::to_string(numel) + " elements, more than the file holds (truncated?)");
