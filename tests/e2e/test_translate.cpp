@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "e2e/task.h"
+#include "leanseq/core/error.h"
 #include "leanseq/core/zip.h"
+#include "leanseq/runtime/inference.h"
 
 using leanseq::test::kCli;
 using leanseq::test::read_text;
@@ -242,4 +244,33 @@ TEST(Checkpoints, AFailedWriteLeavesNothingAndStaleTemporariesAreRemoved) {
   ASSERT_EQ(run_command(kCli + " quantize --checkpoint " + ck + " --out " + dir + "/q.pt", out), 0) << out;
   EXPECT_FALSE(std::filesystem::exists(dead));
   EXPECT_TRUE(std::filesystem::exists(live));
+}
+
+// A SentencePiece record that is no model (its CRC32 right): refused naming the checkpoint, and
+// the private directory the model went through is gone (a 251 KB file leaked per attempt).
+TEST(Checkpoints, AnUnloadableSentencePieceModelLeavesNoTemporaryFile) {
+  const auto dir = temp_dir("bad-spm");
+  const auto ck = leanseq::train::read_checkpoint(checkpoint());
+  const auto loaded = leanseq::train::load_model(ck, checkpoint());
+  auto vocab = ck.vocab;
+  vocab.src_spm = vocab.tgt_spm = "not a SentencePiece model";
+  leanseq::train::save_checkpoint(dir + "/bad.pt", ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr);
+  const std::string tmp = dir + "/tmp";
+  std::filesystem::create_directories(tmp);
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before ? before : "";
+  setenv("TMPDIR", tmp.c_str(), 1);
+  try {
+    leanseq::runtime::load_translator(dir + "/bad.pt");
+    ADD_FAILURE() << "loaded";
+  } catch (const leanseq::CheckpointError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/bad.pt: its SentencePiece model cannot be loaded"), std::string::npos)
+        << e.what();
+  }
+  if (before) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
 }
