@@ -13,7 +13,8 @@
 
 namespace leanseq::io {
 
-LineReader::LineReader(const std::string& path) : name_(path == "-" ? "<stdin>" : path) {
+LineReader::LineReader(const std::string& path, size_t max_line_bytes)
+    : max_line_bytes_(max_line_bytes), name_(path == "-" ? "<stdin>" : path) {
   if (path == "-") {
     fd_ = 0;
   } else {
@@ -25,7 +26,8 @@ LineReader::LineReader(const std::string& path) : name_(path == "-" ? "<stdin>" 
   if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
 }
 
-LineReader::LineReader(int fd, std::string name) : fd_(fd), owned_(true), name_(std::move(name)) {}
+LineReader::LineReader(int fd, std::string name, size_t max_line_bytes)
+    : fd_(fd), owned_(true), max_line_bytes_(max_line_bytes), name_(std::move(name)) {}
 
 LineReader::~LineReader() {
   if (owned_) ::close(fd_);
@@ -52,14 +54,26 @@ bool LineReader::fill() {
 }
 
 bool LineReader::next(std::string& line) {
+  cut_ = false;
+  size_t searched = 0;  // bytes after pos_ already searched for '\n'
   while (true) {
-    const size_t nl = buffer_.find('\n', pos_);
+    const size_t nl = buffer_.find('\n', pos_ + searched);
     if (nl != std::string::npos) {
-      line.assign(buffer_, pos_, nl - pos_);
+      if (!cut_) line.assign(buffer_, pos_, nl - pos_);
       pos_ = nl + 1;
       break;
     }
+    searched = buffer_.size() - pos_;
+    if (!cut_ && searched > max_line_bytes_) {
+      // Keep the first max_line_bytes_ (ending at a character boundary) and skip the rest.
+      size_t keep = max_line_bytes_;
+      while (keep > 0 && (static_cast<unsigned char>(buffer_[pos_ + keep]) & 0xC0) == 0x80) --keep;
+      line.assign(buffer_, pos_, keep);
+      cut_ = true;
+    }
+    if (cut_) buffer_.clear(), pos_ = 0, searched = 0;
     if (!fill()) {
+      if (cut_) return true;
       if (pos_ >= buffer_.size()) return false;
       line.assign(buffer_, pos_, std::string::npos);  // a last line without '\n'
       pos_ = buffer_.size();
