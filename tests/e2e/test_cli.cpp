@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/task.h"
+#include "leanseq/core/version.h"
 #include "leanseq/train/checkpoint.h"
 #include "support/fixtures.h"
 
@@ -407,7 +408,7 @@ TEST(EndToEnd, UnknownCommandsAndOptionsAreNamed) {
   rc = run_command(kCli, out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_EQ(run_command(kCli + " --version", out), 0) << out;
-  EXPECT_NE(out.find("leanseq 0.1.0\nBLAS: "), std::string::npos) << out;
+  EXPECT_NE(out.find(std::string("leanseq ") + leanseq::kVersion + "\nBLAS: "), std::string::npos) << out;
   EXPECT_NE(out.find("idle threads: "), std::string::npos) << out;
 }
 

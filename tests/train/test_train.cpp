@@ -9,6 +9,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/models/registry.h"
+#include "leanseq/core/version.h"
 #include "leanseq/train/checkpoint.h"
 #include "leanseq/train/criterion.h"
 #include "leanseq/train/lr_schedule.h"
@@ -158,6 +159,7 @@ TEST(Checkpoint, RebuildsTheModelAndRejectsTruncatedFiles) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_best.pt"));
   auto loaded = load_model(dir + "/ck/checkpoint_last.pt");
   EXPECT_EQ(loaded.config.arch, "transformer_tiny");
+  EXPECT_EQ(read_checkpoint(dir + "/ck/checkpoint_last.pt").writer, std::string("leanseq ") + kVersion);
   EXPECT_EQ(loaded.src_vocab_size, loaded.tgt_vocab_size);
   std::string path = dir + "/ck/checkpoint_last.pt";
   std::filesystem::copy_file(path, dir + "/trunc.pt");

@@ -9,6 +9,7 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/startup.h"
+#include "leanseq/core/version.h"
 #include "leanseq/kernels/dense.h"
 
 namespace {
@@ -77,7 +78,8 @@ int main(int argc, char** argv) {
   CLI::App app{"leanseq: sequence-to-sequence models that pay less attention", "leanseq"};
   app.require_subcommand(1);
   // The version and the BLAS this process runs (bench/peer/fairseq.sh gives fairseq the same).
-  app.set_version_flag("--version", [] { return "leanseq 0.1.0\n" + leanseq::blas_summary(); });
+  app.set_version_flag("--version",
+                       [] { return std::string("leanseq ") + leanseq::kVersion + "\n" + leanseq::blas_summary(); });
   int exit_code = 0;
   leanseq::cli::add_prepare(app, exit_code);
   leanseq::cli::add_train(app, exit_code);

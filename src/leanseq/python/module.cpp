@@ -13,6 +13,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/signal_stack.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/core/version.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
 #include "leanseq/eval/ter.h"
@@ -169,7 +170,7 @@ std::vector<std::vector<std::string>> reference_streams(const py::object& refs, 
 
 PYBIND11_MODULE(_leanseq, m) {
   m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
-  m.attr("__version__") = "0.1.0";
+  m.attr("__version__") = kVersion;
   m.def("_better_openblas_coretype", &better_openblas_coretype,
         "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
   m.def("_use_best_openblas_kernels", &use_best_openblas_kernels,

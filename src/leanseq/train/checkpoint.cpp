@@ -7,6 +7,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/version.h"
 #include "leanseq/core/zip.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/kernels/int8_gemm.h"
@@ -98,6 +99,7 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
                      kernels::ComputeType storage) {
   torch::serialize::OutputArchive ar;
   ar.write("format_version", torch::tensor({kFormatVersion}));
+  write_string(ar, "writer", std::string("leanseq ") + kVersion);
   write_string(ar, "config", config_yaml);
   write_string(ar, "vocab.src_lang", vocab.src_lang);
   write_string(ar, "vocab.tgt_lang", vocab.tgt_lang);
@@ -196,6 +198,7 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
     for (int64_t i = 0; std::getline(names, name); ++i) {
       ck.model_tensors[name] = read_model_tensor(ar, "model." + std::to_string(i));
     }
+    if (ar.try_read("writer", text)) ck.writer = tensor_bytes(text);  // older checkpoints: none
     if (ar.try_read("storage", text)) {  // older checkpoints: float32
       const auto storage = tensor_bytes(text);
       for (auto type : {kernels::ComputeType::int8, kernels::ComputeType::bfloat16, kernels::ComputeType::float16}) {

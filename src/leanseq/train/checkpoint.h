@@ -48,6 +48,7 @@ struct Checkpoint {
   std::optional<torch::serialize::InputArchive> optimizer;
   torch::Tensor rng_state;
   kernels::ComputeType storage = kernels::ComputeType::float32;  // how the weights were stored
+  std::string writer;  // "leanseq X.Y.Z" that wrote it (empty: a version before 0.2.0)
 };
 
 // `storage` other than float32 stores the weights (floating tensors of two or more dimensions and
