@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
         pkl("80026361726770617273650a4e616d6573706163650a710029817d580400000061726368580500000066636f6e7673622e"));
   // checkpoint: a LibTorch archive with a checkpoint's first records.
   {
+    torch::manual_seed(1);
     torch::serialize::OutputArchive ar;
     ar.write("format_version", torch::tensor({int64_t{1}}));
     ar.write("config", torch::tensor({97, 114, 99, 104}, torch::kUInt8));

@@ -5,7 +5,9 @@
 # Each run starts from fuzz/corpus/TARGET (inputs that once crashed a reader, kept as regression
 # tests) and seeds made by fuzz/make_seeds (with ../shared's fairseq checkpoints when present).
 # A crash, a leak, an out-of-memory (2 GB) or a hang (10 s per input) fails the run; the input is
-# written to build-fuzz/artifacts/ to be added to fuzz/corpus/TARGET once fixed.
+# written to build-fuzz/artifacts/ to be added to fuzz/corpus/TARGET once fixed. LEANSEQ_FUZZ_SEED
+# fixes libFuzzer's random seed (scripts/test.sh sets 1, so that its runs repeat); 0 or unset: a
+# new seed each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(pickle torch_file checkpoint dictionary indexed request)
@@ -39,6 +41,7 @@ for t in "${run[@]}"; do
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 LSAN_OPTIONS=suppressions=fuzz/lsan.supp \
     UBSAN_OPTIONS=print_stacktrace=1 \
     ./build-fuzz/fuzz_"$t" -max_total_time="$2" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -seed="${LEANSEQ_FUZZ_SEED:-0}" \
     -artifact_prefix=build-fuzz/artifacts/"$t"- -print_final_stats=1 \
     "$work/new/$t" "fuzz/corpus/$t" "$work/seeds/$t" 2> "$work/$t.log" || {
       tail -60 "$work/$t.log" >&2
