@@ -148,7 +148,11 @@ GuardedHttpServer::Connection* GuardedHttpServer::admit(socket_t sock) {
     ++counts_.evicted;
   }
   Connection c;
-  c.watch = ::dup(sock);
+  c.watch = ::dup(sock);  // without it the watchdog could not end the connection: refused
+  if (c.watch < 0) {
+    ++counts_.refused;
+    return nullptr;
+  }
   c.since = now;
   open_.push_back(c);
   return &open_.back();
