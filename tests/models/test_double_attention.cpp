@@ -271,7 +271,8 @@ TEST(DoubleAttention, InsertedIntoLightConvAndThePervasiveGrid) {
   pc.a2.features = 6;
   cfg->validate();
   auto model = models::build_model(*cfg, {30, 30, true});
-  auto phi = model->named_parameters().find("decoder.net.a2_1.phi.weight");
+  const auto named = model->named_parameters();  // find() points into it: it must outlive phi
+  auto phi = named.find("decoder.net.a2_1.phi.weight");
   ASSERT_NE(phi, nullptr);
   EXPECT_EQ(phi->size(0), 6);
   for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);

@@ -69,6 +69,12 @@ bool load_fixture(const std::string& name, Fixture& out) {
   return true;
 }
 
+double max_diff_relative_to(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& magnitude) {
+  return ((a.to(torch::kDouble) - b.to(torch::kDouble)).abs() / (magnitude.to(torch::kDouble).abs() + 1e-30))
+      .max()
+      .item<double>();
+}
+
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }

@@ -31,6 +31,10 @@ bool load_fixture(const std::string& name, Fixture& out);
 
 // Max absolute difference between two tensors (as float64).
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
+// The largest |a - b| relative to `magnitude`, the sum of the absolute values of the terms that
+// made each element (same shape): a tolerance on a sum that scales with its terms, whatever order
+// a CPU's kernels (or an unoptimised build) add them in.
+double max_diff_relative_to(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& magnitude);
 
 // d f / d x[i] by central differences, x a flat view of a double tensor (left unchanged); call
 // with grad mode off when x requires grad.
