@@ -274,3 +274,21 @@ TEST(Checkpoints, AnUnloadableSentencePieceModelLeavesNoTemporaryFile) {
   }
   EXPECT_TRUE(std::filesystem::is_empty(tmp));
 }
+
+// Options out of their range end with one line naming the option and exit 2 (--threads 100000
+// used to hang).
+TEST(TranslateOptions, OutOfRangeOptionsAreNamedWithExitCode2) {
+  const auto& ck = checkpoint();
+  for (const auto& [flag, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--threads 100000", "threads: 100000 is more than"},
+           {"--threads -3", "threads: -3 is negative"},
+           {"--beam 0", "beam must be from 1"},
+           {"--lenpen nan", "lenpen must be from"},
+           {"--max-input-length -1", "max_input_length must be from 0"},
+           {"--sampling --sampling-topk -5", "--sampling-topk"}}) {
+    std::string out;
+    EXPECT_EQ(run_command("echo a1 | " + kCli + " translate --checkpoint " + ck + " " + flag, out), 2) << flag << ": " << out;
+    EXPECT_NE(out.find(named), std::string::npos) << flag << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << flag << ": " << out;
+  }
+}
