@@ -239,11 +239,14 @@ TEST(Checkpoints, AFailedWriteLeavesNothingAndStaleTemporariesAreRemoved) {
   // A temporary of a process that no longer exists, and one of a live process (this one).
   const std::string dead = dir + "/checkpoint_3.pt.tmp.4194300.0";
   const std::string live = dir + "/checkpoint_4.pt.tmp." + std::to_string(getpid()) + ".0";
+  const std::string users = dir + "/notes.tmp.4194300";  // not a name leanseq makes: left alone
   std::ofstream(dead) << "x";
   std::ofstream(live) << "x";
+  std::ofstream(users) << "x";
   ASSERT_EQ(run_command(kCli + " quantize --checkpoint " + ck + " --out " + dir + "/q.pt", out), 0) << out;
   EXPECT_FALSE(std::filesystem::exists(dead));
   EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(users));
 }
 
 // A SentencePiece record that is no model (its CRC32 right): refused naming the checkpoint, and

@@ -64,10 +64,6 @@ void check_decoding_flags(DecodingFlags& f) {
   auto& s = f.opt.search;
   if (f.greedy) s.beam = 1;
   decode::check_options(f.opt);
-  if (!s.sampling && (s.sampling_topk > 0 || s.sampling_topp > 0)) {
-    throw ConfigError("--sampling-topk and --sampling-topp go with --sampling");
-  }
-  if (s.sampling_topk > 0 && s.sampling_topp > 0) throw ConfigError("--sampling-topk and --sampling-topp: give one of them");
   set_compute_threads(f.threads);
   torch::manual_seed(static_cast<uint64_t>(f.seed));
 }

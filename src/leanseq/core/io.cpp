@@ -115,23 +115,29 @@ void FileWriter::write(const void* data, size_t size) {
 }
 
 void FileWriter::close() {
-  if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
   if (::close(fd_) != 0 && error_ == 0) error_ = errno;
   fd_ = -1;
   if (error_ != 0) throw Error(path_ + ": " + std::strerror(error_));
 }
 
 namespace {
-// The pid in a temporary's name `<target>.tmp.<pid>[.<n>]`, or 0.
+// The pid in the name of a temporary atomic_write makes (`<target>.tmp.<pid>.<n>`), or in that of
+// one earlier versions made of checkpoints (`<name>.pt.tmp.<pid>`); 0 for any other name, so that
+// a user's own `notes.tmp.42` is never taken for one.
 pid_t temporary_owner(const std::string& name) {
   const auto at = name.rfind(".tmp.");
   if (at == std::string::npos) return 0;
   std::string rest = name.substr(at + 5);
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
   if (const auto dot = rest.find('.'); dot != std::string::npos) {
-    if (rest.find_first_not_of("0123456789", dot + 1) != std::string::npos || dot + 1 == rest.size()) return 0;
+    if (!digits(rest.substr(dot + 1))) return 0;
     rest.resize(dot);
+  } else if (at < 3 || name.compare(at - 3, 3, ".pt") != 0) {
+    return 0;
   }
-  if (rest.empty() || rest.size() > 9 || rest.find_first_not_of("0123456789") != std::string::npos) return 0;
+  if (!digits(rest) || rest.size() > 9) return 0;
   return static_cast<pid_t>(std::stol(rest));
 }
 }  // namespace
@@ -162,18 +168,17 @@ void atomic_write(const std::string& path, const std::function<void(const std::s
   };
   try {
     write(tmp);
-    // What the writer closed may still be in the page cache: flushed here, a full disk shows now.
-    const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::fsync(fd) != 0) fail(tmp + ": " + std::strerror(errno));
-    ::close(fd);
-  } catch (const Error& e) {
-    if (std::string(e.what()).rfind(path + ": not written: ", 0) == 0) throw;
-    fail(e.what());
   } catch (const c10::Error& e) {
     fail(e.what_without_backtrace());
   } catch (const std::exception& e) {
     fail(e.what());
   }
+  // What the writer closed may still be in the page cache: flushed here, a full disk shows now.
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool flushed = fd >= 0 && ::fsync(fd) == 0;
+  const int why = errno;
+  if (fd >= 0) ::close(fd);
+  if (!flushed) fail(tmp + ": " + std::strerror(why));
   std::error_code ec;
   fs::rename(tmp, target, ec);
   if (ec) fail("cannot rename " + tmp + " into place: " + ec.message());

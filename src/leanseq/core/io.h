@@ -25,13 +25,14 @@ bool file_exists(const std::string& path);
 // in the directory (killed during a write) are removed first.
 void atomic_write(const std::string& path, const std::function<void(const std::string&)>& write);
 
-// Removes, in `dir`, the files named `*.tmp.<pid>` or `*.tmp.<pid>.<n>` whose process is not
-// alive on this machine; returns how many.
+// Removes, in `dir`, the temporaries of atomic_write (`*.tmp.<pid>.<n>`) and those earlier versions
+// left of checkpoints (`*.pt.tmp.<pid>`) whose process is not alive on this machine; returns how
+// many. Other names are left alone.
 int remove_stale_temporaries(const std::string& dir);
 
 // A file written in pieces that remembers the first error instead of throwing from inside a
 // writer callback (LibTorch's zip writer cannot unwind through one): close() throws Error naming
-// the file and the system's reason (ENOSPC, EIO, ...), after flushing it to the disk.
+// the file and the system's reason (ENOSPC, EIO, ...). Flushing to the disk is atomic_write's.
 class FileWriter {
  public:
   explicit FileWriter(const std::string& path);  // Error when it cannot be created

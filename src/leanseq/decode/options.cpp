@@ -27,6 +27,10 @@ void check_options(const TranslateOptions& opt) {
   range("temperature", s.temperature, 1e-6, 1e6);
   if (s.sampling_topk != -1) range("sampling_topk", static_cast<double>(s.sampling_topk), 1, 1e9);
   if (s.sampling_topp != -1) range("sampling_topp", s.sampling_topp, 1e-9, 1);
+  if (!s.sampling && (s.sampling_topk > 0 || s.sampling_topp > 0)) {
+    throw ConfigError("sampling_topk and sampling_topp go with sampling");
+  }
+  if (s.sampling_topk > 0 && s.sampling_topp > 0) throw ConfigError("sampling_topk and sampling_topp: give one of them");
   range("batch size", static_cast<double>(opt.max_sentences), 1, 1e9);
   range("max_tokens", static_cast<double>(opt.max_tokens), 0, 1e12);
   range("max_input_length", static_cast<double>(opt.max_input_length), 0, 1e9);

@@ -27,8 +27,9 @@ struct TranslateOptions {
 
 // ConfigError naming the first option out of its range (fairseq's names without dashes): beam 1 to
 // kMaxBeam, nbest 1 to beam, lenpen/max_len_a/temperature finite (temperature > 0), max_len_b 0 to
-// kMaxLenB, min_len >= 0, sampling_topk -1 or >= 1, sampling_topp -1 or in (0, 1], batch sizes and
-// max_input_length not negative. translate, serve and Python check their options through it.
+// kMaxLenB, min_len >= 0, sampling_topk -1 or >= 1, sampling_topp -1 or in (0, 1] (either, not
+// both, and only with sampling), batch sizes and max_input_length not negative. translate, serve and
+// Python check their options through it.
 void check_options(const TranslateOptions& opt);
 constexpr int64_t kMaxBeam = 1024;
 constexpr int64_t kMaxLenB = 1 << 16;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace leanseq::interop {
 
@@ -107,13 +108,13 @@ class Machine {
   // Values the result does not hold (all of them when the pickle was refused) lose their
   // children here, so that no cycle among them outlives the machine.
   ~Machine() {
-    std::unordered_map<const PyValue*, bool> kept;
+    std::unordered_set<const PyValue*> kept;
     if (result_) {
       std::vector<const PyValue*> todo{result_.get()};
       while (!todo.empty()) {
         const PyValue* v = todo.back();
         todo.pop_back();
-        if (!kept.emplace(v, true).second) continue;
+        if (!kept.insert(v).second) continue;
         for_each_child(*v, [&](const PyRef& c) { todo.push_back(c.get()); });
       }
     }

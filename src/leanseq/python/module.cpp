@@ -50,9 +50,6 @@ struct Options {
 };
 
 decode::TranslateOptions to_options(const Options& o, decode::InputFormat format) {
-  if (!o.sampling && (o.sampling_topk > 0 || o.sampling_topp > 0)) {
-    throw ConfigError("sampling_topk and sampling_topp go with sampling=True");
-  }
   decode::TranslateOptions t;
   t.input_format = format;
   t.search.beam = o.beam;
@@ -108,14 +105,13 @@ class PyTranslator {
     if (o.seed) torch::manual_seed(static_cast<uint64_t>(*o.seed));
     // As `leanseq translate`: an empty line, or one that is not valid UTF-8, has an empty result.
     std::vector<std::string> todo;
-    for (const auto& l : lines) {
-      if (decode::translatable(l)) todo.push_back(l);
+    std::vector<size_t> where;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (decode::translatable(lines[i])) todo.push_back(lines[i]), where.push_back(i);
     }
     const auto done = lt_.translator->translate(todo, opt);
     std::vector<std::vector<decode::TranslationHyp>> res(lines.size());
-    for (size_t i = 0, k = 0; i < lines.size(); ++i) {
-      if (decode::translatable(lines[i])) res[i] = done[k++];
-    }
+    for (size_t k = 0; k < where.size(); ++k) res[where[k]] = done[k];
     std::vector<Result> out;
     for (const auto& hyps : res) {
       Result r;

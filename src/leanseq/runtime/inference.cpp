@@ -30,8 +30,10 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
       std::filesystem::remove_all(dir, ec);
     }
   } remove{dir};
-  const std::string path = dir + "/spm.model";
-  io::atomic_write_text(path, bytes);
+  const std::string path = dir + "/spm.model";  // nobody else sees the directory: no rename needed
+  io::FileWriter file(path);
+  file.write(bytes.data(), bytes.size());
+  file.close();
   try {
     return std::make_shared<data::SentencePiece>(path);  // the helper has read it now
   } catch (const DataError& e) {

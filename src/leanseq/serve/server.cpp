@@ -137,12 +137,11 @@ struct Server::Impl {
   std::vector<std::unique_ptr<decode::Translator>> translators;
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
-  std::unique_ptr<GuardedHttpServer> http_server;
-  GuardedHttpServer& http;
+  GuardedHttpServer http;
   int listen_socket = -1;
 
   explicit Impl(const ServeOptions& o)
-      : opt(o), http_server(std::make_unique<GuardedHttpServer>(o.connections)), http(*http_server) {}
+      : opt(o), http(o.connections) {}
 
   // Refuses (413) a text longer than max_input_length subword tokens, unless they are cut to it.
   void check_lengths(const std::vector<std::string>& texts, const std::string& field) {
