@@ -9,6 +9,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "errors.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/startup.h"
@@ -16,9 +18,7 @@
 #include "leanseq/data/batching.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/runtime/inference.h"
-#include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
-#include "errors.h"
 #include "median.h"
 
 namespace {
@@ -80,7 +80,7 @@ nlohmann::json train(const Contender& c, const Settings& s, std::string& checkpo
   v.set("stop.max_minutes", s.updates > 0 ? "0" : std::to_string(s.minutes), "--train-minutes");
   v.set("stop.max_update", std::to_string(s.updates), "--train-updates");
   v.merge(leanseq::parse_assignments(s.sets, "--set"));
-  auto cfg = leanseq::train::resolve_run_config(v);
+  auto cfg = leanseq::checkpoint::resolve_run_config(v);
   std::filesystem::remove_all(dir);
   reset_peak_rss();
   leanseq::train::Trainer trainer(cfg, false);

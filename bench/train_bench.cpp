@@ -13,6 +13,9 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include "contender.h"
+#include "errors.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/startup.h"
@@ -22,9 +25,6 @@
 #include "leanseq/train/adam.h"
 #include "leanseq/train/mixed_precision.h"
 #include "leanseq/train/optimizer_state.h"
-#include "leanseq/train/run_config.h"
-#include "contender.h"
-#include "errors.h"
 #include "median.h"
 #include "operator_time.h"
 
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
       throw leanseq::ConfigError("need --rounds, --steps, --batch-size >= 1, --length >= 2, --vocab >= 5");
     }
     leanseq::set_compute_threads(static_cast<int>(threads));
-    s.device = leanseq::train::resolve_device(device, "--device");
+    s.device = leanseq::checkpoint::resolve_device(device, "--device");
     std::vector<Contender> contenders;
     for (const auto& spec : specs) contenders.push_back(parse_contender(spec));
     std::vector<nlohmann::json> runs(contenders.size(), nlohmann::json::array());

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/task.h"
+#include "leanseq/checkpoint/file.h"
 #include "leanseq/core/version.h"
-#include "leanseq/train/checkpoint.h"
 #include "support/fixtures.h"
 
 using leanseq::test::run_command;
@@ -76,9 +76,9 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
                    out);
   ASSERT_EQ(rc, 0) << out;
   {
-    std::vector<leanseq::train::Checkpoint> in;
-    for (const auto& p : inputs) in.push_back(leanseq::train::read_checkpoint(p));
-    auto avg = leanseq::train::read_checkpoint(dir + "/avg.pt");
+    std::vector<leanseq::checkpoint::Checkpoint> in;
+    for (const auto& p : inputs) in.push_back(leanseq::checkpoint::read_checkpoint(p));
+    auto avg = leanseq::checkpoint::read_checkpoint(dir + "/avg.pt");
     ASSERT_EQ(avg.model_tensors.size(), in[0].model_tensors.size());
     double spread = 0;  // how far the inputs are apart: averaging equal tensors would prove nothing
     for (const auto& [name, value] : avg.model_tensors) {
@@ -106,7 +106,7 @@ TEST(EndToEnd, TransformerLearnsASyntheticTask) {
                    out);
   ASSERT_EQ(rc, 0) << out;
   {
-    auto a = leanseq::train::read_checkpoint(dir + "/last2.pt"), b = leanseq::train::read_checkpoint(dir + "/listed2.pt");
+    auto a = leanseq::checkpoint::read_checkpoint(dir + "/last2.pt"), b = leanseq::checkpoint::read_checkpoint(dir + "/listed2.pt");
     for (const auto& [name, value] : a.model_tensors) EXPECT_LT(leanseq::test::max_abs_diff(value, b.model_tensors.at(name)), 1e-7) << name;
   }
   rc = run_command(kCli + " average --dir " + dir + "/ck --last 1000 -o " + dir + "/x.pt", out);

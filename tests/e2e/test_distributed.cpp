@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "e2e/task.h"
-#include "leanseq/train/checkpoint.h"
+#include "leanseq/checkpoint/file.h"
 #include "support/fixtures.h"
 
 using leanseq::test::kCli;
@@ -68,7 +68,7 @@ void expect_same_losses(const std::string& a, const std::string& b) {
 
 // The model weights of two checkpoints agree within `tol`.
 void expect_same_weights(const std::string& a, const std::string& b, double tol) {
-  auto ca = leanseq::train::read_checkpoint(a), cb = leanseq::train::read_checkpoint(b);
+  auto ca = leanseq::checkpoint::read_checkpoint(a), cb = leanseq::checkpoint::read_checkpoint(b);
   ASSERT_EQ(ca.model_tensors.size(), cb.model_tensors.size());
   for (const auto& [name, t] : ca.model_tensors) {
     ASSERT_TRUE(cb.model_tensors.count(name)) << name;

@@ -253,11 +253,11 @@ TEST(Checkpoints, AFailedWriteLeavesNothingAndStaleTemporariesAreRemoved) {
 // the private directory the model went through is gone (a 251 KB file leaked per attempt).
 TEST(Checkpoints, AnUnloadableSentencePieceModelLeavesNoTemporaryFile) {
   const auto dir = temp_dir("bad-spm");
-  const auto ck = leanseq::train::read_checkpoint(checkpoint());
-  const auto loaded = leanseq::train::load_model(ck, checkpoint());
+  const auto ck = leanseq::checkpoint::read_checkpoint(checkpoint());
+  const auto loaded = leanseq::checkpoint::load_model(ck, checkpoint());
   auto vocab = ck.vocab;
   vocab.src_spm = vocab.tgt_spm = "not a SentencePiece model";
-  leanseq::train::save_checkpoint(dir + "/bad.pt", ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr);
+  leanseq::checkpoint::save_checkpoint(dir + "/bad.pt", ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr);
   const std::string tmp = dir + "/tmp";
   std::filesystem::create_directories(tmp);
   const char* before = std::getenv("TMPDIR");

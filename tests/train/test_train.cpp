@@ -5,17 +5,18 @@
 #include <iostream>
 #include <limits>
 
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/model.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/version.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/models/registry.h"
-#include "leanseq/core/version.h"
-#include "leanseq/train/checkpoint.h"
 #include "leanseq/train/criterion.h"
 #include "leanseq/train/lr_schedule.h"
 #include "leanseq/train/mixed_precision.h"
 #include "leanseq/train/nag.h"
-#include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 #include "support/fixtures.h"
 
@@ -35,7 +36,7 @@ TEST(Criterion, ReproducesFairseqLabelSmoothedNllLoss) {
 
 TEST(LrSchedule, ReproducesFairseqInverseSqrt) {
   LEANSEQ_REQUIRE_FIXTURE("lr_inverse_sqrt", fx);
-  LrScheduleOptions o;
+  checkpoint::LrScheduleOptions o;
   o.lr = 5e-4;
   o.warmup_updates = 4000;
   o.warmup_init_lr = 1e-7;
@@ -46,7 +47,7 @@ TEST(LrSchedule, ReproducesFairseqInverseSqrt) {
 }
 
 TEST(LrSchedule, FixedShrinksOnPlateauAndAnneals) {
-  LrScheduleOptions o;
+  checkpoint::LrScheduleOptions o;
   o.kind = "fixed";
   o.lr = 0.25;
   o.warmup_updates = 0;
@@ -104,7 +105,7 @@ std::string tiny_data(const std::string& dir) {
   return po.out_dir;
 }
 
-RunConfig tiny_config(const std::string& data, const std::string& save_dir, int64_t max_update,
+checkpoint::RunConfig tiny_config(const std::string& data, const std::string& save_dir, int64_t max_update,
                       const std::vector<std::string>& extra = {}) {
   ConfigValues v = parse_assignments(extra, "test");
   v.set("arch", "transformer_tiny", "test");
@@ -116,7 +117,7 @@ RunConfig tiny_config(const std::string& data, const std::string& save_dir, int6
   v.set("optim.warmup_updates", "5", "test");
   v.set("optim.lr", "0.002", "test");
   v.set("log.format", "text", "test");
-  return resolve_run_config(v);
+  return checkpoint::resolve_run_config(v);
 }
 }  // namespace
 
@@ -135,8 +136,8 @@ TEST(Trainer, ResumeContinuesExactly) {
     Trainer t(tiny_config(data, dir + "/split", 12), true);
     EXPECT_EQ(t.run().num_updates, 12);
   }
-  auto a = read_checkpoint(dir + "/straight/checkpoint_last.pt");
-  auto b = read_checkpoint(dir + "/split/checkpoint_last.pt");
+  auto a = checkpoint::read_checkpoint(dir + "/straight/checkpoint_last.pt");
+  auto b = checkpoint::read_checkpoint(dir + "/split/checkpoint_last.pt");
   ASSERT_EQ(a.model_tensors.size(), b.model_tensors.size());
   for (const auto& [k, v] : a.model_tensors) {
     EXPECT_LT(test::max_abs_diff(v, b.model_tensors[k]), 1e-6) << k;
@@ -157,34 +158,20 @@ TEST(Checkpoint, RebuildsTheModelAndRejectsTruncatedFiles) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_1_2.pt"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_1_3.pt"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_best.pt"));
-  auto loaded = load_model(dir + "/ck/checkpoint_last.pt");
+  auto loaded = checkpoint::load_model(dir + "/ck/checkpoint_last.pt");
   EXPECT_EQ(loaded.config.arch, "transformer_tiny");
-  EXPECT_EQ(read_checkpoint(dir + "/ck/checkpoint_last.pt").writer, std::string("leanseq ") + kVersion);
+  EXPECT_EQ(checkpoint::read_checkpoint(dir + "/ck/checkpoint_last.pt").writer, std::string("leanseq ") + kVersion);
   EXPECT_EQ(loaded.src_vocab_size, loaded.tgt_vocab_size);
   std::string path = dir + "/ck/checkpoint_last.pt";
   std::filesystem::copy_file(path, dir + "/trunc.pt");
   std::filesystem::resize_file(dir + "/trunc.pt", std::filesystem::file_size(path) / 2);
   try {
-    load_model(dir + "/trunc.pt");
+    checkpoint::load_model(dir + "/trunc.pt");
     FAIL();
   } catch (const CheckpointError& e) {
     EXPECT_NE(std::string(e.what()).find(dir + "/trunc.pt: cannot read checkpoint"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(load_model(dir + "/missing.pt"), CheckpointError);
-}
-
-TEST(RunConfig, PresetThenOverridesAndUnknownKeys) {
-  ConfigValues v = parse_yaml_text("arch: transformer_iwslt_de_en\nmodel:\n  dropout: 0.3\n", "cfg.yaml");
-  auto cfg = resolve_run_config(v);
-  auto yaml = dump_run_config(cfg);
-  EXPECT_NE(yaml.find("ffn_embed_dim: \"1024\""), std::string::npos);
-  EXPECT_NE(yaml.find("dropout: \"0.29999999999999999\""), std::string::npos);
-  try {
-    resolve_run_config(parse_yaml_text("model:\n  encoder:\n    layer: 3\n", "cfg.yaml"));
-    FAIL();
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'model.encoder.layer'; did you mean 'model.encoder.layers'?");
-  }
+  EXPECT_THROW(checkpoint::load_model(dir + "/missing.pt"), CheckpointError);
 }
 
 TEST(MixedPrecision, TheLossScaleHalvesOnOverflowDoublesAfterAWindowAndHasAFloor) {
@@ -221,19 +208,19 @@ TEST(MixedPrecision, ARestoredLossScaleGoesOnAsTheSavedOneWould) {
 TEST(MixedPrecision, CheckpointsKeepTheLossScaleAndOlderOnesHaveNone) {
   const auto dir = test::temp_dir("amp_checkpoint");
   auto model = models::build_model(*models::registry().preset_config("transformer_tiny"), {40, 40, true});
-  TrainerProgress progress;
+  checkpoint::TrainerProgress progress;
   progress.num_updates = 12;
-  save_checkpoint(dir + "/none.pt", "arch: transformer_tiny\n", {}, progress, *model, nullptr);
+  checkpoint::save_checkpoint(dir + "/none.pt", "arch: transformer_tiny\n", {}, progress, *model, nullptr);
   progress.loss_scale = 512;
   progress.loss_scale_good_updates = 7;
-  save_checkpoint(dir + "/scaled.pt", "arch: transformer_tiny\n", {}, progress, *model, nullptr);
-  const auto none = read_checkpoint(dir + "/none.pt"), scaled = read_checkpoint(dir + "/scaled.pt");
+  checkpoint::save_checkpoint(dir + "/scaled.pt", "arch: transformer_tiny\n", {}, progress, *model, nullptr);
+  const auto none = checkpoint::read_checkpoint(dir + "/none.pt"), scaled = checkpoint::read_checkpoint(dir + "/scaled.pt");
   EXPECT_TRUE(std::isnan(none.progress.loss_scale));
   EXPECT_EQ(scaled.progress.loss_scale, 512);
   EXPECT_EQ(scaled.progress.loss_scale_good_updates, 7);
   EXPECT_EQ(scaled.progress.num_updates, 12);
   // Written before the loss scale was kept: none.
-  const auto old = read_checkpoint(
+  const auto old = checkpoint::read_checkpoint(
       test::tests_path("fixtures/pre_engine/seq2seq/checkpoint_last.pt"));
   EXPECT_TRUE(std::isnan(old.progress.loss_scale));
   EXPECT_EQ(old.progress.loss_scale_good_updates, 0);
@@ -298,11 +285,11 @@ TEST(MixedPrecision, AResumedFloat16RunGoesOnWithTheSavedLossScale) {
   auto data = tiny_data(dir);
   const std::vector<std::string> extra{"device=cuda", "optim.amp=float16", "optim.amp_scale_window=4"};
   Trainer(tiny_config(data, dir + "/ck", 10, extra), false).run();
-  const auto saved = read_checkpoint(dir + "/ck/checkpoint_last.pt").progress;
+  const auto saved = checkpoint::read_checkpoint(dir + "/ck/checkpoint_last.pt").progress;
   ASSERT_FALSE(std::isnan(saved.loss_scale));
   EXPECT_NE(saved.loss_scale, 128);  // moved from optim.amp_init_scale: doubled every 4 good updates
   Trainer(tiny_config(data, dir + "/ck", 11, extra), true).run();
-  const auto after = read_checkpoint(dir + "/ck/checkpoint_last.pt").progress;
+  const auto after = checkpoint::read_checkpoint(dir + "/ck/checkpoint_last.pt").progress;
   EXPECT_EQ(after.num_updates, 11);
   // One update on from the saved scale (kept, doubled or halved), not from 128 again.
   EXPECT_TRUE(after.loss_scale == saved.loss_scale || after.loss_scale == 2 * saved.loss_scale ||

@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "leanseq/analyze/attention_analysis.h"
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/model.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
@@ -18,8 +21,6 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/models/layer_spec.h"
-#include "leanseq/analyze/attention_analysis.h"
-#include "leanseq/train/checkpoint.h"
 #include "leanseq/prune/pruning.h"
 #include "leanseq/viz/plot.h"
 
@@ -58,12 +59,12 @@ void draw(const analyze::AttentionSimilarity& s, const std::string& path) {
 void run_attention(const AnalyzeArgs& a) {
   if (a.theta < 0 || a.theta > 1) throw ConfigError("--theta must be in [0, 1]");
   if (a.max_tokens < 1) throw ConfigError("--max-tokens must be positive");
-  auto loaded = train::load_model(a.checkpoint);
+  auto loaded = checkpoint::load_model(a.checkpoint);
   const std::string data_dir = a.data.empty() ? loaded.config.data : a.data;
   if (data_dir.empty()) throw ConfigError(a.checkpoint + ": names no data directory; give --data");
   auto meta = data::load_prepared(data_dir);
-  if (train::read_bytes(meta.src_dict) != loaded.vocab.src_dict ||
-      train::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
+  if (checkpoint::read_bytes(meta.src_dict) != loaded.vocab.src_dict ||
+      checkpoint::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
     throw DataError(data_dir + ": prepared with other dictionaries than the checkpoint " + a.checkpoint);
   }
   data::PairDataset ds(meta.split_prefix(a.split, meta.src_lang), meta.split_prefix(a.split, meta.tgt_lang));
@@ -133,10 +134,10 @@ std::string score_title(const std::string& name) {
 // Every checkpoint is of one kind (their first scores share the chart's axis) and has the data it
 // is scored on: a labelled TSV for text classifiers, sources and references for translation models.
 bool check_prune_inputs(const PruneCurveArgs& a) {
-  const bool classifiers = train::is_classifier_checkpoint(a.checkpoints[0]);
+  const bool classifiers = checkpoint::is_classifier_checkpoint(a.checkpoints[0]);
   auto kind = [](bool classifier) { return classifier ? "a text classifier" : "a translation model"; };
   for (const auto& ck : a.checkpoints) {
-    if (train::is_classifier_checkpoint(ck) != classifiers) {
+    if (checkpoint::is_classifier_checkpoint(ck) != classifiers) {
       throw ConfigError("--checkpoint: " + ck + " is " + kind(!classifiers) + " but " + a.checkpoints[0] + " is " +
                         kind(classifiers) + "; compare checkpoints of one kind");
     }

@@ -41,7 +41,7 @@ void add_classify(CLI::App& app, int& exit_code) {
       throw ConfigError("--report: " + ds.path + " has no label column to score");
     }
     auto enc = data::encode_text(ds, loaded.dict, loaded.labels);
-    auto probs = train::predict_probabilities(loaded.model, enc, a->batch);
+    auto probs = runtime::predict_probabilities(loaded.model, enc, a->batch);
     auto best = probs.max(1);
     auto p = std::get<0>(best), idx = std::get<1>(best);
     std::string out;

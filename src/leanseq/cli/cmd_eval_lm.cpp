@@ -2,11 +2,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/model.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/prepare.h"
-#include "leanseq/train/checkpoint.h"
 #include "leanseq/train/evaluate.h"
 
 namespace leanseq::cli {
@@ -24,7 +25,7 @@ void add_eval_lm(CLI::App& app, int& exit_code) {
   sub->add_option("--max-tokens", o->max_tokens, "tokens per batch")->capture_default_str();
   sub->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   sub->callback([o, &exit_code] {
-    auto loaded = train::load_model(o->checkpoint);
+    auto loaded = checkpoint::load_model(o->checkpoint);
     if (!loaded.config.model->language_model()) {
       throw ConfigError(o->checkpoint + ": arch " + loaded.config.arch + " is not a language model");
     }
@@ -34,7 +35,7 @@ void add_eval_lm(CLI::App& app, int& exit_code) {
       throw ConfigError(o->data + ": corpus language '" + meta.tgt_lang + "' differs from the checkpoint's '" +
                         loaded.vocab.tgt_lang + "'");
     }
-    if (train::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
+    if (checkpoint::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
       throw DataError(meta.tgt_dict + ": this corpus was prepared with another dictionary than the checkpoint's");
     }
     std::string prefix = meta.split_prefix(o->split, meta.tgt_lang);

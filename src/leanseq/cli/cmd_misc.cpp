@@ -4,12 +4,13 @@
 #include <iostream>
 #include <regex>
 
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/model.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
-#include "leanseq/train/checkpoint.h"
 
 namespace leanseq::cli {
 
@@ -61,12 +62,12 @@ void add_average(CLI::App& app, int& exit_code) {
       *inputs = last_checkpoints(*dir, *last > 0 ? *last : *last_updates, *last_updates > 0);
     }
     if (inputs->empty()) throw ConfigError("average: give --inputs, or --dir with --last or --last-updates");
-    auto base = train::read_checkpoint(inputs->front());
-    auto loaded = train::load_model(base, inputs->front());
+    auto base = checkpoint::read_checkpoint(inputs->front());
+    auto loaded = checkpoint::load_model(base, inputs->front());
     std::map<std::string, torch::Tensor> sum;
     for (const auto& [k, v] : base.model_tensors) sum[k] = v.to(torch::kDouble);
     for (size_t i = 1; i < inputs->size(); ++i) {
-      auto ck = train::read_checkpoint((*inputs)[i]);
+      auto ck = checkpoint::read_checkpoint((*inputs)[i]);
       if (ck.model_tensors.size() != sum.size()) {
         throw CheckpointError((*inputs)[i] + ": has " + std::to_string(ck.model_tensors.size()) + " tensors but " +
                               inputs->front() + " has " + std::to_string(sum.size()));
@@ -83,7 +84,7 @@ void add_average(CLI::App& app, int& exit_code) {
     std::map<std::string, torch::Tensor> avg;
     for (auto& [k, v] : sum) avg[k] = (v / static_cast<double>(inputs->size())).to(base.model_tensors[k].scalar_type());
     models::load_named_tensors(*loaded.model, avg, true, "average");
-    train::save_checkpoint(*output, base.config_yaml, base.vocab, base.progress, *loaded.model, nullptr);
+    checkpoint::save_checkpoint(*output, base.config_yaml, base.vocab, base.progress, *loaded.model, nullptr);
     log::info("averaged " + std::to_string(inputs->size()) + " checkpoints into " + *output);
     exit_code = 0;
   });
@@ -105,12 +106,12 @@ void add_quantize(CLI::App& app, int& exit_code) {
           {"fp16", kernels::ComputeType::float16}}))
       ->default_str("int8");
   sub->callback([checkpoint, output, type, &exit_code] {
-    auto ck = train::read_checkpoint(*checkpoint);
-    if (train::is_classifier_config(parse_yaml_text(ck.config_yaml, *checkpoint + " (config)"))) {
+    auto ck = checkpoint::read_checkpoint(*checkpoint);
+    if (checkpoint::is_classifier_config(parse_yaml_text(ck.config_yaml, *checkpoint + " (config)"))) {
       throw ConfigError(*checkpoint + ": quantize takes sequence models (a text classifier was given)");
     }
-    auto loaded = train::load_model(ck, *checkpoint, /*dense=*/true);
-    train::save_checkpoint(*output, ck.config_yaml, ck.vocab, ck.progress, *loaded.model, nullptr, *type);
+    auto loaded = checkpoint::load_model(ck, *checkpoint, /*dense=*/true);
+    checkpoint::save_checkpoint(*output, ck.config_yaml, ck.vocab, ck.progress, *loaded.model, nullptr, *type);
     // Against the model's own float32 weights (the input may also hold optimizer state).
     const auto weights = 4 * static_cast<uintmax_t>(models::count_parameters(*loaded.model));
     const auto after = std::filesystem::file_size(*output);

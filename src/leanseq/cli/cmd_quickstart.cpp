@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
@@ -16,7 +17,6 @@
 #include "leanseq/eval/chrf.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/runtime/inference.h"
-#include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -106,7 +106,7 @@ void add_quickstart(CLI::App& app, int& exit_code) {
     // has a validation line (the 501 valid verses take a few seconds).
     values.set("valid.interval_updates", "100", "quickstart");
     values.merge(parse_assignments(a->sets, "--set"));
-    auto cfg = train::resolve_run_config(values);
+    auto cfg = checkpoint::resolve_run_config(values);
     train::Trainer trainer(cfg, false);
     auto outcome = trainer.run();
     if (outcome.signal) {

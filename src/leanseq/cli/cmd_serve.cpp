@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/decoding_options.h"
 #include "leanseq/core/blas.h"
@@ -10,9 +11,8 @@
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dense.h"
-#include "leanseq/serve/server.h"
 #include "leanseq/runtime/inference.h"
-#include "leanseq/train/run_config.h"
+#include "leanseq/serve/server.h"
 
 namespace leanseq::cli {
 
@@ -74,7 +74,7 @@ void add_serve(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   add_decoding_flags(sub, *a);
   sub->callback([a, &exit_code] {
-    const torch::Device device = train::resolve_device(a->device, "--device");
+    const torch::Device device = checkpoint::resolve_device(a->device, "--device");
     check_decoding_flags(*a);
     a->server.batching.timeout = std::chrono::milliseconds(a->timeout_ms);
     a->server.defaults = a->opt;

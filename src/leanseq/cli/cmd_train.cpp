@@ -2,14 +2,14 @@
 #include <optional>
 #include <iostream>
 
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
-#include "leanseq/core/threads.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/threads.h"
 #include "leanseq/train/classification_task.h"
 #include "leanseq/train/launcher.h"
-#include "leanseq/train/run_config.h"
 #include "leanseq/train/trainer.h"
 
 namespace leanseq::cli {
@@ -93,12 +93,12 @@ void add_train(CLI::App& app, int& exit_code) {
       throw ConfigError("--data: classify reads data.train/data.valid/data.test (TSV files); use --set data.train=FILE");
     }
     // The config is checked here, before any worker starts.
-    std::optional<train::ClassifyConfig> classify_cfg;
-    std::optional<train::RunConfig> cfg;
+    std::optional<checkpoint::ClassifyConfig> classify_cfg;
+    std::optional<checkpoint::RunConfig> cfg;
     if (classify) {
-      classify_cfg = train::resolve_classify_config(values);
+      classify_cfg = checkpoint::resolve_classify_config(values);
     } else {
-      cfg = train::resolve_run_config(values);
+      cfg = checkpoint::resolve_run_config(values);
     }
     if (a->nproc > 1) {
       if (std::getenv("WORLD_SIZE")) {

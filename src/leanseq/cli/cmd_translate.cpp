@@ -154,7 +154,7 @@ void add_translate(CLI::App& app, int& exit_code) {
       ->default_str("text");
   sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line (instead of --prefix)");
   sub->callback([a, &exit_code] {
-    const torch::Device device = train::resolve_device(a->device, "--device");
+    const torch::Device device = checkpoint::resolve_device(a->device, "--device");
     check_decoding_flags(*a);
     if (!a->prefix_file.empty() && !a->opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
     a->opt.search.need_attn = a->alignment;

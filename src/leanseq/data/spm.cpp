@@ -1,29 +1,50 @@
 #include "leanseq/data/spm.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "leanseq/core/error.h"
 
 namespace leanseq::data {
 
 std::string spm_helper_path() {
-  if (const char* env = std::getenv("LEANSEQ_SPM_HELPER")) return env;
+  if (const char* env = std::getenv("LEANSEQ_SPM_HELPER"); env && *env) return env;
+  // Where the helper lies relative to the code that runs it: the executable (the build tree's
+  // leanseq, its tests in build/tests, an installed bin/leanseq) or the shared object holding this
+  // function (an installed libleanseq.so, the Python module in build/python/leanseq or in its
+  // installed package).
+  std::vector<std::filesystem::path> dirs;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&spm_helper_path), &info) != 0 && info.dli_fname &&
+      info.dli_fname[0] == '/') {
+    dirs.push_back(std::filesystem::path(info.dli_fname).parent_path());
+  }
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (const char* rel : {"leanseq-spm", "../leanseq-spm"}) {
-      auto p = exe.parent_path() / rel;
-      if (std::filesystem::exists(p)) return p.string();
+  if (!ec) dirs.push_back(exe.parent_path());
+  std::vector<std::filesystem::path> looked;
+  for (const auto& dir : dirs) {
+    for (const char* rel : {"leanseq-spm", "../leanseq-spm", "../../leanseq-spm", LEANSEQ_SPM_HELPER_FROM_BIN,
+                            LEANSEQ_SPM_HELPER_FROM_LIB}) {
+      const auto p = (dir / rel).lexically_normal();
+      if (std::find(looked.begin(), looked.end(), p) != looked.end()) continue;
+      if (std::filesystem::is_regular_file(p, ec)) return p.string();
+      looked.push_back(p);
     }
   }
-  return LEANSEQ_SPM_HELPER_BUILD_PATH;
+  std::string where;
+  for (const auto& p : looked) where += (where.empty() ? "" : ", ") + p.string();
+  throw Error("the SentencePiece helper leanseq-spm was not found (looked for " + where +
+              "); set LEANSEQ_SPM_HELPER to its path");
 }
 
 namespace {

@@ -45,8 +45,9 @@ class SentencePiece : public TextPipeline {
   std::unique_ptr<io::LineReader> from_;  // its standard output
 };
 
-// Path of the leanseq-spm helper: $LEANSEQ_SPM_HELPER, else next to the running executable,
-// else the build tree.
+// Path of the leanseq-spm helper: $LEANSEQ_SPM_HELPER, else found relative to the running
+// executable or to the shared object holding leanseq (in the build tree, or installed in
+// libexec/leanseq/); Error listing where it looked when it is nowhere.
 std::string spm_helper_path();
 
 }  // namespace leanseq::data

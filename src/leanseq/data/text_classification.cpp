@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <limits>
 #include <set>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/data/batching.h"
 
 namespace leanseq::data {
 
@@ -174,6 +176,14 @@ TextBatch TextBatch::to(const torch::Device& device) const {
   if (tokens2.defined()) b.tokens2 = tokens2.to(device);
   b.labels = labels.to(device);
   return b;
+}
+
+std::vector<std::vector<int64_t>> batch_text_by_size(const EncodedText& data, int64_t max_sentences,
+                                                     int64_t max_tokens) {
+  BatchingOptions bo;
+  bo.max_sentences = max_sentences;
+  bo.max_tokens = max_tokens > 0 ? max_tokens : std::numeric_limits<int64_t>::max() / 4;
+  return batch_by_size(data.lengths(), bo);
 }
 
 }  // namespace leanseq::data

@@ -59,4 +59,9 @@ struct TextBatch {
 };
 TextBatch collate_text(const EncodedText& data, const std::vector<int64_t>& ids);
 
+// Batches of examples of similar length, at most `max_sentences` each and, when `max_tokens` > 0,
+// at most that many padded tokens (data/batching.h's batch_by_size).
+std::vector<std::vector<int64_t>> batch_text_by_size(const EncodedText& data, int64_t max_sentences,
+                                                     int64_t max_tokens);
+
 }  // namespace leanseq::data

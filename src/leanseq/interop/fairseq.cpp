@@ -6,14 +6,14 @@
 #include <functional>
 #include <sstream>
 
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/text/bpe.h"
-#include "leanseq/train/checkpoint.h"
-#include "leanseq/train/run_config.h"
 
 namespace leanseq::interop {
 
@@ -387,9 +387,9 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   const auto& root = file.root();
   const json args = fairseq_model_args(root, path);
   auto values = fairseq_config_values(args, path);
-  train::RunConfig cfg = [&] {
+  checkpoint::RunConfig cfg = [&] {
     try {
-      return train::resolve_run_config(values);
+      return checkpoint::resolve_run_config(values);
     } catch (const ConfigError& e) {
       throw CheckpointError(path + ": the fairseq options give an invalid leanseq model: " + e.what());
     }
@@ -437,7 +437,7 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   };
 
   // The dictionaries, padded as the embeddings were sized.
-  train::VocabFiles vocab;
+  checkpoint::VocabFiles vocab;
   vocab.src_lang = result.source_lang;
   vocab.tgt_lang = result.target_lang;
   const std::string src_path = opt.data_dir + "/dict." + result.source_lang + ".txt";
@@ -466,7 +466,7 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   auto model = models::build_model(*cfg.model, {result.src_vocab, result.tgt_vocab, vocab.joint});
   models::load_named_tensors(*model, tensors, true, path);
   result.parameters = models::count_parameters(*model);
-  train::save_checkpoint(opt.out, train::dump_run_config(cfg), vocab, train::TrainerProgress{}, *model, nullptr);
+  checkpoint::save_checkpoint(opt.out, checkpoint::dump_run_config(cfg), vocab, checkpoint::TrainerProgress{}, *model, nullptr);
   return result;
 }
 

@@ -2,12 +2,13 @@
 
 #include <cstdio>
 
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/model.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
 #include "leanseq/nn/targeted_dropout.h"
-#include "leanseq/train/checkpoint.h"
 #include "leanseq/runtime/classifier.h"
 #include "leanseq/runtime/inference.h"
 
@@ -26,20 +27,20 @@ Config pruned_config(Config cfg, const std::string& method, double sparsity) {
 
 double write_pruned_checkpoint(const std::string& checkpoint, const std::string& out, const std::string& method,
                                double sparsity) {
-  const auto ck = train::read_checkpoint(checkpoint);
+  const auto ck = checkpoint::read_checkpoint(checkpoint);
   const auto progress = ck.progress;
-  if (train::is_classifier_config(parse_yaml_text(ck.config_yaml, checkpoint + " (config)"))) {
+  if (checkpoint::is_classifier_config(parse_yaml_text(ck.config_yaml, checkpoint + " (config)"))) {
     auto loaded = runtime::load_classifier(checkpoint, /*dense=*/true);
     const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
     auto cfg = pruned_config(loaded.config, method, sparsity);
-    train::save_checkpoint(out, dump_config_yaml(cfg), train::classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
+    checkpoint::save_checkpoint(out, dump_config_yaml(cfg), checkpoint::classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
                     nullptr);
     return zeros;
   }
-  auto loaded = train::load_model(ck, checkpoint, /*dense=*/true);
+  auto loaded = checkpoint::load_model(ck, checkpoint, /*dense=*/true);
   const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
   auto cfg = pruned_config(loaded.config, method, sparsity);
-  train::save_checkpoint(out, train::dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
+  checkpoint::save_checkpoint(out, checkpoint::dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
   return zeros;
 }
 
@@ -94,7 +95,7 @@ std::vector<PrunePoint> classifier_prune_curve(const std::string& checkpoint, co
   if (!ds.labelled) throw DataError(tsv + ": has no label column to score the classifier " + checkpoint + " with");
   const auto data = data::encode_text(ds, loaded.dict, loaded.labels);
   auto score = [&] {
-    auto r = train::evaluate_classifier(loaded.model, data, loaded.labels, max_sentences);
+    auto r = runtime::evaluate_classifier(loaded.model, data, loaded.labels, max_sentences);
     return Scores{{"accuracy", 100 * r.accuracy}, {"macro_f1", 100 * r.macro_f1}};
   };
   return prune_curve(*loaded.model, sparsities, method, score, checkpoint);

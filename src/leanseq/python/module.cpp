@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/signal_stack.h"
 #include "leanseq/core/threads.h"
@@ -19,7 +20,6 @@
 #include "leanseq/eval/ter.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/runtime/inference.h"
-#include "leanseq/train/run_config.h"
 
 namespace py = pybind11;
 using namespace leanseq;
@@ -89,7 +89,7 @@ class PyTranslator {
     for (const auto& p : paths) {
       if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
     }
-    const auto d = train::resolve_device(device, "device");
+    const auto d = checkpoint::resolve_device(device, "device");
     lt_ = runtime::load_translator(paths.front());
     runtime::add_ensemble(lt_, paths, d);
     const auto resolved = runtime::set_compute_type(lt_, request, d);

@@ -44,7 +44,7 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
 
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
-  out.loaded = train::load_model(checkpoint_path, dense);
+  out.loaded = checkpoint::load_model(checkpoint_path, dense);
   if (out.loaded.config.model->language_model()) {
     throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.config.arch +
                       ") does not translate; evaluate it with 'leanseq eval-lm'");
@@ -69,7 +69,7 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
 
 std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
                                                            const std::string& checkpoint_path) {
-  auto member = train::load_model(checkpoint_path);
+  auto member = checkpoint::load_model(checkpoint_path);
   const auto& a = first.loaded.vocab;
   const auto& b = member.vocab;
   const char* differs = a.src_dict != b.src_dict   ? "source dictionary"

@@ -4,13 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/model.h"
 #include "leanseq/decode/translator.h"
-#include "leanseq/train/checkpoint.h"
 
 namespace leanseq::runtime {
 
 struct LoadedTranslator {
-  train::LoadedModel loaded;
+  checkpoint::LoadedModel loaded;
   std::unique_ptr<decode::Translator> translator;
 };
 

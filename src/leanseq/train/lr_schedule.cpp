@@ -6,7 +6,7 @@
 
 namespace leanseq::train {
 
-double learning_rate(const LrScheduleOptions& o, const LrPosition& at) {
+double learning_rate(const checkpoint::LrScheduleOptions& o, const LrPosition& at) {
   double init = o.warmup_init_lr >= 0 ? o.warmup_init_lr : (o.warmup_updates > 0 ? 0.0 : o.lr);
   if (at.num_updates < o.warmup_updates) {
     return init + static_cast<double>(at.num_updates) * (o.lr - init) / static_cast<double>(o.warmup_updates);

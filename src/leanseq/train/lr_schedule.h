@@ -4,19 +4,9 @@
 #include <cstdint>
 #include <string>
 
-namespace leanseq::train {
+#include "leanseq/checkpoint/run_config.h"
 
-struct LrScheduleOptions {
-  std::string kind = "inverse_sqrt";  // inverse_sqrt | fixed
-  double lr = 5e-4;
-  int64_t warmup_updates = 4000;
-  double warmup_init_lr = 1e-7;  // < 0: 0 with warmup, lr without (fairseq's default)
-  // fixed only: the factor applied at each shrink, the epoch from which the rate anneals
-  // (0: never), and whether a validation loss that does not improve shrinks the rate.
-  double lr_shrink = 0.1;
-  int64_t force_anneal = 0;
-  bool shrink_on_plateau = false;
-};
+namespace leanseq::train {
 
 // Where training stands, as far as the schedule is concerned.
 struct LrPosition {
@@ -30,6 +20,6 @@ struct LrPosition {
 // FixedLRSchedule, plus ConvS2S's shrink on plateau): after the same optional warmup,
 // lr * lr_shrink^plateau_shrinks, and from epoch force_anneal on a further
 // lr_shrink^(epoch + 1 - force_anneal).
-double learning_rate(const LrScheduleOptions& o, const LrPosition& at);
+double learning_rate(const checkpoint::LrScheduleOptions& o, const LrPosition& at);
 
 }  // namespace leanseq::train

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "leanseq/train/checkpoint.h"
+#include "leanseq/checkpoint/file.h"
 
 namespace leanseq::train {
 
@@ -49,11 +49,11 @@ class Task {
   // Reads the data and builds the model (the engine has seeded the RNG). `resumed`: the checkpoint
   // a resumed run continues (read from `resumed_path`), whose model config and vocabularies win;
   // null for a new run.
-  virtual void setup(const Checkpoint* resumed, const std::string& resumed_path) = 0;
+  virtual void setup(const checkpoint::Checkpoint* resumed, const std::string& resumed_path) = 0;
   virtual torch::nn::Module& model() = 0;
   virtual std::string describe() const = 0;  // arch, parameters and data sizes, for the start-up log
   virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) = 0;
-  virtual double learning_rate(const TrainerProgress& progress) const = 0;
+  virtual double learning_rate(const checkpoint::TrainerProgress& progress) const = 0;
 
   // Every training batch (example indices), in length order; the engine shuffles them per epoch.
   virtual std::vector<std::vector<int64_t>> train_batches() const = 0;
@@ -72,13 +72,13 @@ class Task {
   virtual std::string metric_name() const = 0;  // "loss", "bleu", "accuracy"
   virtual bool higher_is_better() const = 0;
   // After each validation: a task's rules for shrinking the learning rate (TrainerProgress::lr_shrinks).
-  virtual void after_validation(const Validation& v, bool better, bool epoch_end, TrainerProgress& progress) {
+  virtual void after_validation(const Validation& v, bool better, bool epoch_end, checkpoint::TrainerProgress& progress) {
     (void)v, (void)better, (void)epoch_end, (void)progress;
   }
 
   // What checkpoints carry.
   virtual std::string config_yaml() = 0;
-  virtual VocabFiles vocab() const = 0;
+  virtual checkpoint::VocabFiles vocab() const = 0;
 
   // On rank 0 once training ended without a signal (e.g. the test set scored with checkpoint_best).
   virtual void finish(const std::string& save_dir, const torch::Device& device) { (void)save_dir, (void)device; }

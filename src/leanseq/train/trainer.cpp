@@ -45,11 +45,11 @@ std::string stat_text(const std::vector<Stat>& stats) {
 
 struct Trainer::Impl {
   std::unique_ptr<Task> task;
-  TrainLoopOptions opt;
+  checkpoint::TrainLoopOptions opt;
   std::vector<torch::Tensor> params;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<MixedPrecision> amp;  // autocast and loss scaling (optim.amp); off by default
-  TrainerProgress progress;
+  checkpoint::TrainerProgress progress;
   Timer timer;  // this run segment
   std::ofstream log_file;
   bool tty = false;
@@ -132,12 +132,12 @@ struct Trainer::Impl {
   void setup(bool resume) {
     leanseq::set_compute_threads(opt.threads);
     const auto env = DistributedEnv::from_environment();
-    device = resolve_device(opt.device, "device", env ? env->local_rank : 0);
+    device = checkpoint::resolve_device(opt.device, "device", env ? env->local_rank : 0);
     io::make_dirs(opt.save_dir);
     const std::string last = opt.save_dir + "/checkpoint_last.pt";
     join_process_group(env);
-    std::optional<Checkpoint> ck;
-    if (resume && io::file_exists(last)) ck = read_checkpoint(last, device);
+    std::optional<checkpoint::Checkpoint> ck;
+    if (resume && io::file_exists(last)) ck = checkpoint::read_checkpoint(last, device);
     torch::manual_seed(static_cast<uint64_t>(opt.seed));
     task->setup(ck ? &*ck : nullptr, last);
     log_sums.assign(task->sum_count(), 0.0);
@@ -316,11 +316,11 @@ struct Trainer::Impl {
 
   void save(const std::string& name) {
     if (!main_process()) return;
-    TrainerProgress p = progress;
+    checkpoint::TrainerProgress p = progress;
     p.elapsed_seconds = elapsed();
     p.loss_scale = amp->scaled() ? amp->scale() : std::numeric_limits<double>::quiet_NaN();
     p.loss_scale_good_updates = amp->scaled() ? amp->loss_scale().good_updates() : 0;
-    save_checkpoint(opt.save_dir + "/" + name, task->config_yaml(), task->vocab(), p, task->model(), optimizer.get());
+    checkpoint::save_checkpoint(opt.save_dir + "/" + name, task->config_yaml(), task->vocab(), p, task->model(), optimizer.get());
   }
 
   void copy_checkpoint(const std::string& from, const std::string& to) {
@@ -455,14 +455,14 @@ TrainOutcome Trainer::Impl::run() {
   return out;
 }
 
-Trainer::Trainer(std::unique_ptr<Task> task, const TrainLoopOptions& options, bool resume)
+Trainer::Trainer(std::unique_ptr<Task> task, const checkpoint::TrainLoopOptions& options, bool resume)
     : impl_(std::make_unique<Impl>()) {
   impl_->task = std::move(task);
   impl_->opt = options;
   impl_->setup(resume);
 }
 
-Trainer::Trainer(RunConfig cfg, bool resume) : Trainer(std::make_unique<TranslationTask>(cfg), cfg, resume) {}
+Trainer::Trainer(checkpoint::RunConfig cfg, bool resume) : Trainer(std::make_unique<TranslationTask>(cfg), cfg, resume) {}
 
 Trainer::~Trainer() = default;
 

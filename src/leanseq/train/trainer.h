@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "leanseq/train/loop_options.h"
-#include "leanseq/train/run_config.h"
+#include "leanseq/checkpoint/loop_options.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/train/task.h"
 
 namespace leanseq::train {
@@ -28,9 +28,9 @@ struct TrainOutcome {
 class Trainer {
  public:
   // With `resume`, continues from <save_dir>/checkpoint_last.pt when it exists.
-  Trainer(std::unique_ptr<Task> task, const TrainLoopOptions& options, bool resume);
+  Trainer(std::unique_ptr<Task> task, const checkpoint::TrainLoopOptions& options, bool resume);
   // A translation or language-modelling run (train/translation_task.h).
-  Trainer(RunConfig cfg, bool resume);
+  Trainer(checkpoint::RunConfig cfg, bool resume);
   ~Trainer();
   TrainOutcome run();
   Task& task();

@@ -18,6 +18,7 @@
 #include "leanseq/train/adam.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/evaluate.h"
+#include "leanseq/train/lr_schedule.h"
 #include "leanseq/train/mixed_precision.h"
 #include "leanseq/train/nag.h"
 
@@ -29,10 +30,10 @@ constexpr double kLn2 = 0.69314718055994530942;
 }  // namespace
 
 struct TranslationTask::Impl {
-  RunConfig cfg;
+  checkpoint::RunConfig cfg;
   data::PreparedMeta meta;
   data::Dictionary src_dict, tgt_dict;
-  VocabFiles vocab;
+  checkpoint::VocabFiles vocab;
   std::unique_ptr<data::PairDataset> train, valid;
   std::vector<std::pair<int64_t, int64_t>> train_lengths;
   std::shared_ptr<models::Seq2SeqModel> model;
@@ -45,10 +46,10 @@ struct TranslationTask::Impl {
     tgt_dict = data::Dictionary::load(meta.tgt_dict);
     vocab.src_lang = meta.src_lang;
     vocab.tgt_lang = meta.tgt_lang;
-    vocab.src_dict = read_bytes(meta.src_dict);
-    vocab.tgt_dict = read_bytes(meta.tgt_dict);
-    vocab.src_spm = read_bytes(meta.src_spm);
-    vocab.tgt_spm = read_bytes(meta.tgt_spm);
+    vocab.src_dict = checkpoint::read_bytes(meta.src_dict);
+    vocab.tgt_dict = checkpoint::read_bytes(meta.tgt_dict);
+    vocab.src_spm = checkpoint::read_bytes(meta.src_spm);
+    vocab.tgt_spm = checkpoint::read_bytes(meta.tgt_spm);
     vocab.joint = meta.joint;
     if (meta.language_model() != cfg.model->language_model()) {
       throw ConfigError(cfg.model->language_model()
@@ -94,7 +95,7 @@ struct TranslationTask::Impl {
   // Parameters of another checkpoint with the same vocabularies (e.g. a baseline for a model that
   // shares attention): those the model has are copied, the rest stay as initialised.
   void init_from(const std::string& path) {
-    auto init = read_checkpoint(path);
+    auto init = checkpoint::read_checkpoint(path);
     if (init.vocab.src_dict != vocab.src_dict || init.vocab.tgt_dict != vocab.tgt_dict) {
       throw ConfigError("checkpoint.init_from: " + path + " was trained with other dictionaries than " + cfg.data);
     }
@@ -138,14 +139,14 @@ struct TranslationTask::Impl {
   }
 };
 
-TranslationTask::TranslationTask(RunConfig cfg) : impl_(std::make_unique<Impl>()) { impl_->cfg = std::move(cfg); }
+TranslationTask::TranslationTask(checkpoint::RunConfig cfg) : impl_(std::make_unique<Impl>()) { impl_->cfg = std::move(cfg); }
 TranslationTask::~TranslationTask() = default;
 
-void TranslationTask::setup(const Checkpoint* resumed, const std::string& resumed_path) {
+void TranslationTask::setup(const checkpoint::Checkpoint* resumed, const std::string& resumed_path) {
   auto& s = *impl_;
   s.read_data();
   if (resumed) {
-    auto saved = resolve_run_config(parse_yaml_text(resumed->config_yaml, resumed_path + " (config)"));
+    auto saved = checkpoint::resolve_run_config(parse_yaml_text(resumed->config_yaml, resumed_path + " (config)"));
     if (saved.arch != s.cfg.arch || dump_config_yaml(*saved.model) != dump_config_yaml(*s.cfg.model)) {
       log::warn("resuming with the model config stored in " + resumed_path + " (arch " + saved.arch + ")");
     }
@@ -176,7 +177,7 @@ std::unique_ptr<torch::optim::Optimizer> TranslationTask::make_optimizer(const s
   return std::make_unique<Adam>(params, c.adam.options(c.lr.lr));
 }
 
-double TranslationTask::learning_rate(const TrainerProgress& p) const {
+double TranslationTask::learning_rate(const checkpoint::TrainerProgress& p) const {
   return train::learning_rate(impl_->cfg.lr, {p.num_updates, p.epoch, p.lr_shrinks});
 }
 
@@ -240,7 +241,7 @@ bool TranslationTask::higher_is_better() const { return impl_->cfg.best_metric =
 
 // At the end of an epoch, a valid loss that does not improve shrinks a fixed schedule with
 // shrink_on_plateau.
-void TranslationTask::after_validation(const Validation& v, bool better, bool epoch_end, TrainerProgress& progress) {
+void TranslationTask::after_validation(const Validation& v, bool better, bool epoch_end, checkpoint::TrainerProgress& progress) {
   (void)better;
   if (!epoch_end) return;
   const auto& lr = impl_->cfg.lr;
@@ -254,7 +255,7 @@ void TranslationTask::after_validation(const Validation& v, bool better, bool ep
   if (std::isnan(progress.best_valid_loss) || v.loss < progress.best_valid_loss) progress.best_valid_loss = v.loss;
 }
 
-std::string TranslationTask::config_yaml() { return dump_run_config(impl_->cfg); }
-VocabFiles TranslationTask::vocab() const { return impl_->vocab; }
+std::string TranslationTask::config_yaml() { return checkpoint::dump_run_config(impl_->cfg); }
+checkpoint::VocabFiles TranslationTask::vocab() const { return impl_->vocab; }
 
 }  // namespace leanseq::train

@@ -5,21 +5,21 @@
 #pragma once
 #include <memory>
 
-#include "leanseq/train/run_config.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/train/task.h"
 
 namespace leanseq::train {
 
 class TranslationTask : public Task {
  public:
-  explicit TranslationTask(RunConfig cfg);
+  explicit TranslationTask(checkpoint::RunConfig cfg);
   ~TranslationTask() override;
 
-  void setup(const Checkpoint* resumed, const std::string& resumed_path) override;
+  void setup(const checkpoint::Checkpoint* resumed, const std::string& resumed_path) override;
   torch::nn::Module& model() override;
   std::string describe() const override;
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) override;
-  double learning_rate(const TrainerProgress& progress) const override;
+  double learning_rate(const checkpoint::TrainerProgress& progress) const override;
   std::vector<std::vector<int64_t>> train_batches() const override;
   BatchLoss loss(const std::vector<int64_t>& batch, const torch::Device& device, const MixedPrecision& amp) override;
   size_t sum_count() const override { return 2; }  // label-smoothed loss, nll (nats)
@@ -28,9 +28,9 @@ class TranslationTask : public Task {
   Validation validate(const torch::Device& device, Distributed* dist) override;
   std::string metric_name() const override;
   bool higher_is_better() const override;
-  void after_validation(const Validation& v, bool better, bool epoch_end, TrainerProgress& progress) override;
+  void after_validation(const Validation& v, bool better, bool epoch_end, checkpoint::TrainerProgress& progress) override;
   std::string config_yaml() override;
-  VocabFiles vocab() const override;
+  checkpoint::VocabFiles vocab() const override;
 
  private:
   struct Impl;

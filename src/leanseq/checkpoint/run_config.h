@@ -1,21 +1,34 @@
 // The resolved configuration of a sequence-to-sequence training run (translation, language
-// modelling): the engine's options (train/loop_options.h) plus arch, model (the family's typed
+// modelling): the engine's options (checkpoint/loop_options.h) plus arch, model (the family's typed
 // config), data, optimiser, schedule, batching and validation. Precedence: family defaults <
 // preset (arch) < config file < --set overrides < explicit flags.
 #pragma once
 #include <memory>
 #include <string>
 
+#include "leanseq/checkpoint/loop_options.h"
 #include "leanseq/core/config.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/models/seq2seq.h"
-#include "leanseq/train/loop_options.h"
-#include "leanseq/train/lr_schedule.h"
 
-namespace leanseq::train {
+namespace leanseq::checkpoint {
+
+// The learning-rate schedule (train/lr_schedule.h computes it).
+struct LrScheduleOptions {
+  std::string kind = "inverse_sqrt";  // inverse_sqrt | fixed
+  double lr = 5e-4;
+  int64_t warmup_updates = 4000;
+  double warmup_init_lr = 1e-7;  // < 0: 0 with warmup, lr without (fairseq's default)
+  // fixed only: the factor applied at each shrink, the epoch from which the rate anneals
+  // (0: never), and whether a validation loss that does not improve shrinks the rate.
+  double lr_shrink = 0.1;
+  int64_t force_anneal = 0;
+  bool shrink_on_plateau = false;
+};
+
 
 struct RunConfig : Configurable, TrainLoopOptions {
-  std::string task = "seq2seq";       // classify runs take a ClassifyConfig instead (train/classification_task.h)
+  std::string task = "seq2seq";       // classify runs take a ClassifyConfig instead (checkpoint/classify_config.h)
   std::string arch = "transformer_small";
   std::string data;                   // directory written by `leanseq prepare`
   std::shared_ptr<models::ModelConfig> model;
@@ -56,4 +69,4 @@ RunConfig resolve_run_config(const ConfigValues& values);
 // The resolved config as YAML (what checkpoints carry).
 std::string dump_run_config(RunConfig& cfg);
 
-}  // namespace leanseq::train
+}  // namespace leanseq::checkpoint

@@ -1,4 +1,4 @@
-#include "leanseq/train/checkpoint.h"
+#include "leanseq/checkpoint/file.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -9,12 +9,9 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/version.h"
 #include "leanseq/core/zip.h"
-#include "leanseq/data/dictionary.h"
 #include "leanseq/kernels/int8_gemm.h"
-#include "leanseq/models/registry.h"
-#include "leanseq/models/state_dict.h"
 
-namespace leanseq::train {
+namespace leanseq::checkpoint {
 
 namespace {
 constexpr int64_t kFormatVersion = 1;
@@ -228,28 +225,4 @@ bool is_classifier_checkpoint(const std::string& path) {
   return is_classifier_config(parse_yaml_text(read_checkpoint(path).config_yaml, path + " (config)"));
 }
 
-LoadedModel load_model(const std::string& path, bool dense) { return load_model(read_checkpoint(path), path, dense); }
-
-LoadedModel load_model(const Checkpoint& ck, const std::string& path, bool dense) {
-  auto values = parse_yaml_text(ck.config_yaml, path + " (config)");
-  if (is_classifier_config(values)) {
-    throw CheckpointError(path + ": a text classifier checkpoint, not a sequence model (use leanseq classify)");
-  }
-  LoadedModel out;
-  out.config = resolve_run_config(values);
-  out.vocab = ck.vocab;
-  out.storage = ck.storage;
-  // Dictionary sizes come from the stored dict.txt contents.
-  auto count_lines = [](const std::string& s) {
-    return static_cast<int64_t>(std::count(s.begin(), s.end(), '\n')) + data::Dictionary::kNumSpecial;
-  };
-  out.src_vocab_size = count_lines(ck.vocab.src_dict);
-  out.tgt_vocab_size = count_lines(ck.vocab.tgt_dict);
-  out.model = models::build_model(*out.config.model, {out.src_vocab_size, out.tgt_vocab_size, ck.vocab.joint});
-  models::load_named_tensors(*out.model, ck.model_tensors, true, path);
-  if (!dense) nn::prune_as_evaluated(*out.model, out.config.td);
-  out.model->eval();
-  return out;
-}
-
-}  // namespace leanseq::train
+}  // namespace leanseq::checkpoint

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
+#include "leanseq/checkpoint/file.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
-#include "leanseq/train/checkpoint.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
@@ -18,22 +18,22 @@ TEST(QuantizedCheckpoint, StoresWeightsSmallerAndReadsThemBackWithinRounding) {
   auto model = models::build_model(*models::registry().preset_config("transformer_small"), {8000, 8000, true});
   std::map<std::string, torch::Tensor> original;
   for (const auto& p : model->named_parameters()) original[p.key()] = p.value().detach().clone();
-  const train::VocabFiles vocab;  // empty: the file is weights only
-  const train::TrainerProgress progress;
+  const checkpoint::VocabFiles vocab;  // empty: the file is weights only
+  const checkpoint::TrainerProgress progress;
   std::map<ComputeType, uintmax_t> bytes;
   for (auto type : {ComputeType::float32, ComputeType::int8, ComputeType::bfloat16, ComputeType::float16}) {
     SCOPED_TRACE(kernels::compute_type_name(type));
     const auto path = dir + "/" + kernels::compute_type_name(type) + ".pt";
-    train::save_checkpoint(path, "arch: transformer_small\n", vocab, progress, *model, nullptr, type);
+    checkpoint::save_checkpoint(path, "arch: transformer_small\n", vocab, progress, *model, nullptr, type);
     bytes[type] = std::filesystem::file_size(path);
-    auto ck = train::read_checkpoint(path);
+    auto ck = checkpoint::read_checkpoint(path);
     EXPECT_EQ(ck.storage, type);
     EXPECT_FALSE(ck.optimizer.has_value());
     for (const auto& [name, want] : original) {
       const auto& got = ck.model_tensors.at(name);
       ASSERT_EQ(got.scalar_type(), torch::kFloat) << name;
       ASSERT_EQ(got.sizes(), want.sizes()) << name;
-      const bool reduced = want.dim() >= 2 && want.numel() >= train::kMinQuantizedSize;
+      const bool reduced = want.dim() >= 2 && want.numel() >= checkpoint::kMinQuantizedSize;
       if (type == ComputeType::float32 || !reduced) {
         EXPECT_TRUE(torch::equal(got, want)) << name;  // biases and norms stay float32
         continue;

@@ -1,11 +1,11 @@
-#include "leanseq/train/loop_options.h"
+#include "leanseq/checkpoint/loop_options.h"
 
 #include <torch/torch.h>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/threads.h"
 
-namespace leanseq::train {
+namespace leanseq::checkpoint {
 
 void AdamSettings::visit(ConfigVisitor& v, const char* weight_decay_help) {
   v.field("optim.adam_beta1", beta1, "Adam beta1");
@@ -102,4 +102,4 @@ torch::Device resolve_device(const std::string& name, const std::string& key, in
   return d;
 }
 
-}  // namespace leanseq::train
+}  // namespace leanseq::checkpoint

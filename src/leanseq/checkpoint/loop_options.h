@@ -12,7 +12,7 @@
 #include "leanseq/core/config.h"
 #include "leanseq/nn/targeted_dropout.h"
 
-namespace leanseq::train {
+namespace leanseq::checkpoint {
 
 // Adam's settings (optim.adam_beta1, adam_beta2, adam_eps, weight_decay), the same keys for every
 // task; the defaults differ (fairseq's translation recipes take beta2 0.98).
@@ -67,4 +67,4 @@ void check_device_name(const std::string& device, const std::string& key = "devi
 // is visible or the index is past the GPUs.
 torch::Device resolve_device(const std::string& name, const std::string& key, int default_index = 0);
 
-}  // namespace leanseq::train
+}  // namespace leanseq::checkpoint

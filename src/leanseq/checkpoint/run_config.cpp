@@ -1,9 +1,9 @@
-#include "leanseq/train/run_config.h"
+#include "leanseq/checkpoint/run_config.h"
 
 #include "leanseq/core/error.h"
 #include "leanseq/models/registry.h"
 
-namespace leanseq::train {
+namespace leanseq::checkpoint {
 
 void RunConfig::visit(ConfigVisitor& v) {
   v.field("task", task, "seq2seq (translation and language models) or classify (text classification)");
@@ -90,4 +90,4 @@ RunConfig resolve_run_config(const ConfigValues& values) {
 
 std::string dump_run_config(RunConfig& cfg) { return dump_config_yaml(cfg); }
 
-}  // namespace leanseq::train
+}  // namespace leanseq::checkpoint

@@ -1,6 +1,7 @@
-// Checkpoints: the resolved config, vocabularies (dictionaries and SentencePiece models, so that
-// `translate` needs nothing else), model, optimizer, trainer progress and RNG state, written
-// atomically (temporary file + rename).
+// The checkpoint file: the resolved config (YAML text), vocabularies (dictionaries and SentencePiece
+// models, so that `translate` needs nothing else), model tensors and the type they are stored in,
+// and what training adds to resume (optimizer state, progress, RNG state), written atomically
+// (temporary file + rename). Every record's CRC32 is checked before it is read.
 #pragma once
 #include <torch/torch.h>
 
@@ -8,11 +9,11 @@
 #include <optional>
 #include <string>
 
+#include "leanseq/core/config.h"
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/models/seq2seq.h"
-#include "leanseq/train/run_config.h"
 
-namespace leanseq::train {
+namespace leanseq::checkpoint {
 
 struct TrainerProgress {
   int64_t epoch = 1;           // the epoch in progress
@@ -70,22 +71,8 @@ bool is_classifier_config(const ConfigValues& config);
 // The same for the checkpoint at `path` (CheckpointError naming it when it cannot be read).
 bool is_classifier_checkpoint(const std::string& path);
 
-// A model rebuilt from a checkpoint alone, with its config and vocabularies.
-struct LoadedModel {
-  std::shared_ptr<models::Seq2SeqModel> model;
-  RunConfig config;
-  VocabFiles vocab;
-  int64_t src_vocab_size = 0, tgt_vocab_size = 0;
-  kernels::ComputeType storage = kernels::ComputeType::float32;
-};
-// A model trained with targeted dropout (td.eval_prune) comes pruned as it was evaluated, unless
-// `dense` asks for the weights as trained.
-LoadedModel load_model(const std::string& path, bool dense = false);
-// The same from a checkpoint already read (`origin`: its file, for messages).
-LoadedModel load_model(const Checkpoint& ck, const std::string& origin, bool dense = false);
-
 // Writes `bytes` to a file (atomically).
 void write_bytes(const std::string& path, const std::string& bytes);
 std::string read_bytes(const std::string& path);
 
-}  // namespace leanseq::train
+}  // namespace leanseq::checkpoint

@@ -1,0 +1,50 @@
+# Fails when a file under src/leanseq/<layer>/ includes a header of a layer it may not use
+# (docs/architecture.md draws the layers). Run by the build (target leanseq_layers) whenever a
+# source file changes: cmake -DSOURCE_DIR=<tree> -DSTAMP=<file> -P cmake/check_layers.cmake
+
+cmake_minimum_required(VERSION 3.18)
+
+# What each layer may include besides itself.
+set(allowed_core "")
+set(allowed_kernels core)
+set(allowed_nn core kernels)
+set(allowed_models core kernels nn)
+set(allowed_data core)
+set(allowed_eval core)
+set(allowed_viz core)
+set(allowed_text core data)
+set(allowed_decode core kernels nn models data)
+set(allowed_checkpoint core kernels nn models data)
+set(allowed_runtime core kernels nn models data decode checkpoint text eval)
+set(allowed_analyze core kernels nn models data decode eval)
+set(allowed_interop core kernels nn models data checkpoint text)
+set(allowed_prune core kernels nn models data decode checkpoint eval runtime)
+set(allowed_serve core kernels nn models data decode checkpoint text eval runtime)
+set(allowed_train core kernels nn models data decode checkpoint text eval runtime)
+set(allowed_python core kernels nn models data decode checkpoint text eval runtime interop)
+set(allowed_cli core kernels nn models data decode checkpoint text eval runtime interop analyze prune serve
+    train viz)
+
+file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/src/leanseq/*.h ${SOURCE_DIR}/src/leanseq/*.cpp
+     ${SOURCE_DIR}/src/leanseq/*.cu)
+set(problems "")
+foreach(rel ${sources})
+  string(REGEX REPLACE "^src/leanseq/([a-z_0-9]+)/.*" "\\1" layer "${rel}")
+  if(NOT DEFINED allowed_${layer})
+    string(APPEND problems "${rel}: in src/leanseq/${layer}/, a directory that is not a layer (cmake/check_layers.cmake)\n")
+    continue()
+  endif()
+  file(STRINGS ${SOURCE_DIR}/${rel} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"leanseq/")
+  foreach(line ${includes})
+    string(REGEX REPLACE ".*\"leanseq/([a-z_0-9]+)/.*" "\\1" used "${line}")
+    if(NOT used STREQUAL layer AND NOT used IN_LIST allowed_${layer})
+      string(REPLACE ";" ", " may "${allowed_${layer}}")
+      string(STRIP "${line}" line)
+      string(APPEND problems "${rel}: ${line}: ${layer}/ may include only ${layer}/ and ${may}\n")
+    endif()
+  endforeach()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "an include crosses the layers (docs/architecture.md):\n${problems}")
+endif()
+file(TOUCH ${STAMP})

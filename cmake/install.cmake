@@ -1,0 +1,64 @@
+# What `cmake --install` puts under its prefix, and the .deb of `cpack -G DEB`:
+#   bin/leanseq                      the command line
+#   libexec/leanseq/leanseq-spm      its SentencePiece helper (found relative to bin/ and lib/)
+#   lib/libleanseq.so                the runtime as one shared library (checkpoints, fairseq import,
+#                                    decoding, the text pipelines) for C++ programs
+#   include/leanseq/<layer>/*.h      its headers
+#   lib/cmake/leanseq/               the CMake package: find_package(leanseq) -> leanseq::leanseq
+include(CMakePackageConfigHelpers)
+
+# One shared library made of the static layers a program needs to load and run models. The
+# executable keeps linking them statically.
+set(LEANSEQ_LIBRARY_LAYERS leanseq_core leanseq_kernels leanseq_nn leanseq_models leanseq_data leanseq_decode
+    leanseq_eval leanseq_text leanseq_checkpoint leanseq_runtime leanseq_interop)
+set(objects "")
+foreach(layer ${LEANSEQ_LIBRARY_LAYERS})
+  list(APPEND objects $<TARGET_OBJECTS:${layer}>)
+endforeach()
+add_library(leanseq_shared SHARED ${objects})
+set_target_properties(leanseq_shared PROPERTIES OUTPUT_NAME leanseq EXPORT_NAME leanseq
+                      VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+# (The layers' archives add only their own dependencies: their objects are all in already.)
+target_link_libraries(leanseq_shared PRIVATE ${LEANSEQ_LIBRARY_LAYERS})
+target_link_libraries(leanseq_shared PUBLIC ${TORCH_LIBRARIES})
+target_include_directories(leanseq_shared INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+# The library's own symbols only: the static libraries it holds also carry their dependencies'
+# template instances, which stay private to it.
+target_link_options(leanseq_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
+
+install(TARGETS leanseq RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS leanseq-spm RUNTIME DESTINATION ${LEANSEQ_HELPER_DIR})
+install(TARGETS leanseq_shared EXPORT leanseqTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+foreach(layer core kernels nn models data decode eval text checkpoint runtime interop)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/leanseq/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/leanseq/${layer}
+          FILES_MATCHING PATTERN "*.h" PATTERN "pch.h" EXCLUDE PATTERN "cuda" EXCLUDE PATTERN "spm_helper" EXCLUDE)
+endforeach()
+install(FILES ${PROJECT_BINARY_DIR}/generated/leanseq/core/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/leanseq/core)
+
+set(LEANSEQ_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/leanseq)
+install(EXPORT leanseqTargets NAMESPACE leanseq:: DESTINATION ${LEANSEQ_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/leanseqConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/leanseqConfig.cmake INSTALL_DESTINATION ${LEANSEQ_CMAKE_DIR})
+# 0.x: a minor version may change the API (CHANGELOG.md says how); checkpoints keep loading.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/leanseqConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/leanseqConfig.cmake ${PROJECT_BINARY_DIR}/leanseqConfigVersion.cmake
+        DESTINATION ${LEANSEQ_CMAKE_DIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# cpack -G DEB (from the build directory): Depends computed from the installed files' libraries.
+set(CPACK_PACKAGE_NAME leanseq)
+set(CPACK_PACKAGE_VENDOR "the leanseq authors")
+set(CPACK_PACKAGE_CONTACT "leanseq maintainers <leanseq@users.noreply.github.com>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "sequence-to-sequence models that pay less attention: train, decode and serve in C++")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# What the command line runs besides shared libraries: LibTorch's fast BLAS (leanseq warns without it).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libopenblas0-pthread")
+# The C++ package's consumers compile against LibTorch's headers.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libtorch-dev")
+include(CPack)

@@ -1,0 +1,26 @@
+// A sequence model rebuilt from a checkpoint alone, with its resolved config and vocabularies.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/checkpoint/run_config.h"
+#include "leanseq/kernels/compute_type.h"
+#include "leanseq/models/seq2seq.h"
+
+namespace leanseq::checkpoint {
+
+struct LoadedModel {
+  std::shared_ptr<models::Seq2SeqModel> model;
+  RunConfig config;
+  VocabFiles vocab;
+  int64_t src_vocab_size = 0, tgt_vocab_size = 0;
+  kernels::ComputeType storage = kernels::ComputeType::float32;
+};
+// A model trained with targeted dropout (td.eval_prune) comes pruned as it was evaluated, unless
+// `dense` asks for the weights as trained.
+LoadedModel load_model(const std::string& path, bool dense = false);
+// The same from a checkpoint already read (`origin`: its file, for messages).
+LoadedModel load_model(const Checkpoint& ck, const std::string& origin, bool dense = false);
+
+}  // namespace leanseq::checkpoint
