@@ -45,6 +45,12 @@ void ClassifyConfig::validate() const {
 }
 
 ClassifyConfig resolve_classify_config(const ConfigValues& values) {
+  auto cfg = unchecked_classify_config(values);
+  cfg.validate();
+  return cfg;
+}
+
+ClassifyConfig unchecked_classify_config(const ConfigValues& values) {
   ClassifyConfig cfg;
   auto it = values.values.find("arch");
   if (it != values.values.end()) cfg.arch = it->second;
@@ -56,7 +62,6 @@ ClassifyConfig resolve_classify_config(const ConfigValues& values) {
                       "transformer_classifier, lightconv_classifier)");
   }
   apply_config(cfg, values);
-  cfg.validate();
   return cfg;
 }
 

@@ -34,6 +34,8 @@ struct ClassifyConfig : Configurable, TrainLoopOptions {
 
 // Builds a ClassifyConfig from layered values ("arch" selects the preset first).
 ClassifyConfig resolve_classify_config(const ConfigValues& values);
+// The same without validate() (to list keys).
+ClassifyConfig unchecked_classify_config(const ConfigValues& values);
 
 // What a classifier checkpoint stores of its vocabularies: the word dictionary as the source
 // dictionary, the labels (one per line) as the target's; and back.

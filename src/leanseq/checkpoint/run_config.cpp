@@ -76,6 +76,12 @@ data::BatchingOptions RunConfig::batching() const {
 }
 
 RunConfig resolve_run_config(const ConfigValues& values) {
+  auto cfg = unchecked_run_config(values);
+  cfg.validate();
+  return cfg;
+}
+
+RunConfig unchecked_run_config(const ConfigValues& values) {
   RunConfig cfg;
   auto it = values.values.find("arch");
   if (it != values.values.end()) cfg.arch = it->second;
@@ -84,7 +90,6 @@ RunConfig resolve_run_config(const ConfigValues& values) {
     throw ConfigError("arch " + cfg.arch + " is a text classifier: train it with --task classify");
   }
   apply_config(cfg, values);
-  cfg.validate();
   return cfg;
 }
 

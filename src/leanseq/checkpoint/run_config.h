@@ -66,6 +66,8 @@ struct RunConfig : Configurable, TrainLoopOptions {
 
 // Builds a RunConfig from layered values ("arch" selects the preset first).
 RunConfig resolve_run_config(const ConfigValues& values);
+// The same without validate(): every key set, whether or not the run could start (to list keys).
+RunConfig unchecked_run_config(const ConfigValues& values);
 // The resolved config as YAML (what checkpoints carry).
 std::string dump_run_config(RunConfig& cfg);
 

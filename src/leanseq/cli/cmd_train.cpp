@@ -27,8 +27,21 @@ struct TrainArgs {
   std::string task, arch, data, save_dir, log_format, device, amp_dtype;
   double max_minutes = -1;
   int64_t max_update = -1, max_epoch = -1, seed = -1, threads = -1, nproc = 1, patience = -1, update_freq = 0;
-  bool resume = false, amp = false, bf16 = false;
+  bool resume = false, amp = false, bf16 = false, list_keys = false;
 };
+
+// A Markdown table of a config's keys: what `train --list-keys` prints and docs/reference/config.md holds.
+void print_keys(Configurable& cfg) {
+  auto cell = [](std::string s) {
+    for (size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
+    return s;
+  };
+  std::cout << "| key | type | default | help |\n|---|---|---|---|\n";
+  for (const auto& k : config_keys(cfg)) {
+    std::cout << "| `" << k.key << "` | " << k.type << " | " << (k.value.empty() ? "" : "`" + cell(k.value) + "`")
+              << " | " << cell(k.help) << " |\n";
+  }
+}
 }  // namespace
 
 void add_train(CLI::App& app, int& exit_code) {
@@ -60,6 +73,9 @@ void add_train(CLI::App& app, int& exit_code) {
   sub->add_option("--threads", a->threads, kComputeThreadsHelp);
   sub->add_option("--log-format", a->log_format, "auto, text or json");
   sub->add_flag("--resume", a->resume, "continue from <save-dir>/checkpoint_last.pt");
+  sub->add_flag("--list-keys", a->list_keys,
+                "print every config key of the run the other options describe (--arch, --task, -c, --set) with its "
+                "type, value and help, as a Markdown table, and exit");
   sub->add_option("--nproc", a->nproc,
                   "data-parallel training in N worker processes on this machine, both tasks (under torchrun or "
                   "another launcher that sets RANK and WORLD_SIZE, leave it out)")
@@ -89,6 +105,16 @@ void add_train(CLI::App& app, int& exit_code) {
     if (a->threads >= 0) flag("threads", std::to_string(a->threads));
     auto task = values.values.find("task");
     const bool classify = task != values.values.end() && task->second == "classify";
+    if (a->list_keys) {
+      if (classify) {
+        auto c = checkpoint::unchecked_classify_config(values);
+        print_keys(c);
+      } else {
+        auto c = checkpoint::unchecked_run_config(values);
+        print_keys(c);
+      }
+      return;
+    }
     if (classify && !a->data.empty()) {
       throw ConfigError("--data: classify reads data.train/data.valid/data.test (TSV files); use --set data.train=FILE");
     }

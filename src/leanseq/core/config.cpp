@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -98,11 +99,15 @@ namespace {
 
 class KeyCollector : public ConfigVisitor {
  public:
-  std::vector<std::pair<std::string, std::string>> keys;
-  void field(const std::string& k, int64_t&, const char* h) override { keys.emplace_back(k, h); }
-  void field(const std::string& k, double&, const char* h) override { keys.emplace_back(k, h); }
-  void field(const std::string& k, bool&, const char* h) override { keys.emplace_back(k, h); }
-  void field(const std::string& k, std::string&, const char* h) override { keys.emplace_back(k, h); }
+  std::vector<ConfigKey> keys;
+  void field(const std::string& k, int64_t& v, const char* h) override { keys.push_back({k, "int", std::to_string(v), h}); }
+  void field(const std::string& k, double& v, const char* h) override {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    keys.push_back({k, "float", buf, h});
+  }
+  void field(const std::string& k, bool& v, const char* h) override { keys.push_back({k, "bool", v ? "true" : "false", h}); }
+  void field(const std::string& k, std::string& v, const char* h) override { keys.push_back({k, "string", v, h}); }
 };
 
 class Applier : public ConfigVisitor {
@@ -219,7 +224,7 @@ void apply_config(Configurable& cfg, const ConfigValues& values) {
   Applier applier(values);
   cfg.visit(applier);
   std::vector<std::string> known;
-  for (auto& [k, h] : config_keys(cfg)) known.push_back(k);
+  for (const auto& k : config_keys(cfg)) known.push_back(k.key);
   for (const auto& [k, v] : values.values) {
     if (std::find(applier.used.begin(), applier.used.end(), k) != applier.used.end()) continue;
     std::string msg = values.origin.at(k) + ": unknown key '" + k + "'";
@@ -237,7 +242,7 @@ std::string dump_config_yaml(Configurable& cfg) {
   return std::string(out.c_str()) + "\n";
 }
 
-std::vector<std::pair<std::string, std::string>> config_keys(Configurable& cfg) {
+std::vector<ConfigKey> config_keys(Configurable& cfg) {
   KeyCollector c;
   cfg.visit(c);
   return c.keys;

@@ -61,8 +61,13 @@ void apply_config(Configurable& cfg, const ConfigValues& values);
 // Dumps every field as nested YAML, in visit order.
 std::string dump_config_yaml(Configurable& cfg);
 
-// The keys `cfg` accepts, in visit order, with help texts.
-std::vector<std::pair<std::string, std::string>> config_keys(Configurable& cfg);
+// A key `cfg` accepts: its type (int, float, bool or string), its current value as text (a
+// fresh config's: the default) and its help.
+struct ConfigKey {
+  std::string key, type, value, help;
+};
+// The keys of `cfg`, in visit order.
+std::vector<ConfigKey> config_keys(Configurable& cfg);
 
 // Edit distance, for "did you mean" hints.
 size_t edit_distance(const std::string& a, const std::string& b);
