@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU, CMake, ninja, nvcc and Python torch (whose wheel holds a CUDA
-# LibTorch): builds leanseq with the CUDA kernels and runs its tests (the CUDA checks included) and
-# the GPU benchmarks. With ICU and oneDNN found it builds the training library too
-# (-DLEANSEQ_CLI=OFF: no cairo needed), so mixed-precision training (train --amp) is tested and
-# timed; otherwise the model stack alone (-DLEANSEQ_MODELS_ONLY=ON). Benchmarks: the SAN/AAN
+# LibTorch): builds leanseq with the CUDA kernels and runs its tests (the CUDA checks included),
+# the command line on the GPU and the GPU benchmarks. It builds the most the machine allows: the
+# leanseq executable (charts only where cairo is found), then translate, serve and train --amp run
+# on the GPU; else the training library (-DLEANSEQ_CLI=OFF: no cpp-httplib or CLI11 needed), so
+# that mixed precision is tested and timed; else the model stack alone (-DLEANSEQ_MODELS_ONLY=ON,
+# without ICU and oneDNN). Benchmarks: the SAN/AAN
 # decoding benchmark (batch 64 at output lengths 30 and 100, batch 1 at 30; with the operator
 # counts of --count-ops: all, those that launch a kernel, the matrix products), float16/bfloat16
 # decoding against float32, and float16/bfloat16 training against float32. JSON results go to
@@ -16,9 +18,12 @@ OUT=$(cd "$OUT" && pwd)
 export PATH=/usr/local/cuda/bin:$PATH
 prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DLEANSEQ_CUDA=ON -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_ARCHITECTURES=90)
-if cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=OFF -DLEANSEQ_CLI=OFF -DLEANSEQ_PYTHON=OFF \
+if cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=OFF -DLEANSEQ_CLI=ON -DLEANSEQ_PYTHON=OFF \
     > "$OUT/configure.log" 2>&1; then
-  echo "build: the training library and the model stack"
+  echo "build: the leanseq executable, the training library and the model stack"
+elif rm -rf build-gpu && cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=OFF -DLEANSEQ_CLI=OFF \
+    -DLEANSEQ_PYTHON=OFF > "$OUT/configure.log" 2>&1; then
+  echo "build: the training library and the model stack (cpp-httplib or CLI11 missing: no leanseq executable)"
 else
   rm -rf build-gpu
   cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=ON > "$OUT/configure.log"
@@ -37,6 +42,34 @@ if [ "${1:-}" != --bench-only ]; then
   # The CUDA checks by name: the kernels, compute types, and decoding on the GPU scoring the CPU's
   # hypotheses alike (translate --device cuda runs this search).
   grep -hE '^\[ *(OK|FAILED|SKIPPED) *\] .*Cuda' "$OUT"/test_*.log | sort -u || true
+fi
+# The command line on the GPU, with the checkpoint and data an older leanseq wrote
+# (tests/fixtures/pre_engine): translate as on the CPU, serve, and train --amp with a resume.
+if [ -x build-gpu/leanseq ] && [ "${1:-}" != --bench-only ]; then
+  fx=tests/fixtures/pre_engine/seq2seq cli=build-gpu/leanseq
+  $cli translate --checkpoint $fx/checkpoint_last.pt -i $fx/test.src -o "$OUT/translate_cpu.txt" --beam 4 \
+    2> "$OUT/translate_cpu.log"
+  $cli translate --checkpoint $fx/checkpoint_last.pt -i $fx/test.src -o "$OUT/translate_cuda.txt" --beam 4 \
+    --device cuda 2> "$OUT/translate_cuda.log"
+  echo "translate --device cuda: $(cmp -s "$OUT/translate_cpu.txt" "$OUT/translate_cuda.txt" && echo "the CPU's translations" \
+    || echo "DIFFERENT from the CPU's ($(diff "$OUT/translate_cpu.txt" "$OUT/translate_cuda.txt" | grep -c '^<') lines)")"
+  $cli serve --checkpoint $fx/checkpoint_last.pt --device cuda --port 0 > "$OUT/serve.log" 2>&1 &
+  serve_pid=$!
+  url=""
+  for _ in $(seq 60); do
+    url=$(grep -oE 'http://[0-9.]+:[0-9]+' "$OUT/serve.log" | head -1) && [ -n "$url" ] && break
+    sleep 1
+  done
+  reply=$(curl -s "$url/translate" -H 'Content-Type: application/json' -d '{"q": "a 3 a 5", "source": "src", "target": "tgt"}' || true)
+  kill -TERM $serve_pid; wait $serve_pid && r=ok || r="exit $?"
+  echo "serve --device cuda: reply $reply; stop: $r"
+  work=$(mktemp -d)
+  $cli train --arch transformer_tiny --data $fx/data --save-dir "$work/ck" --device cuda --amp --max-update 30 \
+    --set batch.max_tokens=500 > "$OUT/train_amp.log" 2>&1 && r=ok || r=FAILED
+  $cli train --arch transformer_tiny --data $fx/data --save-dir "$work/ck" --device cuda --amp --max-update 60 \
+    --set batch.max_tokens=500 --resume >> "$OUT/train_amp.log" 2>&1 && r2=ok || r2=FAILED
+  echo "train --device cuda --amp: $r; resumed: $r2, $(grep -c 'resumed from' "$OUT/train_amp.log") resume line(s)"
+  rm -rf "$work"
 fi
 [ "${1:-}" = --tests-only ] && exit 0
 A=transformer_iwslt_de_en

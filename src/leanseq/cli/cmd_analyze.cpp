@@ -84,7 +84,7 @@ void run_attention(const AnalyzeArgs& a) {
     report["kinds"][s.kind] = {{"similarity", s.matrix}, {"positions", s.positions}, {"groups", groups},
                                {"config_key", config_key}};
     io::atomic_write_text(a.output_dir + "/" + s.kind + ".csv", csv(s.matrix));
-    draw(s, a.output_dir + "/" + s.kind + ".png");
+    if (viz::charts_available()) draw(s, a.output_dir + "/" + s.kind + ".png");
     keys[s.side][s.key] = groups;
     std::cout << config_key << ": \"" << groups << "\"\n";
   }
@@ -207,6 +207,10 @@ void run_prune_curve(const PruneCurveArgs& a) {
   io::make_dirs(a.output_dir);
   io::atomic_write_text(a.output_dir + "/prune.json", report.dump(2) + "\n");
   io::atomic_write_text(a.output_dir + "/prune.csv", table.str());
+  if (!viz::charts_available()) {
+    log::info("wrote " + a.output_dir + "/{prune.json, prune.csv}; no chart: " + viz::no_charts_reason());
+    return;
+  }
   viz::plot_panels({panel}, a.output_dir + "/prune.png");
   log::info("wrote " + a.output_dir + "/{prune.json, prune.csv, prune.png}");
 }

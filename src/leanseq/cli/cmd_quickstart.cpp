@@ -18,6 +18,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/train/trainer.h"
+#include "leanseq/viz/plot.h"
 
 namespace fs = std::filesystem;
 
@@ -171,8 +172,12 @@ void add_quickstart(CLI::App& app, int& exit_code) {
       size_t k = static_cast<size_t>(i) * sources.size() / static_cast<size_t>(a->samples);
       std::printf("\nSRC: %s\nREF: %s\nHYP: %s\n", sources[k].c_str(), refs[k].c_str(), hyps[k].c_str());
     }
-    const std::string curve = a->work + "/learning_curve.png";
-    plot_training_logs({save_dir + "/train_log.jsonl"}, {a->arch}, "update", curve);
+    std::string curve = a->work + "/learning_curve.png";
+    if (viz::charts_available()) {
+      plot_training_logs({save_dir + "/train_log.jsonl"}, {a->arch}, "update", curve);
+    } else {
+      curve = "none, " + viz::no_charts_reason();
+    }
     std::printf("\ncheckpoint: %s/checkpoint_best.pt, translations: %s/test.hyp.%s\nlearning curve: %s\n",
                 save_dir.c_str(), a->work.c_str(), a->tgt.c_str(), curve.c_str());
     exit_code = 0;

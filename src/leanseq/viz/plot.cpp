@@ -1,7 +1,9 @@
 #include "leanseq/viz/plot.h"
 
+#ifdef LEANSEQ_WITH_CAIRO
 #include <cairo-svg.h>
 #include <cairo.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +15,14 @@
 #include "leanseq/core/io.h"
 
 namespace leanseq::viz {
+
+std::string no_charts_reason() {
+  return "built without charts (cairo was not found when leanseq was built; install libcairo2-dev and rebuild)";
+}
+
+#ifdef LEANSEQ_WITH_CAIRO
+bool charts_available() { return true; }
+
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -216,5 +226,13 @@ void plot_heatmap(const Heatmap& hm, const std::string& path) {
     text(cr, bx + 18, by + bh, tick_label(hm.vmin, 0.01), 10, 0, 1);
   });
 }
+
+#else
+bool charts_available() { return false; }
+void plot_panels(const std::vector<Panel>&, const std::string& path, int, int) {
+  throw Error(path + ": not written: " + no_charts_reason());
+}
+void plot_heatmap(const Heatmap&, const std::string& path) { throw Error(path + ": not written: " + no_charts_reason()); }
+#endif
 
 }  // namespace leanseq::viz

@@ -1,10 +1,16 @@
 // Line charts (learning curves) and heatmaps (attention, similarity matrices) drawn with cairo,
-// written as PNG or SVG by file extension.
+// written as PNG or SVG by file extension. A build without cairo (-DLEANSEQ_CHARTS=OFF, or AUTO
+// where it is not found) has no charts: charts_available() is false and plot_* throw Error.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace leanseq::viz {
+
+// Whether this build draws charts; where a chart is a side output, callers skip it when not.
+bool charts_available();
+// "built without charts (...)": the reason the plot_* functions give.
+std::string no_charts_reason();
 
 struct Series {
   std::string name;
