@@ -193,21 +193,29 @@ PYBIND11_MODULE(_leanseq, m) {
     }
   });
 
-  py::class_<Hypothesis>(m, "Hypothesis")
-      .def_readonly("text", &Hypothesis::text)
-      .def_readonly("tokens", &Hypothesis::tokens)
-      .def_property_readonly("score", [](const Hypothesis& h) { return h.scored ? py::cast(h.score) : py::none(); })
+  py::class_<Hypothesis>(m, "Hypothesis", "One translation of a sentence (an entry of ``TranslationResult.hypotheses``, best first).")
+      .def_readonly("text", &Hypothesis::text, "the detokenized translation")
+      .def_readonly("tokens", &Hypothesis::tokens, "its subword pieces, without </s>")
+      .def_property_readonly(
+          "score", [](const Hypothesis& h) { return h.scored ? py::cast(h.score) : py::none(); },
+          "its log-probability divided by length ** lenpen, as fairseq's H- line (None with return_scores=False)")
       .def_property_readonly("positional_scores",
-                             [](const Hypothesis& h) { return h.scored ? py::cast(h.positional_scores) : py::none(); })
-      .def_readonly("alignment", &Hypothesis::alignment)
+                             [](const Hypothesis& h) { return h.scored ? py::cast(h.positional_scores) : py::none(); },
+                             "the log-probability of each token, </s> last (None with return_scores=False)")
+      .def_readonly("alignment", &Hypothesis::alignment,
+                    "with return_alignment=True: per target token, the source position it attends most")
       .def("__repr__", [](const Hypothesis& h) { return "Hypothesis(text=" + py::repr(py::str(h.text)).cast<std::string>() + ")"; });
-  py::class_<Result>(m, "TranslationResult")
-      .def_readonly("hypotheses", &Result::hypotheses)
-      .def_property_readonly("text", [](const Result& r) { return r.hypotheses.empty() ? std::string() : r.hypotheses[0].text; })
-      .def_property_readonly("tokens", [](const Result& r) { return r.hypotheses.empty() ? std::vector<std::string>() : r.hypotheses[0].tokens; })
+  py::class_<Result>(m, "TranslationResult", "The translations of one sentence: its n-best hypotheses, and the best one's text, tokens and score.")
+      .def_readonly("hypotheses", &Result::hypotheses, "the n-best Hypothesis list, best first")
+      .def_property_readonly(
+          "text", [](const Result& r) { return r.hypotheses.empty() ? std::string() : r.hypotheses[0].text; },
+          "the best translation (empty for an empty or invalid sentence)")
+      .def_property_readonly(
+          "tokens", [](const Result& r) { return r.hypotheses.empty() ? std::vector<std::string>() : r.hypotheses[0].tokens; },
+          "the best translation's subword pieces")
       .def_property_readonly("score", [](const Result& r) {
         return r.hypotheses.empty() || !r.hypotheses[0].scored ? py::none() : py::cast(r.hypotheses[0].score);
-      })
+      }, "the best translation's score (None without one)")
       .def("__repr__", [](const Result& r) {
         return "TranslationResult(text=" + py::repr(py::str(r.hypotheses.empty() ? "" : r.hypotheses[0].text)).cast<std::string>() + ")";
       });
@@ -256,25 +264,27 @@ PYBIND11_MODULE(_leanseq, m) {
       .def_property_readonly("compute_type", &PyTranslator::compute_type)
       .def_property_readonly("compute_type_notice", &PyTranslator::compute_type_notice);
 
-  py::class_<eval::BleuScore>(m, "BLEUScore")
-      .def_readonly("score", &eval::BleuScore::score)
-      .def_readonly("precisions", &eval::BleuScore::precisions)
-      .def_readonly("bp", &eval::BleuScore::bp)
-      .def_readonly("signature", &eval::BleuScore::signature)
-      .def_property_readonly("sys_len", [](const eval::BleuScore& s) { return s.stats.sys_len; })
-      .def_property_readonly("ref_len", [](const eval::BleuScore& s) { return s.stats.ref_len; })
-      .def("format", &eval::BleuScore::format)
+  py::class_<eval::BleuScore>(m, "BLEUScore", "A corpus BLEU score as sacreBLEU 2.x computes it; str() prints leanseq score's line.")
+      .def_readonly("score", &eval::BleuScore::score, "BLEU, 0 to 100")
+      .def_readonly("precisions", &eval::BleuScore::precisions, "the 1- to 4-gram precisions, in percent")
+      .def_readonly("bp", &eval::BleuScore::bp, "the brevity penalty")
+      .def_readonly("signature", &eval::BleuScore::signature, "sacreBLEU's signature of the settings")
+      .def_property_readonly(
+          "sys_len", [](const eval::BleuScore& s) { return s.stats.sys_len; }, "the hypotheses' length in tokens")
+      .def_property_readonly(
+          "ref_len", [](const eval::BleuScore& s) { return s.stats.ref_len; }, "the references' effective length")
+      .def("format", &eval::BleuScore::format, "the score as sacreBLEU prints it")
       .def("__str__", &eval::BleuScore::report)
       .def("__repr__", &eval::BleuScore::report);
-  py::class_<eval::ChrfScore>(m, "CHRFScore")
-      .def_readonly("score", &eval::ChrfScore::score)
-      .def_readonly("name", &eval::ChrfScore::name)
+  py::class_<eval::ChrfScore>(m, "CHRFScore", "A corpus chrF (or chrF++ with word_order=2) score as sacreBLEU 2.x computes it.")
+      .def_readonly("score", &eval::ChrfScore::score, "chrF, 0 to 100")
+      .def_readonly("name", &eval::ChrfScore::name, "chrF2 or chrF2++")
       .def("__str__", &eval::ChrfScore::format)
       .def("__repr__", &eval::ChrfScore::format);
-  py::class_<eval::TerScore>(m, "TERScore")
-      .def_readonly("score", &eval::TerScore::score)
-      .def_readonly("edits", &eval::TerScore::edits)
-      .def_readonly("ref_length", &eval::TerScore::ref_length)
+  py::class_<eval::TerScore>(m, "TERScore", "A corpus TER score as sacreBLEU 2.x computes it.")
+      .def_readonly("score", &eval::TerScore::score, "TER in percent: edits per reference word")
+      .def_readonly("edits", &eval::TerScore::edits, "the edits over the corpus")
+      .def_readonly("ref_length", &eval::TerScore::ref_length, "the references' average length, summed over sentences")
       .def("__str__", &eval::TerScore::format)
       .def("__repr__", &eval::TerScore::format);
 
@@ -288,7 +298,9 @@ PYBIND11_MODULE(_leanseq, m) {
         py::gil_scoped_release release;
         return eval::corpus_bleu(hyps, streams, o);
       },
-      py::arg("hypotheses"), py::arg("references"), py::arg("tokenize") = "13a", py::arg("lowercase") = false);
+      py::arg("hypotheses"), py::arg("references"), py::arg("tokenize") = "13a", py::arg("lowercase") = false,
+      "Corpus BLEU of `hypotheses` against `references` (one list of lines, or several: one per reference set), as\n"
+      "``leanseq score`` and sacreBLEU 2.x: tokenize 13a, intl, char or none.");
   m.def(
       "chrf",
       [](const std::vector<std::string>& hyps, const py::object& refs, int word_order, bool lowercase) {
@@ -299,7 +311,8 @@ PYBIND11_MODULE(_leanseq, m) {
         py::gil_scoped_release release;
         return eval::corpus_chrf(hyps, streams, o);
       },
-      py::arg("hypotheses"), py::arg("references"), py::arg("word_order") = 0, py::arg("lowercase") = false);
+      py::arg("hypotheses"), py::arg("references"), py::arg("word_order") = 0, py::arg("lowercase") = false,
+      "Corpus chrF (word_order=2: chrF++) of `hypotheses` against `references`, as ``leanseq score --metric chrf``.");
   m.def(
       "ter",
       [](const std::vector<std::string>& hyps, const py::object& refs) {
@@ -307,7 +320,8 @@ PYBIND11_MODULE(_leanseq, m) {
         py::gil_scoped_release release;
         return eval::corpus_ter(hyps, streams, {});
       },
-      py::arg("hypotheses"), py::arg("references"));
+      py::arg("hypotheses"), py::arg("references"),
+      "Corpus TER of `hypotheses` against `references`, as ``leanseq score --metric ter``.");
 
   m.def(
       "import_fairseq",

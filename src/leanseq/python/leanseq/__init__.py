@@ -79,10 +79,12 @@ class Translator:
 
     @property
     def compute_type(self) -> str:
+        """The type the products run in ("float32", "int8", ...)."""
         return self._t.compute_type
 
     @property
     def compute_type_notice(self) -> str:
+        """Why the type differs from the one asked for (empty when it does not)."""
         return self._t.compute_type_notice
 
     def translate(self, sentences: Sequence[str], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Writes the generated reference pages from a build: cli.md (every command's --help), config.md
+# (train --list-keys: the run's keys, then each model family's) and python.md (the module's
+# docstrings). Tests/Docs.ReferencesAreUpToDate compares them with docs/reference/.
+#   scripts/reference/generate.sh [BUILD_DIR [OUT_DIR]]     (defaults: build, docs/reference)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+out=${2:-$here/../../docs/reference}
+mkdir -p "$out"
+leanseq=$build/leanseq
+# The help text wraps at CLI11's fixed widths; the environment must not change it.
+export COLUMNS=100 LC_ALL=C.UTF-8
+
+block() { printf '```text\n'; "$@" 2>&1; printf '```\n\n'; }
+
+{
+  echo "# Command reference"
+  echo
+  echo "Generated from \`leanseq --help\` and every command's \`--help\` (scripts/reference/generate.sh);"
+  echo "the guides in [docs/](../index.md) say when to use what."
+  echo
+  block "$leanseq" --help
+  "$leanseq" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}' | while read -r cmd; do
+    echo "## leanseq $cmd"
+    echo
+    block "$leanseq" "$cmd" --help
+    "$leanseq" "$cmd" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}' | while read -r sub; do
+      echo "### leanseq $cmd $sub"
+      echo
+      block "$leanseq" "$cmd" "$sub" --help
+    done
+  done
+} >"$out/cli.md.tmp"
+mv "$out/cli.md.tmp" "$out/cli.md"
+
+{
+  echo "# Config keys"
+  echo
+  echo "Generated from \`leanseq train --list-keys\` (scripts/reference/generate.sh). Every key is set the"
+  echo "same way: in a YAML file (\`-c\`, nested or dotted), with \`--set key=value\`, or by the flag that"
+  echo "names it. Later wins: the family's defaults < the preset (\`arch\`) < config files < \`--set\` < flags."
+  echo "\`leanseq train --list-keys --arch A\` prints the keys and values of any preset."
+  echo
+  echo "## A sequence-to-sequence run (translation, language models)"
+  echo
+  echo "The keys of every run, with \`transformer_small\`'s values; the \`model.*\` keys of each family follow."
+  echo
+  "$leanseq" train --list-keys | grep -v '^| `model\.'
+  echo
+  echo "## A text classification run (\`--task classify\`)"
+  echo
+  echo "With \`disan\`'s values."
+  echo
+  "$leanseq" train --list-keys --task classify --arch disan
+  "$leanseq" list-archs | awk -F'\t' '$2 != "classifier" && !seen[$2]++ {print $2 "\t" $1}' | while IFS=$'\t' read -r family arch; do
+    echo
+    echo "## Model keys: $family"
+    echo
+    echo "With \`$arch\`'s values (\`leanseq list-archs\` names every preset of the family)."
+    echo
+    "$leanseq" train --list-keys --arch "$arch" | awk 'NR <= 2 || /^\| `model\./'
+  done
+} >"$out/config.md.tmp"
+mv "$out/config.md.tmp" "$out/config.md"
+
+PYTHONPATH=$build/python python3 "$here/python_reference.py" >"$out/python.md.tmp"
+mv "$out/python.md.tmp" "$out/python.md"
