@@ -165,6 +165,25 @@ def test_two_threads_translating_at_once_get_their_own_results(checkpoint):
     assert got == expected
 
 
+def test_inter_threads_decode_on_one_model_as_one_thread_does(checkpoint):
+    rng = random.Random(5)
+    lines = [" ".join(f"a{rng.randrange(20)}" for _ in range(rng.randrange(1, 9))) for _ in range(60)]
+    one = leanseq.Translator(checkpoint, threads=1)
+    serial = one.translate(lines, beam=4, nbest=2, max_len_b=12, max_batch_size=7)
+    pool = leanseq.Translator(checkpoint, inter_threads=3, threads=1)
+    assert (pool.inter_threads, pool.intra_threads) == (3, 1)
+    parallel = pool.translate(lines, beam=4, nbest=2, max_len_b=12, max_batch_size=7)
+    assert [[h.text for h in r.hypotheses] for r in parallel] == [[h.text for h in r.hypotheses] for r in serial]
+    for p, s in zip(parallel, serial):
+        for hp, hs in zip(p.hypotheses, s.hypotheses):
+            assert hp.positional_scores == pytest.approx(hs.positional_scores, abs=1e-5)
+    # Calls in the background, one sentence each, share the workers and keep their order.
+    futures = [pool.translate_async([line], beam=4, max_len_b=12) for line in lines]
+    assert [f.result()[0].text for f in futures] == [r.text for r in serial]
+    with pytest.raises(ValueError, match="inter_threads"):
+        leanseq.Translator(checkpoint, inter_threads=0)
+
+
 def test_import_fairseq_then_translate_as_fairseq_interactive(tmp_path):
     src = os.path.join(SHARED, "fixtures", "fairseq-pt", "fconv")
     if not os.path.isdir(src):

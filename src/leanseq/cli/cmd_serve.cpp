@@ -31,7 +31,7 @@ void add_serve(CLI::App& app, int& exit_code) {
   sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] serves an ensemble")->required();
   sub->add_option("--host", a->server.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", a->server.port, "port (0: any free port; the log says which)")->capture_default_str();
-  sub->add_option("--workers", a->workers, "decoding workers, each with its own copy of the model")
+  sub->add_option("--workers", a->workers, "decoding workers, sharing one copy of the model")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   sub->add_option("--max-batch-sentences", a->server.batching.max_sentences,
@@ -85,20 +85,12 @@ void add_serve(CLI::App& app, int& exit_code) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     const auto paths = runtime::checkpoint_paths(a->checkpoint, "--checkpoint");
-    std::vector<std::unique_ptr<decode::Translator>> translators;
-    serve::ModelInfo info;
-    for (int w = 0; w < a->workers; ++w) {
-      auto lt = runtime::load_translator(paths.front());
-      runtime::add_ensemble(lt, paths, device);
-      if (w == 0) {
-        apply_compute_type(lt, *a, device);  // logs the type once
-      } else {
-        runtime::set_compute_type(lt, a->compute_type, device);
-      }
-      info = {a->checkpoint, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
-      translators.push_back(std::move(lt.translator));
-    }
-    serve::Server server(std::move(translators), info, a->server);
+    // One copy of the weights, decoded by every worker.
+    auto lt = runtime::load_translator(paths.front());
+    runtime::add_ensemble(lt, paths, device);
+    apply_compute_type(lt, *a, device);
+    const serve::ModelInfo info{a->checkpoint, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
+    serve::Server server(std::move(lt.translator), a->workers, info, a->server);
     std::thread watcher([&] {
       int sig = 0;
       sigwait(&stop_signals, &sig);

@@ -96,7 +96,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
                                                                    const TranslateOptions& opt, TranslationStats* stats,
                                                                    const std::vector<std::vector<int64_t>>* prefixes) {
   Timer timer;
-  model_->eval();
+  if (model_->is_training()) model_->eval();  // (a model in training validates through this; threads share the others)
   auto device = model_->parameters().front().device();
   // Sources longer than max_input_length tokens (</s> included) are cut to it, ending with </s>.
   const auto limit = static_cast<size_t>(std::max<int64_t>(opt.max_input_length, 0));

@@ -33,8 +33,9 @@ PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t dim, int64_t padding_id
   }
 }
 
-const torch::Tensor& PositionalEmbeddingImpl::table(int64_t rows, const torch::Device& device) {
+torch::Tensor PositionalEmbeddingImpl::table(int64_t rows, const torch::Device& device) {
   if (learned_) return weight;
+  std::lock_guard<std::mutex> lock(*table_mutex_);
   if (rows > table_.size(0)) table_ = sinusoidal_table(rows, dim_, padding_idx_);
   if (table_.device() != device) table_ = table_.to(device);
   return table_;
@@ -54,7 +55,7 @@ torch::Tensor PositionalEmbeddingImpl::forward(const torch::Tensor& tokens) {
 
 torch::Tensor PositionalEmbeddingImpl::at_steps(int64_t start, int64_t n, int64_t batch, const torch::Device& device) {
   const int64_t first = padding_idx_ + start + 1;
-  const auto& t = table(first + n, device);
+  const auto t = table(first + n, device);
   TORCH_CHECK(first + n <= t.size(0), "position ", first + n - 1 - padding_idx_, " is beyond the ",
               t.size(0) - padding_idx_ - 1, " learned positions");
   return t.narrow(0, first, n).unsqueeze(0).expand({batch, n, dim_});

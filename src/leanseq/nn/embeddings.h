@@ -2,6 +2,9 @@
 #pragma once
 #include <torch/torch.h>
 
+#include <memory>
+#include <mutex>
+
 namespace leanseq::nn {
 
 // fairseq's make_positions: pads get padding_idx, the j-th non-pad token of a row gets
@@ -29,11 +32,12 @@ class PositionalEmbeddingImpl : public torch::nn::Module {
  private:
   torch::Tensor lookup(const torch::Tensor& positions);
   // The table of embeddings: the learned weight, or the sinusoidal table with at least `rows` rows
-  // on `device`.
-  const torch::Tensor& table(int64_t rows, const torch::Device& device);
+  // on `device` (grown or moved under a lock: threads decode with one model).
+  torch::Tensor table(int64_t rows, const torch::Device& device);
   int64_t dim_, padding_idx_;
   bool learned_;
   torch::Tensor table_;  // sinusoidal only
+  std::shared_ptr<std::mutex> table_mutex_ = std::make_shared<std::mutex>();
 };
 TORCH_MODULE(PositionalEmbedding);
 

@@ -20,6 +20,7 @@
 #include "leanseq/eval/ter.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/runtime/inference.h"
+#include "leanseq/runtime/translator_pool.h"
 
 namespace py = pybind11;
 using namespace leanseq;
@@ -72,12 +73,14 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
   return t;
 }
 
-// A loaded model (or ensemble) behind a lock: one translation at a time per Translator (the
-// subword pipeline's helper process and lazily built caches are not shared safely), with the GIL
-// released meanwhile so that other Python threads run.
+// A loaded model (or ensemble) and the pool of `inter_threads` workers that decode with it (one
+// copy of the weights), with the GIL released meanwhile so that other Python threads run. Calls
+// from several Python threads share the workers; a seeded sampler runs alone (the random
+// generator is the process's).
 class PyTranslator {
  public:
-  PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int64_t threads) {
+  PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int64_t threads,
+               int64_t inter_threads) {
     kernels::ComputeTypeRequest request;
     try {
       request = kernels::parse_compute_type(compute_type);
@@ -95,21 +98,29 @@ class PyTranslator {
     const auto resolved = runtime::set_compute_type(lt_, request, d);
     compute_type_ = kernels::compute_type_name(resolved.type);
     notice_ = resolved.notice;
+    if (inter_threads < 1) throw ConfigError("inter_threads: " + std::to_string(inter_threads) + " is below 1");
+    pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, static_cast<int>(inter_threads),
+                                                      static_cast<int>(threads));
   }
+  int inter_threads() const { return pool_->workers(); }
+  int intra_threads() const { return pool_->intra_threads(); }
   const std::string& compute_type() const { return compute_type_; }
   const std::string& compute_type_notice() const { return notice_; }
 
   std::vector<Result> translate(const std::vector<std::string>& lines, const Options& o, decode::InputFormat format) {
     auto opt = to_options(o, format);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (o.seed) torch::manual_seed(static_cast<uint64_t>(*o.seed));
+    std::unique_lock<std::mutex> seeded;
+    if (o.seed) {
+      seeded = std::unique_lock<std::mutex>(seed_mutex_);
+      torch::manual_seed(static_cast<uint64_t>(*o.seed));
+    }
     // As `leanseq translate`: an empty line, or one that is not valid UTF-8, has an empty result.
     std::vector<std::string> todo;
     std::vector<size_t> where;
     for (size_t i = 0; i < lines.size(); ++i) {
       if (decode::translatable(lines[i])) todo.push_back(lines[i]), where.push_back(i);
     }
-    const auto done = lt_.translator->translate(todo, opt);
+    const auto done = pool_->translate(todo, opt, nullptr, /*in_order=*/o.seed.has_value());
     std::vector<std::vector<decode::TranslationHyp>> res(lines.size());
     for (size_t k = 0; k < where.size(); ++k) res[where[k]] = done[k];
     std::vector<Result> out;
@@ -140,14 +151,14 @@ class PyTranslator {
     }
     decode::TranslateOptions opt;
     opt.max_sentences = std::max<int64_t>(1, batch);
-    std::lock_guard<std::mutex> lock(mutex_);
     return lt_.translator->score(sources, targets, opt);
   }
 
  private:
   std::string compute_type_, notice_;
   runtime::LoadedTranslator lt_;
-  std::mutex mutex_;
+  std::unique_ptr<runtime::TranslatorPool> pool_;
+  std::mutex seed_mutex_;  // one seeded call at a time
 };
 
 std::vector<std::vector<std::string>> reference_streams(const py::object& refs, size_t n) {
@@ -242,8 +253,11 @@ PYBIND11_MODULE(_leanseq, m) {
       .def_readwrite("return_scores", &Options::return_scores);
 
   py::class_<PyTranslator>(m, "_Translator")
-      .def(py::init<const std::string&, const std::string&, const std::string&, int64_t>(), py::arg("path"),
-           py::arg("device"), py::arg("compute_type"), py::arg("threads"), py::call_guard<py::gil_scoped_release>())
+      .def(py::init<const std::string&, const std::string&, const std::string&, int64_t, int64_t>(), py::arg("path"),
+           py::arg("device"), py::arg("compute_type"), py::arg("threads"), py::arg("inter_threads"),
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("inter_threads", &PyTranslator::inter_threads)
+      .def_property_readonly("intra_threads", &PyTranslator::intra_threads)
       .def("translate",
            [](PyTranslator& t, const std::vector<std::string>& lines, const Options& o) {
              return t.translate(lines, o, decode::InputFormat::raw);

@@ -134,7 +134,7 @@ std::string read_body(const httplib::ContentReader& reader, size_t limit) {
 struct Server::Impl {
   ServeOptions opt;
   ModelInfo model;
-  std::vector<std::unique_ptr<decode::Translator>> translators;
+  std::unique_ptr<decode::Translator> translator;
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
   GuardedHttpServer http;
@@ -148,7 +148,7 @@ struct Server::Impl {
     const int64_t limit = opt.defaults.max_input_length;
     if (limit <= 0 || opt.truncate_long_inputs) return;
     for (size_t i = 0; i < texts.size(); ++i) {
-      const auto n = static_cast<int64_t>(translators.front()->source_pieces(texts[i]).size()) + 1;
+      const auto n = static_cast<int64_t>(translator->source_pieces(texts[i]).size()) + 1;
       if (n > limit) {
         throw Refusal{413, field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " has " +
                                std::to_string(n) + " subword tokens, more than the " + std::to_string(limit) +
@@ -316,13 +316,12 @@ struct Server::Impl {
   }
 };
 
-Server::Server(std::vector<std::unique_ptr<decode::Translator>> translators, ModelInfo model, ServeOptions opt)
+Server::Server(std::unique_ptr<decode::Translator> translator, int workers, ModelInfo model, ServeOptions opt)
     : impl_(std::make_unique<Impl>(opt)) {
   impl_->model = std::move(model);
-  impl_->translators = std::move(translators);
-  std::vector<decode::Translator*> workers;
-  for (auto& t : impl_->translators) workers.push_back(t.get());
-  impl_->batcher = std::make_unique<Batcher>(workers, impl_->opt.batching, [this](int64_t n, double s, int64_t tokens) {
+  impl_->translator = std::move(translator);
+  std::vector<decode::Translator*> decoders(static_cast<size_t>(std::max(workers, 1)), impl_->translator.get());
+  impl_->batcher = std::make_unique<Batcher>(std::move(decoders), impl_->opt.batching, [this](int64_t n, double s, int64_t tokens) {
     impl_->metrics.batch(n, s, tokens);
   });
   impl_->http.set_payload_max_length(impl_->opt.max_request_bytes);

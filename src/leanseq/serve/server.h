@@ -40,8 +40,8 @@ struct ModelInfo {
 
 class Server {
  public:
-  // One translator per decoding worker (each with its own model copy).
-  Server(std::vector<std::unique_ptr<decode::Translator>> translators, ModelInfo model, ServeOptions opt);
+  // `workers` decoding threads, all with `translator` (one copy of the weights).
+  Server(std::unique_ptr<decode::Translator> translator, int workers, ModelInfo model, ServeOptions opt);
   ~Server();
   // Binds and serves until stop(); returns false when the address cannot be bound. `on_listening`
   // receives the port once bound.

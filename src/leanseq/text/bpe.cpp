@@ -83,9 +83,20 @@ Bpe Bpe::from_file(const std::string& path, const std::vector<std::string>& glos
 }
 
 std::vector<std::string> Bpe::encode_word(const std::string& orig) const {
-  if (auto it = cache_.find(orig); it != cache_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    if (auto it = cache_->words.find(orig); it != cache_->words.end()) return it->second;
+  }
+  auto word = merge(orig);
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (cache_->words.size() >= kMaxCachedWords) cache_->words.clear();
+  cache_->words.emplace(orig, word);
+  return word;
+}
+
+std::vector<std::string> Bpe::merge(const std::string& orig) const {
   for (const auto& g : glossaries_) {
-    if (std::regex_match(orig, g)) return cache_[orig] = {orig};
+    if (std::regex_match(orig, g)) return {orig};
   }
   auto word = code_points(orig);
   if (word.size() <= 1) return word;
@@ -123,7 +134,7 @@ std::vector<std::string> Bpe::encode_word(const std::string& orig) const {
              word.back().compare(word.back().size() - kEndOfWord.size(), kEndOfWord.size(), kEndOfWord) == 0) {
     word.back().resize(word.back().size() - kEndOfWord.size());
   }
-  return cache_[orig] = word;
+  return word;
 }
 
 std::vector<std::string> Bpe::segment_word(const std::string& word) const {

@@ -6,6 +6,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <unordered_map>
@@ -35,7 +36,15 @@ class Bpe {
   std::string separator_ = "@@";
   std::vector<std::regex> glossaries_;
   std::vector<std::string> glossary_texts_;
-  mutable std::unordered_map<std::string, std::vector<std::string>> cache_;
+  std::vector<std::string> merge(const std::string& word) const;
+  // Words already segmented, shared by copies and by threads (a server's workers): at most
+  // kMaxCachedWords, then it starts again, so that a stream of new words cannot grow it.
+  struct WordCache {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::vector<std::string>> words;
+  };
+  static constexpr size_t kMaxCachedWords = 1 << 16;
+  std::shared_ptr<WordCache> cache_ = std::make_shared<WordCache>();
 };
 
 }  // namespace leanseq::text

@@ -4,6 +4,7 @@ The same C++ runtime as the ``leanseq`` command: ``Translator(path).translate(li
 ``leanseq translate`` prints for those lines.
 """
 
+import concurrent.futures
 import os
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
@@ -67,15 +68,41 @@ class Translator:
     ``device``: "cpu", "cuda" or "cuda:N"; ``compute_type``: "default" (the checkpoint's own type),
     "auto" (the fastest on the device), "float32", "int8", "int8_bfloat16", "bfloat16" or "float16"
     (docs/fast.md); ``.compute_type`` says which runs, ``.compute_type_notice`` why, when another
-    than asked; ``threads``: CPU threads (0: the default; at most 4 x the CPUs, ValueError otherwise). Calls on one Translator run one at a time, without holding the
-    GIL, so that other Python threads go on meanwhile.
+    than asked. ``inter_threads``: translations run at once, on one copy of the weights (the
+    sentences of a call are split between them, and calls from several Python threads or
+    ``translate_async`` share them); ``threads``: CPU threads of each (0: the CPUs divided by
+    ``inter_threads``, or the default for one; at most 4 x the CPUs, ValueError otherwise). The
+    threads settings are the process's. Calls run without holding the GIL, so that other Python
+    threads go on meanwhile.
     """
 
-    def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0):
+    def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0,
+                 inter_threads: int = 1):
         if not isinstance(path, str):
             raise ValueError("path must be a string")
-        self._t = _leanseq._Translator(path, device, compute_type, _int(threads, "threads"))
+        self._t = _leanseq._Translator(path, device, compute_type, _int(threads, "threads"),
+                                       _int(inter_threads, "inter_threads"))
+        self._executor = None
         self.path = path
+
+    @property
+    def inter_threads(self) -> int:
+        """Translations that run at once."""
+        return self._t.inter_threads
+
+    @property
+    def intra_threads(self) -> int:
+        """CPU threads of each translation."""
+        return self._t.intra_threads
+
+    def translate_async(self, sentences: Sequence[str], **options) -> "concurrent.futures.Future":
+        """``translate(sentences, **options)`` started in the background: a
+        ``concurrent.futures.Future`` whose ``result()`` is the list of results. Up to
+        ``inter_threads`` such calls decode at once."""
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=self.inter_threads,
+                                                                   thread_name_prefix="leanseq")
+        return self._executor.submit(self.translate, sentences, **options)
 
     @property
     def compute_type(self) -> str:

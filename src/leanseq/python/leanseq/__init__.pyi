@@ -1,4 +1,5 @@
-from typing import Iterable, Iterator, List, Optional, Sequence
+import concurrent.futures
+from typing import Any, Iterable, Iterator, List, Optional, Sequence
 
 __version__: str
 
@@ -35,7 +36,13 @@ class TERScore:
 
 class Translator:
     path: str
-    def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0) -> None: ...
+    def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0,
+                 inter_threads: int = 1) -> None: ...
+    @property
+    def inter_threads(self) -> int: ...
+    @property
+    def intra_threads(self) -> int: ...
+    def translate_async(self, sentences: Sequence[str], **options: Any) -> "concurrent.futures.Future[List[TranslationResult]]": ...
     @property
     def compute_type(self) -> str: ...
     @property

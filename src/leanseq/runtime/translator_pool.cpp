@@ -1,0 +1,98 @@
+#include "leanseq/runtime/translator_pool.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <exception>
+#include <future>
+
+#include "leanseq/core/error.h"
+#include "leanseq/core/threads.h"
+
+namespace leanseq::runtime {
+
+TranslatorPool::TranslatorPool(decode::Translator& translator, int workers, int intra_threads)
+    : translator_(translator) {
+  if (workers < 1 || workers > max_compute_threads()) {
+    throw ConfigError("inter_threads: " + std::to_string(workers) + " is not between 1 and " +
+                      std::to_string(max_compute_threads()));
+  }
+  // ATen's and OpenBLAS's thread counts are the process's: every worker gets the same share (one
+  // worker with 0 keeps the process's setting).
+  intra_threads_ = intra_threads > 0 ? intra_threads : std::max(1, compute_threads() / workers);
+  if (intra_threads > 0 || workers > 1) set_compute_threads(intra_threads_);
+  for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+}
+
+TranslatorPool::~TranslatorPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void TranslatorPool::work() {
+  at::init_num_threads();  // this thread's OpenMP team size, from the process's setting
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const std::vector<std::string>& lines,
+                                                                           const decode::TranslateOptions& opt,
+                                                                           decode::TranslationStats* stats,
+                                                                           bool in_order) {
+  // Parts of at most one batch, spread over the workers; one part when asked.
+  const bool ordered = in_order;
+  const size_t n = lines.size();
+  const size_t per_worker = (n + threads_.size() - 1) / std::max<size_t>(threads_.size(), 1);
+  const size_t part = ordered ? std::max<size_t>(n, 1)
+                              : std::max<size_t>(1, std::min<size_t>(per_worker, std::max<int64_t>(opt.max_sentences, 1)));
+  std::vector<std::vector<decode::TranslationHyp>> out(n);
+  std::vector<decode::TranslationStats> part_stats((n + part - 1) / part);
+  std::vector<std::future<void>> done;
+  for (size_t begin = 0, k = 0; begin < n; begin += part, ++k) {
+    const size_t end = std::min(n, begin + part);
+    auto task = std::make_shared<std::packaged_task<void()>>([&, begin, end, k] {
+      std::vector<std::string> these(lines.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     lines.begin() + static_cast<std::ptrdiff_t>(end));
+      auto hyps = translator_.translate(these, opt, &part_stats[k]);
+      std::move(hyps.begin(), hyps.end(), out.begin() + static_cast<std::ptrdiff_t>(begin));
+    });
+    done.push_back(task->get_future());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.emplace_back([task] { (*task)(); });
+    }
+    ready_.notify_one();
+  }
+  // Every part finishes (they refer to this frame) before the first error is thrown.
+  std::exception_ptr error;
+  for (auto& f : done) {
+    try {
+      f.get();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  if (stats) {
+    for (const auto& s : part_stats) {
+      stats->sentences += s.sentences, stats->target_tokens += s.target_tokens, stats->truncated += s.truncated;
+      stats->seconds = std::max(stats->seconds, s.seconds);
+    }
+  }
+  return out;
+}
+
+}  // namespace leanseq::runtime
