@@ -8,7 +8,8 @@ packages=(
   libicu-dev libcairo2-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sword-text-sparv sword-text-web libsword-utils
-  python3-dev pybind11-dev python3-pytest libcpp-httplib-dev chromium libdnnl-dev
+  python3-dev pybind11-dev python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
+  libcpp-httplib-dev chromium libdnnl-dev dpkg-dev
   clang-14 libclang-rt-14-dev
 )
 missing=()
