@@ -1,6 +1,6 @@
 """Builds the Python package with the project's CMake build (setuptools drives it; see docs/python.md):
-the extension module and the SentencePiece helper it runs, both placed inside the package, where the
-module finds the helper. CMake builds in build-python/, beside build/ so that ccache finds what
+the extension module, the SentencePiece helper it runs and the leanseq executable that
+leanseq.train() runs, all placed inside the package, where the module finds them. CMake builds in build-python/, beside build/ so that ccache finds what
 scripts/build.sh compiled (paths are hashed relative to the build directory); setuptools' own
 files go to build-python/setuptools/."""
 import os
@@ -19,7 +19,7 @@ VERSION = re.search(r"project\(leanseq VERSION ([0-9.]+)", (ROOT / "CMakeLists.t
 
 
 class CMakeBuild(build_ext):
-    """Configures and builds the module's targets only (no tests, benchmarks or command line)."""
+    """Configures and builds the module's targets only (no tests or benchmarks)."""
 
     def build_extension(self, ext):
         build = ROOT / "build-python"
@@ -28,7 +28,7 @@ class CMakeBuild(build_ext):
                         "-DLEANSEQ_BUILD_TESTS=OFF", "-DLEANSEQ_BUILD_BENCH=OFF", "-DLEANSEQ_PYTHON=ON",
                         f"-DPYTHON_EXECUTABLE={sys.executable}"], check=True)
         subprocess.run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2),
-                        "--target", "leanseq_python", "leanseq-spm"], check=True)
+                        "--target", "leanseq_python", "leanseq-spm", "leanseq"], check=True)
         module = pathlib.Path(self.get_ext_fullpath(ext.name))
         module.parent.mkdir(parents=True, exist_ok=True)
         built = next((build / "python" / "leanseq").glob("_leanseq*.so"))
@@ -39,9 +39,11 @@ class CMakeBuild(build_ext):
         if getattr(self, "editable_mode", False) or self.inplace:
             places.append(ROOT / "src" / "leanseq" / "python" / "leanseq")
         for place in places:
-            helper = place / "leanseq-spm"
-            shutil.copyfile(build / "leanseq-spm", helper)
-            helper.chmod(0o755)
+            for built_file, name in ((build / "leanseq-spm", "leanseq-spm"), (build / "leanseq", "_bin/leanseq")):
+                target = place / name
+                target.parent.mkdir(exist_ok=True)
+                shutil.copyfile(built_file, target)
+                target.chmod(0o755)
 
 
 setup(

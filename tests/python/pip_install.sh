@@ -18,9 +18,16 @@ import leanseq
 fx, out = sys.argv[1], sys.argv[2]
 here = os.path.dirname(leanseq.__file__)
 assert os.path.exists(os.path.join(here, "leanseq-spm")), "no helper in " + here
+assert os.access(os.path.join(here, "_bin", "leanseq"), os.X_OK), "no leanseq executable in " + here
+assert "transformer_small" in [a["name"] for a in leanseq.list_archs()]
 t = leanseq.Translator(fx + "/checkpoint_last.pt", threads=1)
 lines = [l.rstrip("\n") for l in open(fx + "/test.src", encoding="utf-8")]
 open(out, "w", encoding="utf-8").write("".join(r.text + "\n" for r in t.translate(lines)))
+import tempfile
+with tempfile.TemporaryDirectory() as save:  # training runs the package's own executable
+    records = leanseq.train(arch="transformer_tiny", data=fx + "/data", save_dir=save, max_update=2,
+                            set={"log.interval": 1, "batch.max_tokens": 500})
+    assert [r["update"] for r in records if r["type"] == "train"] == [1, 2], records
 print("leanseq", leanseq.__version__, "from", here)
 PY
   )

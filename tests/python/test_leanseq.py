@@ -1,6 +1,7 @@
 """The Python module against the command line it shares its runtime with: the same translations,
 the same scores, one-line exceptions, and two threads translating at once."""
 
+import json
 import os
 import random
 import re
@@ -182,6 +183,69 @@ def test_inter_threads_decode_on_one_model_as_one_thread_does(checkpoint):
     assert [f.result()[0].text for f in futures] == [r.text for r in serial]
     with pytest.raises(ValueError, match="inter_threads"):
         leanseq.Translator(checkpoint, inter_threads=0)
+
+
+def test_prepare_train_average_quantize_from_python_as_the_command_line(tmp_path):
+    d = str(tmp_path)
+    for split, n, seed in (("train", 400, 1), ("valid", 30, 2), ("test", 30, 3)):
+        write_task(f"{d}/{split}", n, seed)
+    report = leanseq.prepare("src", "tgt", f"{d}/train", f"{d}/valid", f"{d}/py-bin", test=f"{d}/test", vocab_size=60)
+    assert [s["name"] for s in report["splits"]] == ["train", "valid", "test"] and report["splits"][0]["lines"] == 400
+    run("prepare", "--src", "src", "--tgt", "tgt", "--train", f"{d}/train", "--valid", f"{d}/valid",
+        "--test", f"{d}/test", "--out", f"{d}/cli-bin", "--vocab-size", "60")
+    keys = {"batch.max_tokens": 600, "optim.lr": 0.003, "optim.warmup_updates": 10, "log.interval": 5,
+            "checkpoint.save_interval_updates": 10, "checkpoint.no_epoch_checkpoints": True}
+    seen = []
+    records = leanseq.train(arch="transformer_tiny", data=f"{d}/py-bin", save_dir=f"{d}/py", set=keys,
+                            max_update=30, seed=4, threads=1, on_log=seen.append)
+    run("train", "--arch", "transformer_tiny", "--data", f"{d}/cli-bin", "--save-dir", f"{d}/cli", "--max-update", "30",
+        "--seed", "4", "--threads", "1", *[a for k, v in keys.items() for a in ("--set", f"{k}={str(v).lower()}")])
+    # Every record the run wrote to its log, in order, reached the callback.
+    logged = [json.loads(line) for line in open(f"{d}/py/train_log.jsonl")]
+    assert seen == records and [r["update"] for r in seen] == [r["update"] for r in logged] and len(seen) >= 6
+    # The same weights: the two checkpoints give the same log-probabilities, bit for bit.
+    py, cli = (leanseq.Translator(f"{d}/{w}/checkpoint_last.pt", threads=1) for w in ("py", "cli"))
+    assert py.score(LINES, ["b1 b2 b3", "b4 b5", "b6", "b11"]) == cli.score(LINES, ["b1 b2 b3", "b4 b5", "b6", "b11"])
+    averaged = leanseq.average(f"{d}/avg.pt", dir=f"{d}/py", last_updates=2)
+    assert [os.path.basename(p) for p in averaged] == ["checkpoint_4_30.pt", "checkpoint_3_20.pt"]
+    run("average", "--dir", f"{d}/py", "--last-updates", "2", "-o", f"{d}/avg-cli.pt")
+    assert leanseq.Translator(f"{d}/avg.pt").score(LINES[:1], ["b1"]) == leanseq.Translator(f"{d}/avg-cli.pt").score(LINES[:1], ["b1"])
+    q = leanseq.quantize(f"{d}/py/checkpoint_last.pt", f"{d}/q.pt")
+    assert q["bytes"] == os.path.getsize(f"{d}/q.pt") and q["float32_bytes"] > 0
+    assert leanseq.Translator(f"{d}/q.pt").compute_type == "int8"
+    with pytest.raises(ValueError, match="unknown key 'optim.lrr'"):
+        leanseq.train(arch="transformer_tiny", data=f"{d}/py-bin", save_dir=f"{d}/bad", set={"optim.lrr": 1})
+    with pytest.raises(ValueError, match="type"):
+        leanseq.quantize(f"{d}/py/checkpoint_last.pt", f"{d}/q2.pt", type="int4")
+
+
+def test_presets_and_config_keys_as_the_command_line():
+    archs = leanseq.list_archs()
+    assert [a["name"] for a in archs] == [line.split("\t")[0] for line in run("list-archs").stdout.splitlines()]
+    keys = {k["key"]: k for k in leanseq.config_keys("transformer_iwslt_de_en")}
+    assert keys["model.encoder.ffn_embed_dim"]["default"] == "1024" and keys["optim.lr"]["type"] == "float"
+    assert "model.encoder" in {k["key"] for k in leanseq.config_keys(task="classify")}
+    with pytest.raises(ValueError, match="task"):
+        leanseq.config_keys(task="summarize")
+
+
+def test_a_keyboard_interrupt_saves_and_stops_training(tmp_path):
+    d = str(tmp_path)
+    for split, n, seed in (("train", 400, 1), ("valid", 30, 2)):
+        write_task(f"{d}/{split}", n, seed)
+    leanseq.prepare("src", "tgt", f"{d}/train", f"{d}/valid", f"{d}/bin", vocab_size=60)
+
+    def interrupt(record):
+        if record["update"] >= 10:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        leanseq.train(arch="transformer_tiny", data=f"{d}/bin", save_dir=f"{d}/ck", max_update=100000,
+                      set={"log.interval": 5, "batch.max_tokens": 600}, on_log=interrupt)
+    # The run saved where it stopped, and goes on from there.
+    records = leanseq.train(arch="transformer_tiny", data=f"{d}/bin", save_dir=f"{d}/ck", max_update=20,
+                            set={"log.interval": 5, "batch.max_tokens": 600}, resume=True)
+    assert records and 10 < records[0]["update"] <= 20
 
 
 def test_import_fairseq_then_translate_as_fairseq_interactive(tmp_path):

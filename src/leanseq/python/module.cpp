@@ -20,6 +20,7 @@
 #include "leanseq/eval/ter.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/runtime/inference.h"
+#include "leanseq/python/toolkit.h"
 #include "leanseq/runtime/translator_pool.h"
 
 namespace py = pybind11;
@@ -336,6 +337,8 @@ PYBIND11_MODULE(_leanseq, m) {
       },
       py::arg("hypotheses"), py::arg("references"),
       "Corpus TER of `hypotheses` against `references`, as ``leanseq score --metric ter``.");
+
+  python::add_toolkit(m);
 
   m.def(
       "import_fairseq",

@@ -1,4 +1,4 @@
-"""leanseq: translate, score and import sequence-to-sequence models from Python.
+"""leanseq: prepare, train, translate, score, quantize and import sequence-to-sequence models from Python.
 
 The same C++ runtime as the ``leanseq`` command: ``Translator(path).translate(lines)`` gives what
 ``leanseq translate`` prints for those lines.
@@ -25,8 +25,11 @@ from ._leanseq import (  # noqa: E402
     __version__,
     bleu,
     chrf,
+    config_keys,
+    list_archs,
     ter,
 )
+from ._toolkit import average, prepare, quantize, train  # noqa: E402
 
 # Debian's OpenBLAS takes CPUs it does not know for a Prescott and runs float32 products at a fifth
 # of their speed: the library switches to the best kernels the CPU supports, as in leanseq's
@@ -34,6 +37,7 @@ from ._leanseq import (  # noqa: E402
 _leanseq._use_best_openblas_kernels()
 
 __all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter", "import_fairseq",
+           "prepare", "train", "average", "quantize", "list_archs", "config_keys",
            "BLEUScore", "CHRFScore", "TERScore", "__version__"]
 
 

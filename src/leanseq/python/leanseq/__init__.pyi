@@ -1,5 +1,5 @@
 import concurrent.futures
-from typing import Any, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 __version__: str
 
@@ -67,3 +67,19 @@ def ter(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> TERSc
 def import_fairseq(checkpoint: str, data_dir: str, out: str, spm: Optional[str] = None,
                    tokenizer: Optional[str] = None, bpe_codes: Optional[str] = None,
                    source_lang: Optional[str] = None, target_lang: Optional[str] = None) -> dict: ...
+
+def prepare(src: str, tgt: str, train: str, valid: str, out: str, test: Optional[str] = None,
+            vocab_size: int = 8000, joint: bool = True, spm_model: Optional[str] = None,
+            model_type: str = "unigram", min_len: int = 1, max_len: int = 250, max_ratio: float = 3.0,
+            lm: bool = False) -> dict: ...
+def train(arch: Optional[str] = None, data: Optional[str] = None, save_dir: Optional[str] = None,
+          config: Union[None, str, Sequence[str]] = None, set: Optional[Dict[str, object]] = None,
+          task: Optional[str] = None, max_update: Optional[int] = None, max_epoch: Optional[int] = None,
+          max_minutes: Optional[float] = None, seed: Optional[int] = None, threads: Optional[int] = None,
+          device: Optional[str] = None, resume: bool = False,
+          on_log: Optional[Callable[[dict], None]] = None) -> List[dict]: ...
+def average(output: str, inputs: Optional[Sequence[str]] = None, dir: Optional[str] = None,
+            last: int = 0, last_updates: int = 0) -> List[str]: ...
+def quantize(checkpoint: str, out: str, type: str = "int8") -> dict: ...
+def list_archs() -> List[dict]: ...
+def config_keys(arch: str = "", task: str = "seq2seq") -> List[dict]: ...
