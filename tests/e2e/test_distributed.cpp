@@ -113,6 +113,70 @@ TEST(Distributed, TwoRanksTrainAsOneProcessWithTwiceTheAccumulationAndResume) {
   EXPECT_EQ(records(dir + "/one-then-two/train_log.jsonl", "valid").back()["update"], 40);
 }
 
+namespace {
+// Two network namespaces joined by a veth pair, as two hosts on one link: 10.213.<n>.1 and .2.
+// Deleted (with their interfaces) when it goes.
+class TwoHosts {
+ public:
+  TwoHosts() {
+    const auto id = std::to_string(::getpid() % 100000);
+    names_ = {"lsq" + id + "a", "lsq" + id + "b"};
+    subnet_ = "10.213." + std::to_string(::getpid() % 250) + ".";
+    std::string out;
+    const std::string script =
+        "set -e; ip netns add " + names_[0] + "; ip netns add " + names_[1] + "; ip link add " + names_[0] +
+        " type veth peer name " + names_[1] + "; ip link set " + names_[0] + " netns " +
+        names_[0] + "; ip link set " + names_[1] + " netns " + names_[1] + "; ip -n " + names_[0] + " addr add " +
+        subnet_ + "1/24 dev " + names_[0] + "; ip -n " + names_[1] + " addr add " + subnet_ + "2/24 dev " + names_[1] +
+        "; for n in " + names_[0] + " " + names_[1] + "; do ip -n $n link set $n up; ip -n $n link set lo up; done";
+    ok_ = run_command("bash -c '" + script + "'", out) == 0;
+    why_ = out;
+  }
+  ~TwoHosts() {
+    std::string out;
+    run_command("ip netns del " + names_[0] + "; ip netns del " + names_[1], out);
+  }
+  bool ok() const { return ok_; }
+  const std::string& why() const { return why_; }
+  // `command` on host `i` (0 or 1), with its interface for Gloo.
+  std::string on(int i, const std::string& command) const {
+    return "ip netns exec " + names_[i] + " env GLOO_SOCKET_IFNAME=" + names_[i] + " " + command;
+  }
+  std::string address(int i) const { return subnet_ + std::to_string(i + 1); }
+
+ private:
+  std::vector<std::string> names_;
+  std::string subnet_, why_;
+  bool ok_ = false;
+};
+}  // namespace
+
+// The path of a run on two machines, not loopback: one rank in each of two network namespaces, the
+// rendezvous and Gloo's all-reduce over the veth link between them. The ranks train as one process
+// with twice the accumulation, as on one host.
+TEST(Distributed, TwoHostsOverANetworkLinkTrainAsOneProcessWithTwiceTheAccumulation) {
+  TwoHosts hosts;
+  if (!hosts.ok()) GTEST_SKIP() << "cannot create network namespaces (needs root and ip netns): " << hosts.why();
+  auto dir = temp_dir("e2e-hosts");
+  auto data = prepare_task(dir);
+  const std::string flags = train_flags(data) + " --set valid.interval_updates=20 --max-update 20";
+  const std::string rank = kOneThread + "WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=" + hosts.address(0) + " MASTER_PORT=" +
+                           std::to_string(20000 + ::getpid() % 20000);
+  std::string out;
+  const int rc = run_command(
+      "bash -c '" + hosts.on(0, "RANK=0 " + rank + " " + kCli + flags + " --save-dir " + dir + "/hosts") + " > " + dir +
+          "/rank0.log 2>&1 & p=$!; " + hosts.on(1, "RANK=1 " + rank + " " + kCli + flags + " --save-dir " + dir + "/rank1") +
+          " > " + dir + "/rank1.log 2>&1; r1=$?; wait $p; r0=$?; exit $((r0 | r1))'",
+      out);
+  ASSERT_EQ(rc, 0) << read_text(dir + "/rank0.log") << read_text(dir + "/rank1.log");
+  EXPECT_NE(read_text(dir + "/rank0.log").find("distributed: 2 ranks (Gloo)"), std::string::npos)
+      << read_text(dir + "/rank0.log");
+  ASSERT_EQ(run_command(kOneThread + kCli + flags + " --save-dir " + dir + "/one --set optim.update_freq=2", out), 0)
+      << out;
+  expect_same_losses(dir + "/one/train_log.jsonl", dir + "/hosts/train_log.jsonl");
+  expect_same_weights(dir + "/one/checkpoint_last.pt", dir + "/hosts/checkpoint_last.pt", 1e-5);
+}
+
 // The classification task runs in the same engine: DiSAN in 2 ranks trains as one process with
 // twice the accumulation, and resumes.
 TEST(Distributed, DisanClassifierInTwoRanksTrainsAsOneProcessWithTwiceTheAccumulation) {
