@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "e2e/task.h"
+#include "leanseq/data/indexed.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/zip.h"
 #include "leanseq/runtime/inference.h"
@@ -103,6 +104,32 @@ TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {
   std::cout << "peak memory: 1,000 lines " << a << " MiB, 60,000 lines " << b << " MiB\n";
   EXPECT_LT(b - a, 64) << "1,000 lines: " << a << " MiB, 60,000 lines: " << b << " MiB";
   EXPECT_NE(large.find("translated 60000 sentences"), std::string::npos) << large;
+}
+
+// prepare streams its corpus: its own peak memory does not grow with the number of pairs (the
+// SentencePiece trainer, a child process, samples a bounded number of sentences).
+TEST(PrepareStream, MemoryDoesNotGrowWithTheCorpus) {
+  const auto dir = temp_dir("prepare-memory");
+  auto write = [&](const std::string& prefix, int n) {
+    std::ofstream s(dir + "/" + prefix + ".src"), t(dir + "/" + prefix + ".tgt");
+    for (int i = 0; i < n; ++i) {
+      for (int w = 0; w < 12; ++w) s << (w ? " a" : "a") << (i * (w + 1)) % 20, t << (w ? " b" : "b") << (i * (w + 1)) % 20;
+      s << "\n", t << "\n";
+    }
+  };
+  write("small", 5000);
+  write("large", 100000);
+  write("valid", 100);
+  std::string small, large;
+  const std::string flags = " --src src --tgt tgt --valid " + dir + "/valid --vocab-size 60";
+  ASSERT_EQ(run_command(kCli + " prepare --train " + dir + "/small --out " + dir + "/small-bin" + flags, small), 0) << small;
+  ASSERT_EQ(run_command(kCli + " prepare --train " + dir + "/large --out " + dir + "/large-bin" + flags, large), 0) << large;
+  const double a = peak_mib(small), b = peak_mib(large);
+  ASSERT_GT(a, 0) << small;
+  ASSERT_GT(b, 0) << large;
+  std::cout << "peak memory of prepare: 5,000 pairs " << a << " MiB, 100,000 pairs " << b << " MiB\n";
+  EXPECT_LT(b - a, 48) << "5,000 pairs: " << a << " MiB, 100,000 pairs: " << b << " MiB";
+  EXPECT_EQ(leanseq::data::IndexedDataset(dir + "/large-bin/train.src").size(), 100000u);
 }
 
 TEST(TranslateOptions, PrefixNoRepeatNgramSamplingAndAMissingDevice) {

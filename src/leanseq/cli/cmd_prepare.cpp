@@ -1,7 +1,12 @@
+#include <sys/resource.h>
+
+#include <cstdio>
 #include <iostream>
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/core/timer.h"
 #include "leanseq/data/prepare.h"
 
 namespace leanseq::cli {
@@ -35,8 +40,14 @@ void add_prepare(CLI::App& app, int& exit_code) {
     } else if (!lang->empty()) {
       throw ConfigError("prepare: --lang applies to --lm corpora; a parallel corpus takes --src and --tgt");
     }
+    Timer timer;
     auto report = data::prepare(*opt);
     std::cout << report.format() << "wrote " << opt->out_dir << "\n";
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "prepared in %.1f s; peak memory %.0f MiB", timer.seconds(), usage.ru_maxrss / 1024.0);
+    log::info(buf);
     exit_code = 0;
   });
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "leanseq/core/error.h"
@@ -26,18 +27,57 @@ void write_file(const std::string& path, const void* data, size_t bytes, const v
 }
 }  // namespace
 
-void IndexedWriter::add(const std::vector<int64_t>& ids) {
-  for (int64_t id : ids) tokens_.push_back(static_cast<int32_t>(id));
-  offsets_.push_back(static_cast<int64_t>(tokens_.size()));
+IndexedWriter::IndexedWriter(std::string spill) : spill_(std::move(spill)) {
+  bin_ = std::make_unique<io::FileWriter>(spill_ + ".bin");
+  offsets_file_ = std::make_unique<io::FileWriter>(spill_ + ".offsets");
 }
 
-void IndexedWriter::save(const std::string& prefix) const {
-  write_file(prefix + ".bin", tokens_.data(), tokens_.size() * sizeof(int32_t), nullptr, 0);
+IndexedWriter::~IndexedWriter() {
+  if (!spill_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(spill_ + ".bin", ec);
+    std::filesystem::remove(spill_ + ".offsets", ec);
+  }
+}
+
+void IndexedWriter::add(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) tokens_.push_back(static_cast<int32_t>(id));
+  total_tokens_ += static_cast<int64_t>(ids.size());
+  offsets_.push_back(total_tokens_);
+  ++count_;
+  if (!spill_.empty() && (tokens_.size() >= kBufferEntries || offsets_.size() >= kBufferEntries)) flush();
+}
+
+void IndexedWriter::flush() {
+  bin_->write(tokens_.data(), tokens_.size() * sizeof(int32_t));
+  offsets_file_->write(offsets_.data(), offsets_.size() * sizeof(int64_t));
+  tokens_.clear();
+  offsets_.clear();
+}
+
+void IndexedWriter::save(const std::string& prefix) {
   char header[16];
   std::memcpy(header, kMagic, 8);
-  int64_t n = static_cast<int64_t>(size());
-  std::memcpy(header + 8, &n, 8);
-  write_file(prefix + ".idx", offsets_.data(), offsets_.size() * sizeof(int64_t), header, 16);
+  std::memcpy(header + 8, &count_, 8);
+  if (spill_.empty()) {
+    write_file(prefix + ".bin", tokens_.data(), tokens_.size() * sizeof(int32_t), nullptr, 0);
+    write_file(prefix + ".idx", offsets_.data(), offsets_.size() * sizeof(int64_t), header, 16);
+    return;
+  }
+  flush();
+  bin_->close();
+  offsets_file_->close();
+  io::atomic_write(prefix + ".idx", [&](const std::string& tmp) {
+    io::FileWriter out(tmp);
+    out.write(header, 16);
+    std::ifstream in(spill_ + ".offsets", std::ios::binary);
+    std::vector<char> chunk(size_t{1} << 20);
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+      out.write(chunk.data(), static_cast<size_t>(in.gcount()));
+    }
+    out.close();
+  });
+  std::filesystem::rename(spill_ + ".bin", prefix + ".bin");
 }
 
 IndexedDataset::IndexedDataset(const std::string& prefix) {

@@ -2,21 +2,38 @@
 // back to back (each ending with </s>), <prefix>.idx a small header and N+1 int64 offsets.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "leanseq/core/io.h"
 
 namespace leanseq::data {
 
 class IndexedWriter {
  public:
+  // In memory until save().
+  IndexedWriter() = default;
+  // Streaming: the ids and offsets go to <spill>.bin and <spill>.offsets as they come (a buffer of
+  // kBufferEntries each), so that memory does not grow with the corpus; save() then moves the
+  // ids file into place (the same file system) and writes the index from the offsets file.
+  explicit IndexedWriter(std::string spill);
+  ~IndexedWriter();
+  IndexedWriter(const IndexedWriter&) = delete;
+  IndexedWriter& operator=(const IndexedWriter&) = delete;
   void add(const std::vector<int64_t>& ids);
-  // Writes both files atomically.
-  void save(const std::string& prefix) const;
-  size_t size() const { return offsets_.size() - 1; }
+  // Writes both files atomically (once).
+  void save(const std::string& prefix);
+  size_t size() const { return static_cast<size_t>(count_); }
+  static constexpr size_t kBufferEntries = size_t{1} << 20;
 
  private:
+  void flush();
+  std::string spill_;
+  std::unique_ptr<io::FileWriter> bin_, offsets_file_;
   std::vector<int32_t> tokens_;
   std::vector<int64_t> offsets_{0};
+  int64_t count_ = 0, total_tokens_ = 0;
 };
 
 class IndexedDataset {

@@ -3,11 +3,15 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <sstream>
+#include <fstream>
+#include <functional>
+#include <memory>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/indexed.h"
@@ -18,40 +22,120 @@ namespace fs = std::filesystem;
 namespace leanseq::data {
 namespace {
 
-struct RawSplit {
-  std::string name;
-  std::vector<std::string> src, tgt;
-};
-
-RawSplit read_split(const std::string& name, const std::string& prefix, const PrepareOptions& opt) {
-  RawSplit s{name, {}, {}};
-  std::string sp = prefix + "." + opt.src_lang, tp = prefix + "." + opt.tgt_lang;
-  if (opt.language_model) {
-    if (!io::file_exists(tp)) throw DataError(tp + ": file not found (" + name + " split, expected <prefix>.<lang>)");
-    s.tgt = io::read_lines(tp);
-    if (s.tgt.empty()) throw DataError(tp + ": file is empty");
-    return s;
-  }
-  for (const auto& p : {sp, tp}) {
+// A split's two files read in step, one pair at a time: fn(source line, target line), the source
+// empty for a language model. DataError naming the file and line for text that is not UTF-8, an
+// empty file, or sides of different lengths. Nothing is kept: memory does not grow with the corpus.
+int64_t for_each_pair(const std::string& name, const std::string& prefix, const PrepareOptions& opt,
+                      const std::function<void(const std::string&, const std::string&)>& fn) {
+  const std::string sp = prefix + "." + opt.src_lang, tp = prefix + "." + opt.tgt_lang;
+  const bool lm = opt.language_model;
+  for (const auto& p : lm ? std::vector<std::string>{tp} : std::vector<std::string>{sp, tp}) {
     if (!io::file_exists(p)) throw DataError(p + ": file not found (" + name + " split, expected <prefix>.<lang>)");
   }
-  s.src = io::read_lines(sp);
-  s.tgt = io::read_lines(tp);
-  if (s.src.empty()) throw DataError(sp + ": file is empty");
-  if (s.tgt.empty()) throw DataError(tp + ": file is empty");
-  if (s.src.size() != s.tgt.size()) {
-    throw DataError(sp + " has " + std::to_string(s.src.size()) + " lines but " + tp + " has " +
-                    std::to_string(s.tgt.size()) + "; the sides of a parallel corpus must align line by line");
+  std::unique_ptr<io::LineReader> src;
+  if (!lm) src = std::make_unique<io::LineReader>(sp);
+  io::LineReader tgt(tp);
+  auto check = [](const std::string& path, int64_t line_no, const std::string& line) {
+    const long bad = io::utf8_invalid_offset(line);
+    if (bad >= 0) {
+      throw DataError(path + ":" + std::to_string(line_no) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
+                      " of the line (expected UTF-8 text)");
+    }
+  };
+  std::string s, t;
+  int64_t ns = 0, nt = 0;
+  for (;;) {
+    const bool has_s = !lm && src->next(s), has_t = tgt.next(t);
+    if (has_s) check(sp, ++ns, s);
+    if (has_t) check(tp, ++nt, t);
+    if (has_t && (lm || has_s)) {
+      fn(lm ? std::string() : s, t);
+    } else if (!has_s && !has_t) {
+      break;
+    }
   }
-  return s;
+  if (!lm && ns == 0) throw DataError(sp + ": file is empty");
+  if (nt == 0) throw DataError(tp + ": file is empty");
+  if (!lm && ns != nt) {
+    throw DataError(sp + " has " + std::to_string(ns) + " lines but " + tp + " has " + std::to_string(nt) +
+                    "; the sides of a parallel corpus must align line by line");
+  }
+  return nt;
 }
 
-std::string write_lines_file(const std::string& path, const std::vector<std::string>& lines) {
-  std::ostringstream os;
-  for (const auto& l : lines) os << l << '\n';
-  io::atomic_write_text(path, os.str());
-  return path;
-}
+// Lines of text as they are read, to a file (buffered).
+class LinesFile {
+ public:
+  explicit LinesFile(const std::string& path) : out_(path) {}
+  void add(const std::string& line) {
+    buffer_ += line;
+    buffer_ += '\n';
+    if (buffer_.size() >= (size_t{1} << 20)) flush();
+  }
+  void close() {
+    flush();
+    out_.close();
+  }
+
+ private:
+  void flush() {
+    out_.write(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+  io::FileWriter out_;
+  std::string buffer_;
+};
+
+// Subword pieces of one line after another, length-prefixed (a piece may hold any byte), so that
+// the dictionary can be counted before the ids are written without keeping the pieces in memory.
+class PiecesFile {
+ public:
+  explicit PiecesFile(const std::string& path) : out_(path) {}
+  void add(const std::vector<std::string>& pieces) {
+    put(static_cast<uint32_t>(pieces.size()));
+    for (const auto& p : pieces) {
+      put(static_cast<uint32_t>(p.size()));
+      buffer_ += p;
+    }
+    if (buffer_.size() >= (size_t{1} << 20)) flush();
+  }
+  void close() {
+    flush();
+    out_.close();
+  }
+
+ private:
+  void put(uint32_t n) { buffer_.append(reinterpret_cast<const char*>(&n), sizeof n); }
+  void flush() {
+    out_.write(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+  io::FileWriter out_;
+  std::string buffer_;
+};
+
+class PiecesReader {
+ public:
+  explicit PiecesReader(const std::string& path) : in_(path, std::ios::binary) {
+    if (!in_) throw DataError(path + ": cannot open");
+  }
+  bool next(std::vector<std::string>& pieces) {
+    uint32_t n = 0;
+    if (!in_.read(reinterpret_cast<char*>(&n), sizeof n)) return false;
+    pieces.resize(n);
+    for (auto& p : pieces) {
+      uint32_t len = 0;
+      in_.read(reinterpret_cast<char*>(&len), sizeof len);
+      p.resize(len);
+      in_.read(p.data(), len);
+    }
+    if (!in_) throw DataError("a temporary pieces file of prepare is truncated");
+    return true;
+  }
+
+ private:
+  std::ifstream in_;
+};
 
 }  // namespace
 
@@ -91,11 +175,13 @@ PrepareReport prepare(const PrepareOptions& opt) {
     throw DataError(opt.spm_model + ": SentencePiece model not found");
   }
 
-  // 1. Validate every input before writing anything.
-  std::vector<RawSplit> splits;
-  splits.push_back(read_split("train", opt.train, opt));
-  splits.push_back(read_split("valid", opt.valid, opt));
-  if (!opt.test.empty()) splits.push_back(read_split("test", opt.test, opt));
+  // 1. Validate every input before writing anything (a pass that keeps nothing).
+  struct Split {
+    std::string name, prefix;
+  };
+  std::vector<Split> splits{{"train", opt.train}, {"valid", opt.valid}};
+  if (!opt.test.empty()) splits.push_back({"test", opt.test});
+  for (const auto& sp : splits) for_each_pair(sp.name, sp.prefix, opt, [](const std::string&, const std::string&) {});
 
   // 2. Work in a private temporary directory; move results into place at the end.
   io::make_dirs(opt.out_dir);
@@ -107,25 +193,37 @@ PrepareReport prepare(const PrepareOptions& opt) {
     so.vocab_size = opt.vocab_size;
     so.model_type = opt.model_type;
     std::string src_model, tgt_model;
+    // The training text for SentencePiece, copied line by line (the trainer samples at most
+    // so.input_sentence_size lines of it).
+    auto copy_train = [&](const std::string& src_path, const std::string& tgt_path) {
+      std::unique_ptr<LinesFile> a, b;
+      if (!src_path.empty()) a = std::make_unique<LinesFile>(src_path);
+      if (!tgt_path.empty()) b = std::make_unique<LinesFile>(tgt_path);
+      for_each_pair("train", opt.train, opt, [&](const std::string& s, const std::string& t) {
+        if (a) a->add(s);
+        if (b) b->add(t);
+      });
+      if (a) a->close();
+      if (b) b->close();
+    };
     if (!opt.spm_model.empty()) {
       fs::copy_file(opt.spm_model, tmp + "/spm.model", fs::copy_options::overwrite_existing);
       src_model = tgt_model = "spm.model";
     } else if (lm) {
-      std::string in = write_lines_file(tmp + "/spm-input.txt", splits[0].tgt);
+      copy_train("", tmp + "/spm-input.txt");
       log::info("training a SentencePiece model (" + std::to_string(opt.vocab_size) + " pieces)");
-      SentencePiece::train({in}, tmp + "/spm", so);
+      SentencePiece::train({tmp + "/spm-input.txt"}, tmp + "/spm", so);
       src_model = tgt_model = "spm.model";
     } else if (opt.joint) {
-      std::string a = write_lines_file(tmp + "/spm-input.src", splits[0].src);
-      std::string b = write_lines_file(tmp + "/spm-input.tgt", splits[0].tgt);
+      copy_train(tmp + "/spm-input.src", tmp + "/spm-input.tgt");
       log::info("training a joint SentencePiece model (" + std::to_string(opt.vocab_size) + " pieces)");
-      SentencePiece::train({a, b}, tmp + "/spm", so);
+      SentencePiece::train({tmp + "/spm-input.src", tmp + "/spm-input.tgt"}, tmp + "/spm", so);
       src_model = tgt_model = "spm.model";
     } else {
-      for (const auto& [lang, lines] : {std::pair{opt.src_lang, &splits[0].src}, std::pair{opt.tgt_lang, &splits[0].tgt}}) {
-        std::string in = write_lines_file(tmp + "/spm-input." + lang, *lines);
+      copy_train(tmp + "/spm-input." + opt.src_lang, tmp + "/spm-input." + opt.tgt_lang);
+      for (const auto& lang : {opt.src_lang, opt.tgt_lang}) {
         log::info("training a SentencePiece model for " + lang);
-        SentencePiece::train({in}, tmp + "/spm." + lang, so);
+        SentencePiece::train({tmp + "/spm-input." + lang}, tmp + "/spm." + lang, so);
       }
       src_model = "spm." + opt.src_lang + ".model";
       tgt_model = "spm." + opt.tgt_lang + ".model";
@@ -135,22 +233,26 @@ PrepareReport prepare(const PrepareOptions& opt) {
     }
     SentencePiece src_sp(tmp + "/" + src_model), tgt_sp(tmp + "/" + tgt_model);
 
-    // 3. Encode all splits to pieces; dictionaries from the training data.
-    auto encode_all = [](const SentencePiece& sp, const std::vector<std::string>& lines) {
-      std::vector<std::vector<std::string>> out;
-      out.reserve(lines.size());
-      for (const auto& l : lines) out.push_back(sp.encode(l));
-      return out;
-    };
-    std::vector<std::vector<std::vector<std::string>>> src_pieces, tgt_pieces;
-    for (const auto& s : splits) {
-      src_pieces.push_back(encode_all(src_sp, s.src));
-      tgt_pieces.push_back(encode_all(tgt_sp, s.tgt));
+    // 3. Every split to subword pieces, on disk.
+    auto pieces_path = [&](size_t k, const char* side) { return tmp + "/pieces." + std::to_string(k) + "." + side; };
+    for (size_t k = 0; k < splits.size(); ++k) {
+      PiecesFile ps(pieces_path(k, "src")), pt(pieces_path(k, "tgt"));
+      for_each_pair(splits[k].name, splits[k].prefix, opt, [&](const std::string& s, const std::string& t) {
+        ps.add(lm ? std::vector<std::string>{} : src_sp.encode(s));
+        pt.add(tgt_sp.encode(t));
+      });
+      ps.close();
+      pt.close();
     }
+
+    // 4. Dictionaries from the training pieces (every source sentence, then every target one).
     Dictionary src_dict, tgt_dict;
     const bool joint = opt.joint || lm;
-    for (const auto& sent : src_pieces[0]) for (const auto& p : sent) src_dict.add(p);
-    for (const auto& sent : tgt_pieces[0]) for (const auto& p : sent) (joint ? src_dict : tgt_dict).add(p);
+    std::vector<std::string> pieces;
+    for (PiecesReader r(pieces_path(0, "src")); r.next(pieces);) for (const auto& p : pieces) src_dict.add(p);
+    for (PiecesReader r(pieces_path(0, "tgt")); r.next(pieces);) {
+      for (const auto& p : pieces) (joint ? src_dict : tgt_dict).add(p);
+    }
     src_dict.finalize();
     if (joint) {
       tgt_dict = src_dict;
@@ -160,7 +262,7 @@ PrepareReport prepare(const PrepareOptions& opt) {
     if (!lm) src_dict.save(tmp + "/dict." + opt.src_lang + ".txt");
     tgt_dict.save(tmp + "/dict." + opt.tgt_lang + ".txt");
 
-    // 4. Binarize with filters on train.
+    // 5. Binarize with filters on train, streaming into the memory-mapped files.
     PrepareReport report;
     report.language_model = lm;
     report.src_vocab = src_dict.size();
@@ -168,11 +270,13 @@ PrepareReport prepare(const PrepareOptions& opt) {
     for (size_t k = 0; k < splits.size(); ++k) {
       SplitCounts c;
       c.name = splits[k].name;
-      IndexedWriter ws, wt;
-      for (size_t i = 0; i < splits[k].tgt.size(); ++i) {
+      IndexedWriter ws(tmp + "/spill." + c.name + ".src"), wt(tmp + "/spill." + c.name + ".tgt");
+      PiecesReader rs(pieces_path(k, "src")), rt(pieces_path(k, "tgt"));
+      std::vector<std::string> src_pieces, tgt_pieces;
+      while (rs.next(src_pieces) && rt.next(tgt_pieces)) {
         ++c.lines;
-        auto s = lm ? std::vector<int64_t>{} : src_dict.encode(src_pieces[k][i]);
-        auto t = tgt_dict.encode(tgt_pieces[k][i]);
+        auto s = lm ? std::vector<int64_t>{} : src_dict.encode(src_pieces);
+        auto t = tgt_dict.encode(tgt_pieces);
         if (k == 0) {
           int64_t lt = static_cast<int64_t>(t.size()) - 1, ls = lm ? lt : static_cast<int64_t>(s.size()) - 1;
           if (ls < opt.min_len || lt < opt.min_len || ls > opt.max_len || lt > opt.max_len) continue;
@@ -189,6 +293,8 @@ PrepareReport prepare(const PrepareOptions& opt) {
       if (c.kept == 0) throw DataError(splits[k].name + ": every sentence was filtered out by the length filters");
       if (!lm) ws.save(tmp + "/" + c.name + "." + opt.src_lang);
       wt.save(tmp + "/" + c.name + "." + opt.tgt_lang);
+      fs::remove(pieces_path(k, "src"));
+      fs::remove(pieces_path(k, "tgt"));
       report.splits.push_back(c);
     }
 
