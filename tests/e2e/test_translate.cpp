@@ -132,6 +132,32 @@ TEST(PrepareStream, MemoryDoesNotGrowWithTheCorpus) {
   EXPECT_EQ(leanseq::data::IndexedDataset(dir + "/large-bin/train.src").size(), 100000u);
 }
 
+// Encoders at once (--workers) write what one writes: the same dictionaries and ids, in order,
+// across several chunks of lines.
+TEST(PrepareStream, WorkersWriteTheSameFilesAsOne) {
+  const auto dir = temp_dir("prepare-workers");
+  {
+    std::ofstream s(dir + "/train.src"), t(dir + "/train.tgt"), vs(dir + "/valid.src"), vt(dir + "/valid.tgt");
+    for (int i = 0; i < 30000; ++i) {
+      const int n = 1 + i % 9;
+      for (int w = 0; w < n; ++w) s << (w ? " a" : "a") << (i * (w + 3)) % 23, t << (w ? " b" : "b") << (i * (w + 5)) % 23;
+      s << "\n", t << "\n";
+      if (i < 50) vs << "a" << i % 23 << "\n", vt << "b" << i % 23 << "\n";
+    }
+  }
+  std::string out;
+  const std::string flags = " prepare --src src --tgt tgt --train " + dir + "/train --valid " + dir + "/valid --vocab-size 60";
+  ASSERT_EQ(run_command(kCli + flags + " --out " + dir + "/one", out), 0) << out;
+  ASSERT_EQ(run_command(kCli + flags + " --out " + dir + "/three --spm-model " + dir + "/one/spm.model --workers 3", out), 0)
+      << out;
+  for (const char* f : {"dict.src.txt", "dict.tgt.txt", "train.src.bin", "train.src.idx", "train.tgt.bin", "train.tgt.idx",
+                        "valid.src.bin", "valid.tgt.idx"}) {
+    EXPECT_EQ(read_text(dir + "/one/" + f), read_text(dir + "/three/" + f)) << f;
+  }
+  EXPECT_NE(run_command(kCli + flags + " --out " + dir + "/bad --workers 0", out), 0);
+  EXPECT_NE(out.find("--workers must be between 1 and 256"), std::string::npos) << out;
+}
+
 TEST(TranslateOptions, PrefixNoRepeatNgramSamplingAndAMissingDevice) {
   const auto& ck = checkpoint();
   const auto dir = temp_dir("options");

@@ -28,6 +28,8 @@ void add_prepare(CLI::App& app, int& exit_code) {
   sub->add_flag("--separate-vocab", *separate, "one SentencePiece model and dictionary per language");
   sub->add_option("--spm-model", opt->spm_model, "reuse this SentencePiece model instead of training one");
   sub->add_option("--spm-type", opt->model_type, "unigram or bpe")->capture_default_str();
+  sub->add_option("--workers", opt->workers, "SentencePiece encoders at once (one helper process pair each)")
+      ->capture_default_str();
   sub->add_option("--min-len", opt->min_len, "drop training pairs shorter than this (subwords)")->capture_default_str();
   sub->add_option("--max-len", opt->max_len, "drop training pairs longer than this (subwords)")->capture_default_str();
   sub->add_option("--max-ratio", opt->max_ratio, "drop training pairs with a longer length ratio (0: off)")

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
@@ -171,6 +172,7 @@ PrepareReport prepare(const PrepareOptions& opt) {
   if (opt.train.empty() || opt.valid.empty()) throw ConfigError("prepare: --train and --valid prefixes are required");
   if (opt.out_dir.empty()) throw ConfigError("prepare: --out is required");
   if (opt.vocab_size < 8) throw ConfigError("prepare: --vocab-size must be at least 8");
+  if (opt.workers < 1 || opt.workers > 256) throw ConfigError("prepare: --workers must be between 1 and 256");
   if (!opt.spm_model.empty() && !io::file_exists(opt.spm_model)) {
     throw DataError(opt.spm_model + ": SentencePiece model not found");
   }
@@ -233,14 +235,60 @@ PrepareReport prepare(const PrepareOptions& opt) {
     }
     SentencePiece src_sp(tmp + "/" + src_model), tgt_sp(tmp + "/" + tgt_model);
 
-    // 3. Every split to subword pieces, on disk.
+    // 3. Every split to subword pieces, on disk: chunks of lines encoded by `workers` pairs of
+    //    SentencePiece helpers at once, written in order (memory: a chunk per worker).
+    const size_t workers = static_cast<size_t>(opt.workers);
+    std::vector<std::unique_ptr<SentencePiece>> src_enc, tgt_enc;
+    for (size_t w = 1; w < workers; ++w) {
+      src_enc.push_back(std::make_unique<SentencePiece>(tmp + "/" + src_model));
+      tgt_enc.push_back(std::make_unique<SentencePiece>(tmp + "/" + tgt_model));
+    }
+    auto encoder = [&](size_t w, bool source) -> const SentencePiece& {
+      if (w == 0) return source ? src_sp : tgt_sp;
+      return source ? *src_enc[w - 1] : *tgt_enc[w - 1];
+    };
+    constexpr size_t kChunk = 4096;
     auto pieces_path = [&](size_t k, const char* side) { return tmp + "/pieces." + std::to_string(k) + "." + side; };
     for (size_t k = 0; k < splits.size(); ++k) {
       PiecesFile ps(pieces_path(k, "src")), pt(pieces_path(k, "tgt"));
+      std::vector<std::string> src_lines, tgt_lines;
+      auto encode_chunk = [&] {
+        const size_t n = tgt_lines.size();
+        std::vector<std::vector<std::string>> src_out(n), tgt_out(n);
+        auto run = [&](size_t w) {
+          for (size_t i = w; i < n; i += workers) {
+            if (!lm) src_out[i] = encoder(w, true).encode(src_lines[i]);
+            tgt_out[i] = encoder(w, false).encode(tgt_lines[i]);
+          }
+        };
+        std::vector<std::thread> threads;
+        std::vector<std::exception_ptr> errors(workers);
+        for (size_t w = 1; w < workers; ++w) {
+          threads.emplace_back([&, w] {
+            try {
+              run(w);
+            } catch (...) {
+              errors[w] = std::current_exception();
+            }
+          });
+        }
+        try {
+          run(0);
+        } catch (...) {
+          errors[0] = std::current_exception();
+        }
+        for (auto& t : threads) t.join();
+        for (auto& e : errors) {
+          if (e) std::rethrow_exception(e);
+        }
+        for (size_t i = 0; i < n; ++i) ps.add(src_out[i]), pt.add(tgt_out[i]);
+        src_lines.clear(), tgt_lines.clear();
+      };
       for_each_pair(splits[k].name, splits[k].prefix, opt, [&](const std::string& s, const std::string& t) {
-        ps.add(lm ? std::vector<std::string>{} : src_sp.encode(s));
-        pt.add(tgt_sp.encode(t));
+        src_lines.push_back(s), tgt_lines.push_back(t);
+        if (tgt_lines.size() == kChunk * workers) encode_chunk();
       });
+      if (!tgt_lines.empty()) encode_chunk();
       ps.close();
       pt.close();
     }

@@ -19,6 +19,7 @@ struct PrepareOptions {
   std::string model_type = "unigram";
   int64_t min_len = 1, max_len = 250;  // in subword tokens, applied to train only
   double max_ratio = 3.0;              // max length ratio, applied to train only (<= 0: off)
+  int64_t workers = 1;                 // SentencePiece encoders at once (fairseq's --workers)
 };
 
 struct SplitCounts {
