@@ -103,6 +103,20 @@ FileWriter::~FileWriter() {
 
 void FileWriter::write(const void* data, size_t size) {
   const auto* p = static_cast<const char*>(data);
+  if (buffer_.size() + size < kBufferBytes) {
+    buffer_.append(p, size);
+    return;
+  }
+  write_through(buffer_.data(), buffer_.size());
+  buffer_.clear();
+  if (size < kBufferBytes) {
+    buffer_.append(p, size);
+  } else {
+    write_through(p, size);
+  }
+}
+
+void FileWriter::write_through(const char* p, size_t size) {
   while (size > 0 && error_ == 0) {
     const ssize_t n = ::write(fd_, p, size);
     if (n < 0) {
@@ -115,6 +129,8 @@ void FileWriter::write(const void* data, size_t size) {
 }
 
 void FileWriter::close() {
+  write_through(buffer_.data(), buffer_.size());
+  buffer_.clear();
   if (::close(fd_) != 0 && error_ == 0) error_ = errno;
   fd_ = -1;
   if (error_ != 0) throw Error(path_ + ": " + std::strerror(error_));

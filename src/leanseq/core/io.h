@@ -30,9 +30,11 @@ void atomic_write(const std::string& path, const std::function<void(const std::s
 // many. Other names are left alone.
 int remove_stale_temporaries(const std::string& dir);
 
-// A file written in pieces that remembers the first error instead of throwing from inside a
-// writer callback (LibTorch's zip writer cannot unwind through one): close() throws Error naming
-// the file and the system's reason (ENOSPC, EIO, ...). Flushing to the disk is atomic_write's.
+// A file written in pieces, small ones gathered into a buffer of kBufferBytes, that remembers the
+// first error instead of throwing from inside a writer callback (LibTorch's zip writer cannot
+// unwind through one): close() writes what is buffered and throws Error naming the file and the
+// system's reason (ENOSPC, EIO, ...). A writer destroyed unclosed drops its buffer. Flushing to
+// the disk is atomic_write's.
 class FileWriter {
  public:
   explicit FileWriter(const std::string& path);  // Error when it cannot be created
@@ -41,11 +43,14 @@ class FileWriter {
   FileWriter& operator=(const FileWriter&) = delete;
   void write(const void* data, size_t size);
   void close();
+  static constexpr size_t kBufferBytes = size_t{1} << 20;
 
  private:
+  void write_through(const char* data, size_t size);
   std::string path_;
   int fd_ = -1;
   int error_ = 0;  // the first errno
+  std::string buffer_;
 };
 
 // Convenience: atomically writes a string.

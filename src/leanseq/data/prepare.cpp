@@ -64,29 +64,6 @@ int64_t for_each_pair(const std::string& name, const std::string& prefix, const 
   return nt;
 }
 
-// Lines of text as they are read, to a file (buffered).
-class LinesFile {
- public:
-  explicit LinesFile(const std::string& path) : out_(path) {}
-  void add(const std::string& line) {
-    buffer_ += line;
-    buffer_ += '\n';
-    if (buffer_.size() >= (size_t{1} << 20)) flush();
-  }
-  void close() {
-    flush();
-    out_.close();
-  }
-
- private:
-  void flush() {
-    out_.write(buffer_.data(), buffer_.size());
-    buffer_.clear();
-  }
-  io::FileWriter out_;
-  std::string buffer_;
-};
-
 // Subword pieces of one line after another, length-prefixed (a piece may hold any byte), so that
 // the dictionary can be counted before the ids are written without keeping the pieces in memory.
 class PiecesFile {
@@ -96,23 +73,14 @@ class PiecesFile {
     put(static_cast<uint32_t>(pieces.size()));
     for (const auto& p : pieces) {
       put(static_cast<uint32_t>(p.size()));
-      buffer_ += p;
+      out_.write(p.data(), p.size());
     }
-    if (buffer_.size() >= (size_t{1} << 20)) flush();
   }
-  void close() {
-    flush();
-    out_.close();
-  }
+  void close() { out_.close(); }
 
  private:
-  void put(uint32_t n) { buffer_.append(reinterpret_cast<const char*>(&n), sizeof n); }
-  void flush() {
-    out_.write(buffer_.data(), buffer_.size());
-    buffer_.clear();
-  }
+  void put(uint32_t n) { out_.write(&n, sizeof n); }
   io::FileWriter out_;
-  std::string buffer_;
 };
 
 class PiecesReader {
@@ -198,12 +166,16 @@ PrepareReport prepare(const PrepareOptions& opt) {
     // The training text for SentencePiece, copied line by line (the trainer samples at most
     // so.input_sentence_size lines of it).
     auto copy_train = [&](const std::string& src_path, const std::string& tgt_path) {
-      std::unique_ptr<LinesFile> a, b;
-      if (!src_path.empty()) a = std::make_unique<LinesFile>(src_path);
-      if (!tgt_path.empty()) b = std::make_unique<LinesFile>(tgt_path);
+      std::unique_ptr<io::FileWriter> a, b;
+      if (!src_path.empty()) a = std::make_unique<io::FileWriter>(src_path);
+      if (!tgt_path.empty()) b = std::make_unique<io::FileWriter>(tgt_path);
+      auto add = [](io::FileWriter& out, const std::string& line) {
+        out.write(line.data(), line.size());
+        out.write("\n", 1);
+      };
       for_each_pair("train", opt.train, opt, [&](const std::string& s, const std::string& t) {
-        if (a) a->add(s);
-        if (b) b->add(t);
+        if (a) add(*a, s);
+        if (b) add(*b, t);
       });
       if (a) a->close();
       if (b) b->close();
@@ -233,19 +205,19 @@ PrepareReport prepare(const PrepareOptions& opt) {
     for (const auto& f : fs::directory_iterator(tmp)) {
       if (f.path().filename().string().rfind("spm-input", 0) == 0) fs::remove(f.path());
     }
-    SentencePiece src_sp(tmp + "/" + src_model), tgt_sp(tmp + "/" + tgt_model);
 
-    // 3. Every split to subword pieces, on disk: chunks of lines encoded by `workers` pairs of
-    //    SentencePiece helpers at once, written in order (memory: a chunk per worker).
+    // 3. Every split to subword pieces, on disk: chunks of lines encoded by `workers` SentencePiece
+    //    helpers at once (two each with a model per language), written in order (memory: a chunk
+    //    per worker).
     const size_t workers = static_cast<size_t>(opt.workers);
+    const bool one_model = src_model == tgt_model;
     std::vector<std::unique_ptr<SentencePiece>> src_enc, tgt_enc;
-    for (size_t w = 1; w < workers; ++w) {
+    for (size_t w = 0; w < workers; ++w) {
       src_enc.push_back(std::make_unique<SentencePiece>(tmp + "/" + src_model));
-      tgt_enc.push_back(std::make_unique<SentencePiece>(tmp + "/" + tgt_model));
+      if (!one_model) tgt_enc.push_back(std::make_unique<SentencePiece>(tmp + "/" + tgt_model));
     }
     auto encoder = [&](size_t w, bool source) -> const SentencePiece& {
-      if (w == 0) return source ? src_sp : tgt_sp;
-      return source ? *src_enc[w - 1] : *tgt_enc[w - 1];
+      return source || one_model ? *src_enc[w] : *tgt_enc[w];
     };
     constexpr size_t kChunk = 4096;
     auto pieces_path = [&](size_t k, const char* side) { return tmp + "/pieces." + std::to_string(k) + "." + side; };
