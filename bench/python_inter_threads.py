@@ -48,14 +48,12 @@ def main():
         return child(args)
     import leanseq
     lines = [line.strip() for line in open(args.input, encoding="utf-8") if line.strip()][: args.sentences]
-    translators = {n: leanseq.Translator(args.checkpoint, inter_threads=n) for n in (1, args.inter)}
     speeds = {1: [], args.inter: []}
     outputs = {}
     for r in range(args.rounds):
         for n in ((1, args.inter) if r % 2 == 0 else (args.inter, 1)):
-            t = translators[n]
-            # inter_threads (and the threads it implies) are the process's: set again for this one.
-            t = translators[n] = leanseq.Translator(args.checkpoint, inter_threads=n)
+            # inter_threads (and the threads it implies) are the process's: a translator made for the round.
+            t = leanseq.Translator(args.checkpoint, inter_threads=n)
             start = time.monotonic()
             futures = [t.translate_async([line], beam=args.beam) for line in lines]
             outputs[n] = [f.result()[0].text for f in futures]

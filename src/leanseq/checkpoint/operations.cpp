@@ -5,8 +5,10 @@
 #include <map>
 #include <regex>
 
+#include "leanseq/checkpoint/classify_config.h"
 #include "leanseq/checkpoint/file.h"
 #include "leanseq/checkpoint/model.h"
+#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/models/state_dict.h"
 
@@ -56,6 +58,25 @@ void average_checkpoints(const std::vector<std::string>& inputs, const std::stri
   for (auto& [k, v] : sum) avg[k] = (v / static_cast<double>(inputs.size())).to(base.model_tensors[k].scalar_type());
   models::load_named_tensors(*loaded.model, avg, true, "average");
   save_checkpoint(output, base.config_yaml, base.vocab, base.progress, *loaded.model, nullptr);
+}
+
+std::vector<ConfigKey> run_config_keys(const ConfigValues& values) {
+  if (is_classifier_config(values)) {
+    auto cfg = unchecked_classify_config(values);
+    return config_keys(cfg);
+  }
+  auto cfg = unchecked_run_config(values);
+  return config_keys(cfg);
+}
+
+const std::map<std::string, kernels::ComputeType>& quantized_storage_types() {
+  using kernels::ComputeType;
+  static const std::map<std::string, ComputeType> types{{"int8", ComputeType::int8},
+                                                        {"bfloat16", ComputeType::bfloat16},
+                                                        {"bf16", ComputeType::bfloat16},
+                                                        {"float16", ComputeType::float16},
+                                                        {"fp16", ComputeType::float16}};
+  return types;
 }
 
 QuantizeReport quantize_checkpoint(const std::string& input, const std::string& output, kernels::ComputeType type) {

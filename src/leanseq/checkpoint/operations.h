@@ -1,9 +1,11 @@
 // Operations on checkpoint files that `leanseq average`, `leanseq quantize` and Python share.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "leanseq/core/config.h"
 #include "leanseq/kernels/compute_type.h"
 
 namespace leanseq::checkpoint {
@@ -17,6 +19,14 @@ std::vector<std::string> last_checkpoints(const std::string& dir, int64_t n, boo
 // tensor's type), with the first input's config, vocabularies and progress and no optimizer
 // state. CheckpointError naming the file when a tensor is missing or has another shape.
 void average_checkpoints(const std::vector<std::string>& inputs, const std::string& output);
+
+// The keys of the training run `values` describe, with the values they resolve to (a preset's
+// with "arch"), unchecked: a ClassifyConfig's for task classify, else a RunConfig's.
+// `train --list-keys` and Python's config_keys print them.
+std::vector<ConfigKey> run_config_keys(const ConfigValues& values);
+
+// The types quantize stores weights in, by name: int8, bfloat16 (bf16), float16 (fp16).
+const std::map<std::string, kernels::ComputeType>& quantized_storage_types();
 
 struct QuantizeReport {
   uintmax_t bytes = 0;          // the file written

@@ -48,12 +48,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
   sub->add_option("--checkpoint", *checkpoint, "checkpoint to quantize")->required();
   sub->add_option("--out,-o", *output, "quantized checkpoint")->required();
   sub->add_option("--type", *type, "int8, bfloat16 or float16")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, kernels::ComputeType>{
-          {"int8", kernels::ComputeType::int8},
-          {"bfloat16", kernels::ComputeType::bfloat16},
-          {"bf16", kernels::ComputeType::bfloat16},
-          {"float16", kernels::ComputeType::float16},
-          {"fp16", kernels::ComputeType::float16}}))
+      ->transform(CLI::CheckedTransformer(checkpoint::quantized_storage_types()))
       ->default_str("int8");
   sub->callback([checkpoint, output, type, &exit_code] {
     const auto r = checkpoint::quantize_checkpoint(*checkpoint, *output, *type);

@@ -2,6 +2,7 @@
 #include <optional>
 #include <iostream>
 
+#include "leanseq/checkpoint/operations.h"
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/config.h"
@@ -31,13 +32,13 @@ struct TrainArgs {
 };
 
 // A Markdown table of a config's keys: what `train --list-keys` prints and docs/reference/config.md holds.
-void print_keys(Configurable& cfg) {
+void print_keys(const std::vector<ConfigKey>& keys) {
   auto cell = [](std::string s) {
     for (size_t p = 0; (p = s.find('|', p)) != std::string::npos; p += 2) s.replace(p, 1, "\\|");
     return s;
   };
   std::cout << "| key | type | default | help |\n|---|---|---|---|\n";
-  for (const auto& k : config_keys(cfg)) {
+  for (const auto& k : keys) {
     std::cout << "| `" << k.key << "` | " << k.type << " | " << (k.value.empty() ? "" : "`" + cell(k.value) + "`")
               << " | " << cell(k.help) << " |\n";
   }
@@ -106,13 +107,7 @@ void add_train(CLI::App& app, int& exit_code) {
     auto task = values.values.find("task");
     const bool classify = task != values.values.end() && task->second == "classify";
     if (a->list_keys) {
-      if (classify) {
-        auto c = checkpoint::unchecked_classify_config(values);
-        print_keys(c);
-      } else {
-        auto c = checkpoint::unchecked_run_config(values);
-        print_keys(c);
-      }
+      print_keys(checkpoint::run_config_keys(values));
       return;
     }
     if (classify && !a->data.empty()) {

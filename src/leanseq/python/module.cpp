@@ -99,9 +99,7 @@ class PyTranslator {
     const auto resolved = runtime::set_compute_type(lt_, request, d);
     compute_type_ = kernels::compute_type_name(resolved.type);
     notice_ = resolved.notice;
-    if (inter_threads < 1) throw ConfigError("inter_threads: " + std::to_string(inter_threads) + " is below 1");
-    pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, static_cast<int>(inter_threads),
-                                                      static_cast<int>(threads));
+    pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, inter_threads, threads);
   }
   int inter_threads() const { return pool_->workers(); }
   int intra_threads() const { return pool_->intra_threads(); }

@@ -2,9 +2,7 @@
 
 #include <pybind11/stl.h>
 
-#include "leanseq/checkpoint/classify_config.h"
 #include "leanseq/checkpoint/operations.h"
-#include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/data/prepare.h"
@@ -14,17 +12,6 @@ namespace py = pybind11;
 
 namespace leanseq::python {
 
-namespace {
-py::list keys_of(Configurable& cfg) {
-  py::list out;
-  for (const auto& k : config_keys(cfg)) {
-    py::dict d;
-    d["key"] = k.key, d["type"] = k.type, d["default"] = k.value, d["help"] = k.help;
-    out.append(d);
-  }
-  return out;
-}
-}  // namespace
 
 void add_toolkit(py::module_& m) {
   m.def(
@@ -70,20 +57,13 @@ void add_toolkit(py::module_& m) {
   m.def(
       "_quantize",
       [](const std::string& input, const std::string& output, const std::string& type) {
-        kernels::ComputeType t;
-        if (type == "int8") {
-          t = kernels::ComputeType::int8;
-        } else if (type == "bfloat16") {
-          t = kernels::ComputeType::bfloat16;
-        } else if (type == "float16") {
-          t = kernels::ComputeType::float16;
-        } else {
-          throw ConfigError("type: expected int8, bfloat16 or float16, got '" + type + "'");
-        }
+        const auto& types = checkpoint::quantized_storage_types();
+        const auto t = types.find(type);
+        if (t == types.end()) throw ConfigError("type: expected int8, bfloat16 or float16, got '" + type + "'");
         checkpoint::QuantizeReport r;
         {
           py::gil_scoped_release release;
-          r = checkpoint::quantize_checkpoint(input, output, t);
+          r = checkpoint::quantize_checkpoint(input, output, t->second);
         }
         py::dict d;
         d["bytes"] = r.bytes, d["float32_bytes"] = r.float32_bytes;
@@ -106,15 +86,19 @@ void add_toolkit(py::module_& m) {
   m.def(
       "config_keys",
       [](const std::string& arch, const std::string& task) {
+        if (task != "seq2seq" && task != "classify") {
+          throw ConfigError("task: expected seq2seq or classify, got '" + task + "'");
+        }
         ConfigValues values;
         if (!arch.empty()) values.set("arch", arch, "arch");
-        if (task == "classify") {
-          auto cfg = checkpoint::unchecked_classify_config(values);
-          return keys_of(cfg);
+        values.set("task", task, "task");
+        py::list out;
+        for (const auto& k : checkpoint::run_config_keys(values)) {
+          py::dict d;
+          d["key"] = k.key, d["type"] = k.type, d["default"] = k.value, d["help"] = k.help;
+          out.append(d);
         }
-        if (task != "seq2seq") throw ConfigError("task: expected seq2seq or classify, got '" + task + "'");
-        auto cfg = checkpoint::unchecked_run_config(values);
-        return keys_of(cfg);
+        return out;
       },
       py::arg("arch") = "", py::arg("task") = "seq2seq",
       "Every config key of a training run, as ``leanseq train --list-keys``: dicts of key, type, default (the\n"

@@ -11,7 +11,7 @@
 
 namespace leanseq::runtime {
 
-TranslatorPool::TranslatorPool(decode::Translator& translator, int workers, int intra_threads)
+TranslatorPool::TranslatorPool(decode::Translator& translator, int64_t workers, int64_t intra_threads)
     : translator_(translator) {
   if (workers < 1 || workers > max_compute_threads()) {
     throw ConfigError("inter_threads: " + std::to_string(workers) + " is not between 1 and " +
@@ -19,9 +19,10 @@ TranslatorPool::TranslatorPool(decode::Translator& translator, int workers, int 
   }
   // ATen's and OpenBLAS's thread counts are the process's: every worker gets the same share (one
   // worker with 0 keeps the process's setting).
-  intra_threads_ = intra_threads > 0 ? intra_threads : std::max(1, compute_threads() / workers);
-  if (intra_threads > 0 || workers > 1) set_compute_threads(intra_threads_);
-  for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+  const int64_t intra = intra_threads > 0 ? intra_threads : std::max<int64_t>(1, compute_threads() / workers);
+  if (intra_threads > 0 || workers > 1) set_compute_threads(intra);  // ConfigError past its bound
+  intra_threads_ = static_cast<int>(intra);
+  for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
 }
 
 TranslatorPool::~TranslatorPool() {
@@ -53,10 +54,9 @@ std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const
                                                                            decode::TranslationStats* stats,
                                                                            bool in_order) {
   // Parts of at most one batch, spread over the workers; one part when asked.
-  const bool ordered = in_order;
   const size_t n = lines.size();
-  const size_t per_worker = (n + threads_.size() - 1) / std::max<size_t>(threads_.size(), 1);
-  const size_t part = ordered ? std::max<size_t>(n, 1)
+  const size_t per_worker = (n + threads_.size() - 1) / threads_.size();
+  const size_t part = in_order ? std::max<size_t>(n, 1)
                               : std::max<size_t>(1, std::min<size_t>(per_worker, std::max<int64_t>(opt.max_sentences, 1)));
   std::vector<std::vector<decode::TranslationHyp>> out(n);
   std::vector<decode::TranslationStats> part_stats((n + part - 1) / part);

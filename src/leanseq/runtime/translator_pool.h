@@ -19,8 +19,9 @@ namespace leanseq::runtime {
 
 class TranslatorPool {
  public:
-  // `translator` must outlive the pool. intra_threads 0: compute threads / workers (at least 1).
-  TranslatorPool(decode::Translator& translator, int workers, int intra_threads = 0);
+  // `translator` must outlive the pool. ConfigError for workers outside 1..max_compute_threads().
+  // intra_threads 0: compute threads / workers (at least 1).
+  TranslatorPool(decode::Translator& translator, int64_t workers, int64_t intra_threads = 0);
   ~TranslatorPool();  // finishes what is queued
   TranslatorPool(const TranslatorPool&) = delete;
   TranslatorPool& operator=(const TranslatorPool&) = delete;

@@ -1,5 +1,7 @@
 #include "leanseq/serve/batcher.h"
 
+#include <algorithm>
+
 #include "leanseq/core/timer.h"
 
 namespace leanseq::serve {
@@ -9,10 +11,10 @@ bool Pending::wait_until(std::chrono::steady_clock::time_point deadline) {
   return done_.wait_until(lock, deadline, [&] { return remaining_ == 0; });
 }
 
-Batcher::Batcher(std::vector<decode::Translator*> translators, BatchingOptions opt,
+Batcher::Batcher(decode::Translator& translator, int workers, BatchingOptions opt,
                  std::function<void(int64_t, double, int64_t)> on_batch)
     : opt_(opt), on_batch_(std::move(on_batch)) {
-  for (auto* t : translators) workers_.emplace_back([this, t] { work(*t); });
+  for (int w = 0; w < std::max(workers, 1); ++w) workers_.emplace_back([this, &translator] { work(translator); });
 }
 
 Batcher::~Batcher() {

@@ -1,5 +1,5 @@
-// Dynamic batching for the server: requests put their sentences in one queue; decoding workers (one
-// per translator, each with its own copy of the model) take the oldest sentence and, for up to
+// Dynamic batching for the server: requests put their sentences in one queue; decoding workers (all
+// with one translator, one copy of the model) take the oldest sentence and, for up to
 // `timeout` more, every queued sentence with the same decoding options, up to a batch of
 // `max_sentences` sentences and `max_tokens` characters of source, translate them in one call
 // (which sorts them by length) and hand each request its results. A full queue refuses new work
@@ -52,8 +52,9 @@ class Pending {
 
 class Batcher {
  public:
-  // `on_batch(sentences, seconds, target_tokens)` reports each batch (for metrics).
-  Batcher(std::vector<decode::Translator*> translators, BatchingOptions opt,
+  // `workers` threads decode with `translator` (one copy of the weights; it must outlive the
+  // batcher). `on_batch(sentences, seconds, target_tokens)` reports each batch (for metrics).
+  Batcher(decode::Translator& translator, int workers, BatchingOptions opt,
           std::function<void(int64_t, double, int64_t)> on_batch = {});
   ~Batcher();  // finishes what is queued, then stops the workers
   Batcher(const Batcher&) = delete;

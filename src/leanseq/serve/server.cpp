@@ -320,10 +320,8 @@ Server::Server(std::unique_ptr<decode::Translator> translator, int workers, Mode
     : impl_(std::make_unique<Impl>(opt)) {
   impl_->model = std::move(model);
   impl_->translator = std::move(translator);
-  std::vector<decode::Translator*> decoders(static_cast<size_t>(std::max(workers, 1)), impl_->translator.get());
-  impl_->batcher = std::make_unique<Batcher>(std::move(decoders), impl_->opt.batching, [this](int64_t n, double s, int64_t tokens) {
-    impl_->metrics.batch(n, s, tokens);
-  });
+  impl_->batcher = std::make_unique<Batcher>(*impl_->translator, workers, impl_->opt.batching,
+                                             [this](int64_t n, double s, int64_t tokens) { impl_->metrics.batch(n, s, tokens); });
   impl_->http.set_payload_max_length(impl_->opt.max_request_bytes);
   // Answers go out at once, not held back by Nagle's algorithm for the client's delayed ACK.
   impl_->http.set_tcp_nodelay(true);
