@@ -2,6 +2,7 @@
 // -> translate -> score, and the bad-input paths with their exit codes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -448,6 +449,21 @@ TEST(EndToEnd, ListArchsPrintsNamesFirst) {
   EXPECT_EQ(out.rfind("transformer\t", 0), 0u) << out;
   EXPECT_NE(out.find("\ntransformer_iwslt_de_en\ttransformer\tlayers 6+6, dim 512, ffn 1024, heads 4"), std::string::npos);
   EXPECT_NE(out.find("\ntransformer_vaswani_wmt_en_de_big\t"), std::string::npos);
+}
+
+// train --list-keys: a preset's keys with their values; a bad key or arch is one line, exit 2.
+TEST(EndToEnd, ListKeysPrintsAPresetsKeysAndNamesABadOne) {
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " train --list-keys --arch transformer_iwslt_de_en 2>&1", out), 0) << out;
+  EXPECT_EQ(out.rfind("| key | type | default | help |\n", 0), 0u) << out;
+  EXPECT_NE(out.find("| `model.encoder.ffn_embed_dim` | int | `1024` |"), std::string::npos) << out;
+  ASSERT_EQ(run_command(kCli + " train --list-keys --task classify 2>&1", out), 0) << out;
+  EXPECT_NE(out.find("| `data.train` | string |"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " train --list-keys --set model.encoder.layer=3 2>&1", out), 2);
+  EXPECT_EQ(out, "leanseq: error: --set: unknown key 'model.encoder.layer'; did you mean 'model.encoder.layers'?\n");
+  EXPECT_EQ(run_command(kCli + " train --list-keys --arch no_such_arch 2>&1", out), 2);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_NE(out.find("no_such_arch"), std::string::npos) << out;
 }
 
 TEST(EndToEnd, SigtermSavesAndExits143) {
