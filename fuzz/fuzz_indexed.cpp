@@ -1,5 +1,6 @@
-// A binarized dataset's index (<prefix>.idx) beside a .bin of the size the input's first two bytes
-// give (in int32 ids): the dataset opens and every sentence reads, or DataError.
+// A binarized dataset's index (<prefix>.idx, leanseq's or fairseq-preprocess's) beside a .bin of
+// the size the input's first two bytes give (in units of 4 bytes): the dataset opens and every
+// sentence reads, or DataError.
 #include <sys/mman.h>
 #include <unistd.h>
 

@@ -48,28 +48,17 @@ esac
 for f in $families; do
   case "$f" in transformer | dynamicconv | fconv) ;; *) die "unknown family '$f' (transformer, dynamicconv, fconv)" ;; esac
 done
-[ -f "${FAIRSEQ_SRC:-/nonexistent}/fairseq/__init__.py" ] ||
-  die "set FAIRSEQ_SRC to a fairseq 0.12.2 source tree (git clone -b v0.12.2 https://github.com/facebookresearch/fairseq)"
+. "$here/fairseq_setup.sh"
+check_fairseq
 [ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"
 [ -f "$data/train.de" ] || die "no Multi30k at $data (train.de, train.en, valid.*, test2016.*)"
-$py -c 'import torch, omegaconf, numpy, Cython, regex, bitarray, tqdm, cffi' 2>/dev/null ||
-  die "fairseq needs Debian's python3-torch python3-omegaconf python3-numpy cython3 python3-regex python3-bitarray python3-tqdm python3-cffi python3-dev python3-setuptools (apt-get install them)"
 
 [ "$decode_only" = 0 ] || [ -d "$work/runs" ] || die "--decode-only: no earlier run under $work"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
-# fairseq: a copy of the tree with its C extensions built (the given tree is left as it is).
-fs="$work/fairseq"
-if [ ! -f "$fs/.built" ]; then
-  log "copying $FAIRSEQ_SRC and building its extensions"
-  rm -rf "$fs" && mkdir -p "$fs"
-  (cd "$FAIRSEQ_SRC" && tar cf - --exclude=.git --exclude='*.so' --exclude=build .) | (cd "$fs" && tar xf -)
-  (cd "$fs" && $py "$here/build_extensions.py" >"$work/build_extensions.log" 2>&1) ||
-    die "building fairseq's extensions failed; see $work/build_extensions.log"
-  touch "$fs/.built"
-fi
+build_fairseq_copy  # sets $fs
 fs_env=()  # the environment fairseq runs in, beside the threads
 fairseq() { env "${threads_env[@]}" "${fs_env[@]}" FAIRSEQ_SRC="$fs" "$py" "$here/fairseq_cli311.py" "$@"; }
 threads_env=(OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads")

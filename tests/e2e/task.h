@@ -5,6 +5,9 @@
 
 #include <cstdint>
 #include <fstream>
+#include <iostream>
+#include <utility>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,30 @@ inline void write_sentiment(const std::string& path, int n, uint32_t seed, bool 
       f << sentence(a) << " \t" << (a ? 1 : 0) << "\n";
     }
   }
+}
+
+// The "peak memory N MiB" a command logged (prepare, translate), or -1.
+inline double peak_mib(const std::string& log) {
+  std::smatch m;
+  const std::regex re("peak memory ([0-9]+) MiB");
+  return std::regex_search(log, m, re) ? std::stod(m[1]) : -1;
+}
+
+// Runs a command on a small input and on a large one, both of which log their peak memory, and
+// expects the large one's to stay within `growth_mib` of the small one's (`what` names the inputs
+// in the messages: {"1,000 lines", "60,000 lines"}). Returns the two logs.
+inline std::pair<std::string, std::string> expect_bounded_peak(const std::string& small_cmd, const std::string& large_cmd,
+                                                               const std::pair<std::string, std::string>& what,
+                                                               double growth_mib) {
+  std::pair<std::string, std::string> logs;
+  EXPECT_EQ(run_command(small_cmd, logs.first), 0) << logs.first;
+  EXPECT_EQ(run_command(large_cmd, logs.second), 0) << logs.second;
+  const double a = peak_mib(logs.first), b = peak_mib(logs.second);
+  EXPECT_GT(a, 0) << logs.first;
+  EXPECT_GT(b, 0) << logs.second;
+  std::cout << "peak memory: " << what.first << " " << a << " MiB, " << what.second << " " << b << " MiB\n";
+  EXPECT_LT(b - a, growth_mib) << what.first << ": " << a << " MiB, " << what.second << ": " << b << " MiB";
+  return logs;
 }
 
 // A transformer_tiny checkpoint trained for 30 updates on the task (once per test program).

@@ -34,8 +34,11 @@ namespace {
 // A server started in the background; stopped with SIGTERM by stop() or the destructor.
 class ServerProcess {
  public:
-  ServerProcess(const std::string& flags, const std::string& dir) : log_(dir + "/serve.log") {
-    const std::string cmd = "exec " + kCli + " serve --checkpoint " + leanseq::test::tiny_checkpoint() +
+  // `models`: the flags naming what it serves (default: --checkpoint with the tiny checkpoint).
+  ServerProcess(const std::string& flags, const std::string& dir, const std::string& models = "")
+      : log_(dir + "/serve.log") {
+    const std::string cmd = "exec " + kCli + " serve " +
+                            (models.empty() ? "--checkpoint " + leanseq::test::tiny_checkpoint() : models) +
                             " --host 127.0.0.1 --port 0 " + flags + " > " + log_ + " 2>&1";
     const char* argv[] = {"/bin/sh", "-c", cmd.c_str(), nullptr};
     EXPECT_EQ(posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
@@ -85,12 +88,13 @@ std::string url_encode(const std::string& s) {
 
 const std::vector<std::string> kLines = {"a1 a2 a3", "a4 a5 a6 a7", "a8", "a9 a10 a11", "a12 a13"};
 
-std::vector<std::string> translate_cli(const std::vector<std::string>& lines, const std::string& dir) {
+std::vector<std::string> translate_cli(const std::vector<std::string>& lines, const std::string& dir,
+                                       const std::string& checkpoint = leanseq::test::tiny_checkpoint()) {
   std::ofstream f(dir + "/in.txt");
   for (const auto& l : lines) f << l << "\n";
   f.close();
   std::string out;
-  EXPECT_EQ(run_command("{ " + kCli + " translate --checkpoint " + leanseq::test::tiny_checkpoint() + " -i " + dir +
+  EXPECT_EQ(run_command("{ " + kCli + " translate --checkpoint " + checkpoint + " -i " + dir +
                             "/in.txt --beam 2 --max-len-b 6 2>/dev/null; }",
                         out),
             0);
@@ -371,4 +375,169 @@ TEST(Serve, TruncatesLongInputsWhenAsked) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+// --api-keys, --req-limit and --cors through HTTP: LibreTranslate's api_key checked (403 with a
+// JSON error for a wrong one), each key's limit per minute (429 with Retry-After), keyless requests
+// at --req-limit per address, a preflight answered 204 with the allowed origin, which also comes
+// with every answer, and the refusals counted in /metrics. A bad keys file stops the start.
+TEST(Serve, ApiKeysRequestLimitsAndCors) {
+  const auto dir = temp_dir("serve-access");
+  std::ofstream(dir + "/keys.txt") << "# key, requests per minute\nteam-a 2\nteam-b\n";
+  ServerProcess server("--beam 1 --max-len-b 4 --api-keys " + dir + "/keys.txt --req-limit 1 --cors https://app.example",
+                       dir);
+  ASSERT_GT(server.port(), 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(30, 0);
+  auto translate = [&](const json& body, const httplib::Headers& headers = {}) {
+    auto res = client.Post("/translate", headers, body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    return res;
+  };
+  const json q = {{"q", "a1 a2"}, {"source", "src"}, {"target", "tgt"}};
+  auto with_key = [&](const std::string& key) {
+    json b = q;
+    b["api_key"] = key;
+    return b;
+  };
+  auto res = translate(with_key("wrong"));
+  EXPECT_EQ(res->status, 403);
+  EXPECT_EQ(json::parse(res->body)["error"], "Invalid API key");
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(translate(with_key("team-a"))->status, 200) << i;
+  res = translate(with_key("team-a"));
+  EXPECT_EQ(res->status, 429) << res->body;
+  EXPECT_NE(json::parse(res->body)["error"].get<std::string>().find("2 per minute"), std::string::npos) << res->body;
+  EXPECT_GE(std::stoi(res->get_header_value("Retry-After")), 1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(translate(with_key("team-b"))->status, 200) << i;  // no limit of its own
+  // A key in the X-API-Key header, on leanseq's API.
+  res = client.Post("/v1/translate", {{"X-API-Key", "team-b"}}, json{{"text", "a1"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  res = client.Post("/v1/translate", json{{"text", "a1"}, {"api_key", "nope"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403) << res->body;
+  // Keyless: one per minute from this address.
+  EXPECT_EQ(translate(q)->status, 200);
+  EXPECT_EQ(translate(q)->status, 429);
+
+  // CORS: a preflight, and the header on answers to the allowed origin only.
+  res = client.Options("/translate", {{"Origin", "https://app.example"}, {"Access-Control-Request-Method", "POST"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 204);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  EXPECT_NE(res->get_header_value("Access-Control-Allow-Headers").find("Content-Type"), std::string::npos);
+  res = translate(with_key("team-b"), {{"Origin", "https://app.example"}});
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+  res = translate(with_key("wrong"), {{"Origin", "https://app.example"}});
+  EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "https://app.example");  // on refusals too
+  res = translate(with_key("team-b"), {{"Origin", "https://evil.example"}});
+  EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin"));
+  res = client.Get("/languages");  // not limited
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("endpoint=\"/translate\",code=\"429\"} 2"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("endpoint=\"/translate\",code=\"403\"} 2"), std::string::npos) << res->body;
+  EXPECT_EQ(server.stop(), 0) << server.log();
+
+  std::ofstream(dir + "/bad-keys.txt") << "team-a 2\nteam-a 3\n";
+  std::string out;
+  EXPECT_EQ(run_command(kCli + " serve --checkpoint " + leanseq::test::tiny_checkpoint() + " --port 0 --api-keys " + dir +
+                            "/bad-keys.txt",
+                        out),
+            2);
+  EXPECT_NE(out.find("bad-keys.txt:2: this key is listed twice"), std::string::npos) << out;
+}
+
+// One server, two models (src->tgt and tgt->src): /languages lists both pairs, LibreTranslate's
+// /translate routes by source and target (auto where one pair matches), /v1/translate by model
+// name or pair, each model gives what `leanseq translate` gives with it, /health and /metrics
+// speak of each, and a request that names no served model gets 400 naming those it could use.
+TEST(Serve, ServesSeveralModelsRoutedByLanguagePairOrName) {
+  const auto dir = temp_dir("serve-models");
+  leanseq::test::write_task_splits(dir);
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " prepare --src tgt --tgt src --train " + dir + "/train --valid " + dir + "/valid --out " +
+                            dir + "/back --vocab-size 60",
+                        out),
+            0)
+      << out;
+  ASSERT_EQ(run_command(kCli + " train --arch transformer_tiny --data " + dir + "/back --save-dir " + dir +
+                            "/back-ck --max-update 20 --seed 2 --set batch.max_tokens=1000 --set optim.lr=0.003",
+                        out),
+            0)
+      << out;
+  const std::string forward = leanseq::test::tiny_checkpoint(), back = dir + "/back-ck/checkpoint_last.pt";
+  const auto expected_forward = translate_cli(kLines, dir, forward);
+  const std::vector<std::string> back_lines = {"b1 b2 b3", "b4 b5"};
+  const auto expected_back = translate_cli(back_lines, dir, back);
+  ServerProcess server("--beam 2 --max-len-b 6", dir, "--model fwd=" + forward + " --model back=" + back);
+  ASSERT_GT(server.port(), 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(30, 0);
+
+  auto res = client.Get("/languages");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body),
+            json::parse(R"([{"code":"src","name":"src","targets":["tgt"]},{"code":"tgt","name":"tgt","targets":["src"]}])"));
+  auto libre = [&](const json& body) {
+    auto r = client.Post("/translate", body.dump(), "application/json");
+    EXPECT_TRUE(r);
+    return r;
+  };
+  res = libre({{"q", kLines}, {"source", "src"}, {"target", "tgt"}});
+  ASSERT_EQ(res->status, 200) << res->body;
+  for (size_t i = 0; i < kLines.size(); ++i) EXPECT_EQ(json::parse(res->body)["translatedText"][i], expected_forward[i]);
+  res = libre({{"q", back_lines}, {"source", "auto"}, {"target", "src"}});
+  ASSERT_EQ(res->status, 200) << res->body;
+  for (size_t i = 0; i < back_lines.size(); ++i) EXPECT_EQ(json::parse(res->body)["translatedText"][i], expected_back[i]);
+  EXPECT_EQ(json::parse(res->body)["detectedLanguage"]["language"], "tgt");
+  res = libre({{"q", "a1"}, {"source", "src"}, {"target", "fr"}});
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("src to fr is not supported"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("fwd (src to tgt), back (tgt to src)"), std::string::npos) << res->body;
+  res = libre({{"q", "a1"}});  // auto to any: two models match
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("ambiguous"), std::string::npos) << res->body;
+
+  res = client.Post("/v1/translate", json{{"texts", back_lines}, {"model", "back"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["model"], "back");
+  for (size_t i = 0; i < back_lines.size(); ++i) {
+    EXPECT_EQ(json::parse(res->body)["translations"][i]["text"], expected_back[i]);
+  }
+  res = client.Post("/v1/translate", json{{"text", kLines[0]}, {"source", "src"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["translations"][0]["text"], expected_forward[0]) << res->body;
+  res = client.Post("/v1/translate", json{{"text", "a1"}, {"model", "nope"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("no model called nope"), std::string::npos) << res->body;
+  res = client.Post("/v1/translate", json{{"text", "a1"}, {"model", "fwd"}, {"target", "src"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+
+  res = client.Get("/health");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["models"].size(), 2u) << res->body;
+  EXPECT_EQ(json::parse(res->body)["models"][1]["target"], "src") << res->body;
+  res = client.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("leanseq_model_translated_sentences_total{model=\"fwd\"} 6"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("leanseq_model_translated_sentences_total{model=\"back\"} 4"), std::string::npos) << res->body;
+  res = client.Get("/?model=back");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("model: \"back\""), std::string::npos);
+  EXPECT_NE(res->body.find("href=\"/?model=fwd\""), std::string::npos);
+  EXPECT_EQ(server.stop(), 0) << server.log();
+
+  EXPECT_EQ(run_command(kCli + " serve --model fwd=" + forward + " --model fwd=" + back + " --port 0", out), 2);
+  EXPECT_NE(out.find("two models are called fwd"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " serve --checkpoint " + forward + " --model fwd=" + forward + " --port 0", out), 2);
+  EXPECT_NE(out.find("not both"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " serve --model =" + forward + " --port 0", out), 2);
+  EXPECT_NE(out.find("expected NAME=CHECKPOINT"), std::string::npos) << out;
 }

@@ -26,12 +26,6 @@ using leanseq::test::temp_dir;
 namespace {
 const std::string& checkpoint() { return leanseq::test::tiny_checkpoint(); }
 
-double peak_mib(const std::string& log) {
-  std::smatch m;
-  const std::regex re("peak memory ([0-9]+) MiB");
-  return std::regex_search(log, m, re) ? std::stod(m[1]) : -1;
-}
-
 size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 }  // namespace
 
@@ -94,68 +88,11 @@ TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {
   };
   write("small.txt", 1000);
   write("large.txt", 60000);
-  std::string small, large;
   const std::string flags = " --greedy --max-len-b 1 --buffer-size 1000 --batch-size 500 -o /dev/null";
-  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/small.txt" + flags, small), 0) << small;
-  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/large.txt" + flags, large), 0) << large;
-  const double a = peak_mib(small), b = peak_mib(large);
-  ASSERT_GT(a, 0) << small;
-  ASSERT_GT(b, 0) << large;
-  std::cout << "peak memory: 1,000 lines " << a << " MiB, 60,000 lines " << b << " MiB\n";
-  EXPECT_LT(b - a, 64) << "1,000 lines: " << a << " MiB, 60,000 lines: " << b << " MiB";
-  EXPECT_NE(large.find("translated 60000 sentences"), std::string::npos) << large;
-}
-
-// prepare streams its corpus: its own peak memory does not grow with the number of pairs (the
-// SentencePiece trainer, a child process, samples a bounded number of sentences).
-TEST(PrepareStream, MemoryDoesNotGrowWithTheCorpus) {
-  const auto dir = temp_dir("prepare-memory");
-  auto write = [&](const std::string& prefix, int n) {
-    std::ofstream s(dir + "/" + prefix + ".src"), t(dir + "/" + prefix + ".tgt");
-    for (int i = 0; i < n; ++i) {
-      for (int w = 0; w < 12; ++w) s << (w ? " a" : "a") << (i * (w + 1)) % 20, t << (w ? " b" : "b") << (i * (w + 1)) % 20;
-      s << "\n", t << "\n";
-    }
-  };
-  write("small", 5000);
-  write("large", 100000);
-  write("valid", 100);
-  std::string small, large;
-  const std::string flags = " --src src --tgt tgt --valid " + dir + "/valid --vocab-size 60";
-  ASSERT_EQ(run_command(kCli + " prepare --train " + dir + "/small --out " + dir + "/small-bin" + flags, small), 0) << small;
-  ASSERT_EQ(run_command(kCli + " prepare --train " + dir + "/large --out " + dir + "/large-bin" + flags, large), 0) << large;
-  const double a = peak_mib(small), b = peak_mib(large);
-  ASSERT_GT(a, 0) << small;
-  ASSERT_GT(b, 0) << large;
-  std::cout << "peak memory of prepare: 5,000 pairs " << a << " MiB, 100,000 pairs " << b << " MiB\n";
-  EXPECT_LT(b - a, 48) << "5,000 pairs: " << a << " MiB, 100,000 pairs: " << b << " MiB";
-  EXPECT_EQ(leanseq::data::IndexedDataset(dir + "/large-bin/train.src").size(), 100000u);
-}
-
-// Encoders at once (--workers) write what one writes: the same dictionaries and ids, in order,
-// across several chunks of lines.
-TEST(PrepareStream, WorkersWriteTheSameFilesAsOne) {
-  const auto dir = temp_dir("prepare-workers");
-  {
-    std::ofstream s(dir + "/train.src"), t(dir + "/train.tgt"), vs(dir + "/valid.src"), vt(dir + "/valid.tgt");
-    for (int i = 0; i < 30000; ++i) {
-      const int n = 1 + i % 9;
-      for (int w = 0; w < n; ++w) s << (w ? " a" : "a") << (i * (w + 3)) % 23, t << (w ? " b" : "b") << (i * (w + 5)) % 23;
-      s << "\n", t << "\n";
-      if (i < 50) vs << "a" << i % 23 << "\n", vt << "b" << i % 23 << "\n";
-    }
-  }
-  std::string out;
-  const std::string flags = " prepare --src src --tgt tgt --train " + dir + "/train --valid " + dir + "/valid --vocab-size 60";
-  ASSERT_EQ(run_command(kCli + flags + " --out " + dir + "/one", out), 0) << out;
-  ASSERT_EQ(run_command(kCli + flags + " --out " + dir + "/three --spm-model " + dir + "/one/spm.model --workers 3", out), 0)
-      << out;
-  for (const char* f : {"dict.src.txt", "dict.tgt.txt", "train.src.bin", "train.src.idx", "train.tgt.bin", "train.tgt.idx",
-                        "valid.src.bin", "valid.tgt.idx"}) {
-    EXPECT_EQ(read_text(dir + "/one/" + f), read_text(dir + "/three/" + f)) << f;
-  }
-  EXPECT_NE(run_command(kCli + flags + " --out " + dir + "/bad --workers 0", out), 0);
-  EXPECT_NE(out.find("--workers must be between 1 and 256"), std::string::npos) << out;
+  const auto logs = leanseq::test::expect_bounded_peak(
+      kCli + " translate --checkpoint " + ck + " -i " + dir + "/small.txt" + flags,
+      kCli + " translate --checkpoint " + ck + " -i " + dir + "/large.txt" + flags, {"1,000 lines", "60,000 lines"}, 64);
+  EXPECT_NE(logs.second.find("translated 60000 sentences"), std::string::npos) << logs.second;
 }
 
 TEST(TranslateOptions, PrefixNoRepeatNgramSamplingAndAMissingDevice) {

@@ -8,7 +8,13 @@ namespace leanseq::checkpoint {
 void RunConfig::visit(ConfigVisitor& v) {
   v.field("task", task, "seq2seq (translation and language models) or classify (text classification)");
   v.field("arch", arch, "model preset (leanseq list-archs)");
-  v.field("data", data, "directory written by leanseq prepare");
+  v.field("data", data,
+          "directory written by leanseq prepare or fairseq-preprocess, or shard directories a:b:c (one per "
+          "epoch, in turn)");
+  v.field("text.spm_model", text_spm_model,
+          "SentencePiece model of a data directory that has none (fairseq-preprocess's): checkpoints carry it");
+  v.field("text.tokenizer", text_tokenizer, "instead of text.spm_model: moses (Moses tokenization, then text.bpe_codes)");
+  v.field("text.bpe_codes", text_bpe_codes, "subword-nmt BPE codes applied after text.tokenizer: moses (empty: none)");
   visit_loop(v);
   if (model) {
     PrefixedVisitor pv("model", v);

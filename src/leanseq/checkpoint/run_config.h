@@ -31,6 +31,9 @@ struct RunConfig : Configurable, TrainLoopOptions {
   std::string task = "seq2seq";       // classify runs take a ClassifyConfig instead (checkpoint/classify_config.h)
   std::string arch = "transformer_small";
   std::string data;                   // directory written by `leanseq prepare`
+  // The text pipeline of a data directory without one (fairseq-preprocess's): a SentencePiece
+  // model, or Moses tokenization with optional subword-nmt codes.
+  std::string text_spm_model, text_tokenizer, text_bpe_codes;
   std::shared_ptr<models::ModelConfig> model;
 
   // optimisation

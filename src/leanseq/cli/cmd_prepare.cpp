@@ -30,6 +30,14 @@ void add_prepare(CLI::App& app, int& exit_code) {
   sub->add_option("--spm-type", opt->model_type, "unigram or bpe")->capture_default_str();
   sub->add_option("--workers", opt->workers, "SentencePiece encoders at once (one helper process pair each)")
       ->capture_default_str();
+  sub->add_flag("--dedup", opt->dedup, "leave out exact duplicates of an earlier training pair");
+  sub->add_option("--shard-size", opt->shard_size,
+                  "write train as shard-000/, shard-001/, ... of this many pairs each (0: one directory)")
+      ->capture_default_str();
+  sub->add_option("--spm-sample-mb", opt->spm_sample_mb,
+                  "megabytes of training text SentencePiece trains on at most: pairs sampled at random (its trainer "
+                  "needs about 23x this in memory)")
+      ->capture_default_str();
   sub->add_option("--min-len", opt->min_len, "drop training pairs shorter than this (subwords)")->capture_default_str();
   sub->add_option("--max-len", opt->max_len, "drop training pairs longer than this (subwords)")->capture_default_str();
   sub->add_option("--max-ratio", opt->max_ratio, "drop training pairs with a longer length ratio (0: off)")
@@ -45,6 +53,11 @@ void add_prepare(CLI::App& app, int& exit_code) {
     Timer timer;
     auto report = data::prepare(*opt);
     std::cout << report.format() << "wrote " << opt->out_dir << "\n";
+    if (!report.shards.empty()) {
+      std::string data;
+      for (const auto& d : report.shards) data += (data.empty() ? "" : ":") + opt->out_dir + "/" + d;
+      std::cout << "train on all shards with --data " << opt->out_dir << " (or --data " << data << ")\n";
+    }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     char buf[128];

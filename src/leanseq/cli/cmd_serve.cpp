@@ -9,6 +9,7 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
@@ -19,6 +20,7 @@ namespace leanseq::cli {
 namespace {
 struct ServeArgs : DecodingFlags {
   std::string checkpoint;
+  std::vector<std::string> models;  // NAME=PATH[:PATH...]
   serve::ServeOptions server;
   int workers = 1;
   int64_t timeout_ms = 5;
@@ -28,7 +30,10 @@ struct ServeArgs : DecodingFlags {
 void add_serve(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ServeArgs>();
   auto* sub = app.add_subcommand("serve", "an HTTP translation server with dynamic batching (docs/serve.md)");
-  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] serves an ensemble")->required();
+  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] serves an ensemble");
+  sub->add_option("--model", a->models,
+                  "NAME=CHECKPOINT (repeatable): serve several models, each with its own queue and --workers, routed "
+                  "by name or language pair (instead of --checkpoint)");
   sub->add_option("--host", a->server.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", a->server.port, "port (0: any free port; the log says which)")->capture_default_str();
   sub->add_option("--workers", a->workers, "decoding workers, sharing one copy of the model")
@@ -72,10 +77,20 @@ void add_serve(CLI::App& app, int& exit_code) {
                   "source tokens x beam in one decoding batch at most (bounds its memory)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_option("--api-keys", a->server.access.api_keys_file,
+                  "file of API keys, one 'KEY [REQUESTS_PER_MINUTE]' per line: /translate and /v1/translate then "
+                  "need one (LibreTranslate's api_key, or an X-API-Key header)");
+  sub->add_option("--req-limit", a->server.access.req_limit,
+                  "requests per minute per client address without a key (0: no limit; with --api-keys, 0 refuses "
+                  "keyless requests)")
+      ->capture_default_str();
+  sub->add_option("--cors", a->server.access.cors,
+                  "origins allowed to call the API from a browser, comma-separated, or *; answers preflights");
   add_decoding_flags(sub, *a);
   sub->callback([a, &exit_code] {
     const torch::Device device = checkpoint::resolve_device(a->device, "--device");
     check_decoding_flags(*a);
+    serve::Access{a->server.access};  // a bad keys file or origin stops the start before the model loads
     a->server.batching.timeout = std::chrono::milliseconds(a->timeout_ms);
     a->server.defaults = a->opt;
     // Signals go to one thread, which stops the server; requests in flight finish.
@@ -84,13 +99,37 @@ void add_serve(CLI::App& app, int& exit_code) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    const auto paths = runtime::checkpoint_paths(a->checkpoint, "--checkpoint");
-    // One copy of the weights, decoded by every worker.
-    auto lt = runtime::load_translator(paths.front());
-    runtime::add_ensemble(lt, paths, device);
-    apply_compute_type(lt, *a, device);
-    const serve::ModelInfo info{a->checkpoint, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
-    serve::Server server(std::move(lt.translator), a->workers, info, a->server);
+    // (name, checkpoints) of each model, checked before any loads.
+    std::vector<std::pair<std::string, std::string>> specs;
+    if (a->checkpoint.empty() == a->models.empty()) {
+      throw ConfigError("serve: give --checkpoint (one model) or --model NAME=CHECKPOINT (one or more), not both");
+    }
+    if (!a->checkpoint.empty()) specs.emplace_back(a->checkpoint, a->checkpoint);
+    for (const auto& m : a->models) {
+      const auto eq = m.find('=');
+      const std::string name = m.substr(0, eq);
+      if (eq == std::string::npos || eq == 0 || eq + 1 == m.size() || name.size() > 64 ||
+          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos) {
+        throw ConfigError("--model '" + m + "': expected NAME=CHECKPOINT, NAME of at most 64 letters, digits, '.', '_', '-'");
+      }
+      for (const auto& [other, path] : specs) {
+        if (other == name) throw ConfigError("--model: two models are called " + name);
+      }
+      specs.emplace_back(name, m.substr(eq + 1));
+    }
+    // One copy of each model's weights, decoded by its workers.
+    std::vector<serve::ServedModel> served;
+    std::string described;
+    for (const auto& [name, spec] : specs) {
+      const auto paths = colon_separated_paths(spec, "--checkpoint");
+      auto lt = runtime::load_translator(paths.front());
+      runtime::add_ensemble(lt, paths, device);
+      apply_compute_type(lt, *a, device);
+      serve::ModelInfo info{name, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
+      described += (described.empty() ? "" : ", ") + name + " (" + info.source_lang + "->" + info.target_lang + ")";
+      served.push_back({info, std::move(lt.translator), a->workers});
+    }
+    serve::Server server(std::move(served), a->server);
     std::thread watcher([&] {
       int sig = 0;
       sigwait(&stop_signals, &sig);
@@ -98,8 +137,8 @@ void add_serve(CLI::App& app, int& exit_code) {
       server.stop();
     });
     const bool ok = server.run([&](int port) {
-      log::info("serving " + a->checkpoint + " (" + info.source_lang + "->" + info.target_lang + ") on " + device.str() +
-                " with " + std::to_string(a->workers) + " worker(s), " + std::to_string(compute_threads()) +
+      log::info("serving " + described + " on " + device.str() + " with " + std::to_string(a->workers) +
+                " worker(s) each, " + std::to_string(compute_threads()) +
                 " threads; batches of up to " + std::to_string(a->server.batching.max_sentences) + " sentences");
       if (device.is_cpu()) log::info(blas_summary() + "; " + kernels::dense_products_summary());
       log::info("listening on http://" + a->server.host + ":" + std::to_string(port) + "/");

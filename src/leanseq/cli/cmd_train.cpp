@@ -52,7 +52,9 @@ void add_train(CLI::App& app, int& exit_code) {
   sub->add_option("--set", a->sets, "override one key: --set optim.lr=7e-4 (repeatable)");
   sub->add_option("--task", a->task, "seq2seq (default: translation, language models) or classify (text classification on TSV files)");
   sub->add_option("--arch,-a", a->arch, "model preset (leanseq list-archs)");
-  sub->add_option("--data", a->data, "directory written by leanseq prepare");
+  sub->add_option("--data", a->data,
+                  "directory written by leanseq prepare or fairseq-preprocess, or shard directories a:b:c read one per "
+                  "epoch in turn (data)");
   sub->add_option("--save-dir", a->save_dir, "checkpoint directory");
   sub->add_option("--max-minutes", a->max_minutes, "stop after this much wall-clock time");
   sub->add_option("--max-update", a->max_update, "stop after this many updates");

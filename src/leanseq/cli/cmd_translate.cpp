@@ -15,8 +15,9 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/progress.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
-#include "leanseq/core/timer.h"
 #include "leanseq/decode/stream.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/kernels/dense.h"
@@ -159,7 +160,7 @@ void add_translate(CLI::App& app, int& exit_code) {
     if (!a->prefix_file.empty() && !a->opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
     a->opt.search.need_attn = a->alignment;
     // A:B:C decodes the models as an ensemble.
-    const auto paths = runtime::checkpoint_paths(a->checkpoint, "--checkpoint");
+    const auto paths = colon_separated_paths(a->checkpoint, "--checkpoint");
     auto lt = load_translator_or_explain(paths.front());
     runtime::add_ensemble(lt, paths, device);
     apply_compute_type(lt, *a, device);
@@ -168,9 +169,11 @@ void add_translate(CLI::App& app, int& exit_code) {
     decode::TranslationStats stats;
     io::LineReader in(a->input);
     const bool prompt = a->interactive && a->input == "-" && isatty(0);
-    const bool progress = !a->interactive && in.size() > 0 && isatty(2);
+    std::unique_ptr<Progress> progress;
+    if (!a->interactive && in.size() > 0 && stderr_is_terminal()) {
+      progress = std::make_unique<Progress>("translating " + in.name(), in.size(), "", true);
+    }
     const int64_t buffer = a->interactive ? 1 : a->buffer_size;
-    Timer clock;
     auto run = [&](std::ostream& out) {
       if (prompt) std::cerr << "> " << std::flush;
       auto emit = [&](const decode::StreamItem& item) {
@@ -190,18 +193,17 @@ void add_translate(CLI::App& app, int& exit_code) {
       auto chunk_done = [&] {
         out << std::flush;
         if (progress) {
-          const double done = static_cast<double>(in.bytes_read()) / static_cast<double>(in.size());
-          const double rate = stats.seconds > 0 ? stats.sentences / stats.seconds : 0;
-          const double eta = done > 0 ? clock.seconds() * (1 - done) / done : 0;
-          std::fprintf(stderr, "\r%ld lines, %.1f sentences/s, %.0f%% read, ETA %.0f s   ",
-                       static_cast<long>(stats.sentences), rate, 100 * done, eta);
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%ld lines, %.1f sentences/s", static_cast<long>(stats.sentences),
+                        stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0);
+          progress->update(in.bytes_read(), buf);
         }
         if (prompt) std::cerr << "> " << std::flush;
       };
       std::unique_ptr<io::LineReader> prefixes;
       if (!a->prefix_file.empty()) prefixes = std::make_unique<io::LineReader>(a->prefix_file);
       decode::translate_stream(*lt.translator, a->opt, in, buffer, emit, &stats, chunk_done, prefixes.get());
-      if (progress) std::fprintf(stderr, "\n");
+      if (progress) progress->finish();
     };
     if (a->output == "-") {
       run(std::cout);

@@ -1,6 +1,9 @@
 // Small string helpers shared across layers.
 #pragma once
 #include <string>
+#include <vector>
+
+#include "leanseq/core/error.h"
 
 namespace leanseq {
 
@@ -8,6 +11,19 @@ namespace leanseq {
 inline void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
     s.replace(pos, from.size(), to);
+  }
+}
+
+// The paths of a colon-separated list ("a.pt:b.pt", fairseq's way for ensembles and data shards);
+// ConfigError naming `key` for an empty one.
+inline std::vector<std::string> colon_separated_paths(const std::string& spec, const std::string& key) {
+  std::vector<std::string> paths;
+  for (size_t from = 0;;) {
+    const size_t colon = spec.find(':', from);
+    paths.push_back(spec.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
+    if (paths.back().empty()) throw ConfigError(key + ": an empty path in '" + spec + "'");
+    if (colon == std::string::npos) return paths;
+    from = colon + 1;
   }
 }
 

@@ -80,21 +80,35 @@ void IndexedWriter::save(const std::string& prefix) {
   std::filesystem::rename(spill_ + ".bin", prefix + ".bin");
 }
 
-IndexedDataset::IndexedDataset(const std::string& prefix) {
-  const std::string idx = prefix + ".idx", bin = prefix + ".bin";
-  std::ifstream in(idx, std::ios::binary);
-  if (!in) throw DataError(idx + ": cannot open binarized index (run 'leanseq prepare' first)");
-  char header[16];
-  in.read(header, 16);
-  if (!in || std::memcmp(header, kMagic, 8) != 0) {
-    throw DataError(idx + ": not a leanseq binarized index (bad magic)");
+namespace {
+constexpr char kFairseqMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
+
+// fairseq's dtype codes (fairseq 0.12 data/indexed_dataset.py) of the integer types token ids are
+// stored in: {bytes, signed}; {0, false} for the others.
+std::pair<int, bool> fairseq_element(uint8_t code) {
+  switch (code) {
+    case 1: return {1, false};  // uint8
+    case 2: return {1, true};   // int8
+    case 3: return {2, true};   // int16
+    case 4: return {4, true};   // int32
+    case 5: return {8, true};   // int64
+    case 8: return {2, false};  // uint16
+    case 9: return {4, false};  // uint32
+    case 10: return {8, false}; // uint64
+    default: return {0, false};
   }
+}
+}  // namespace
+
+// leanseq's index: its magic, the count N and N + 1 offsets in ids.
+void IndexedDataset::read_leanseq_index(std::ifstream& in, const std::string& idx, uint64_t file_size) {
+  char header[16];
+  in.seekg(0);
+  in.read(header, 16);
   int64_t n;
   std::memcpy(&n, header + 8, 8);
   // The count must be what the file holds: N + 1 offsets after the header (checked before any
   // allocation), starting at 0, never decreasing.
-  in.seekg(0, std::ios::end);
-  const auto file_size = static_cast<uint64_t>(in.tellg());
   const uint64_t entries = (file_size - 16) / 8;
   if (n < 0 || (file_size - 16) % 8 != 0 || static_cast<uint64_t>(n) + 1 != entries) {
     throw DataError(idx + ": its header says " + std::to_string(n) + " sentences but the file holds " +
@@ -110,32 +124,92 @@ IndexedDataset::IndexedDataset(const std::string& prefix) {
       throw DataError(idx + ": damaged index: offset " + std::to_string(i) + " is smaller than the one before");
     }
   }
+}
+
+// fairseq's MMapIndexedDataset index (fairseq-preprocess's default): a 9-byte magic, version 1,
+// the ids' dtype code, the count N, N int32 sizes and N int64 byte pointers, which must lay the
+// sentences back to back.
+void IndexedDataset::read_fairseq_index(std::ifstream& in, const std::string& idx, uint64_t file_size) {
+  constexpr uint64_t kHeader = 9 + 8 + 1 + 8;
+  char header[kHeader];
+  in.seekg(0);
+  in.read(header, kHeader);
+  if (!in) throw DataError(idx + ": truncated fairseq index header");
+  uint64_t version, n;
+  std::memcpy(&version, header + 9, 8);
+  std::memcpy(&n, header + 18, 8);
+  if (version != 1) throw DataError(idx + ": fairseq index version " + std::to_string(version) + " (only 1 is known)");
+  const auto [bytes, is_signed] = fairseq_element(static_cast<uint8_t>(header[17]));
+  if (bytes == 0) {
+    throw DataError(idx + ": fairseq dtype code " + std::to_string(static_cast<uint8_t>(header[17])) +
+                    " is not an integer type token ids are stored in");
+  }
+  elem_bytes_ = bytes, elem_signed_ = is_signed;
+  if (n > (uint64_t{1} << 40) || kHeader + 12 * n != file_size) {
+    throw DataError(idx + ": its header says " + std::to_string(n) + " sentences but the file has " +
+                    std::to_string(file_size) + " bytes (" + std::to_string(kHeader) +
+                    " + 12 per sentence expected); truncated, damaged, or not fairseq 0.12's layout");
+  }
+  std::vector<int32_t> sizes(static_cast<size_t>(n));
+  std::vector<int64_t> pointers(static_cast<size_t>(n));
+  in.read(reinterpret_cast<char*>(sizes.data()), static_cast<std::streamsize>(n * 4));
+  in.read(reinterpret_cast<char*>(pointers.data()), static_cast<std::streamsize>(n * 8));
+  if (!in) throw DataError(idx + ": truncated fairseq index");
+  offsets_.assign(static_cast<size_t>(n) + 1, 0);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0 || pointers[i] != offsets_[i] * bytes) {
+      throw DataError(idx + ": damaged fairseq index: sentence " + std::to_string(i) +
+                      (sizes[i] < 0 ? " has a negative size" : " does not follow the one before in the data file"));
+    }
+    offsets_[i + 1] = offsets_[i] + sizes[i];
+  }
+}
+
+IndexedDataset::IndexedDataset(const std::string& prefix) {
+  const std::string idx = prefix + ".idx", bin = prefix + ".bin";
+  std::ifstream in(idx, std::ios::binary);
+  if (!in) throw DataError(idx + ": cannot open binarized index (run 'leanseq prepare' first)");
+  char magic[9] = {};
+  in.read(magic, 9);
+  in.clear();
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  if (file_size >= 16 && std::memcmp(magic, kMagic, 8) == 0) {
+    read_leanseq_index(in, idx, file_size);
+  } else if (file_size >= 9 && std::memcmp(magic, kFairseqMagic, 9) == 0) {
+    read_fairseq_index(in, idx, file_size);
+  } else {
+    throw DataError(idx + ": not a binarized index of leanseq or of fairseq-preprocess (bad magic)");
+  }
   if (offsets_.back() > (int64_t{1} << 60)) throw DataError(idx + ": damaged index: impossible last offset");
   int fd = ::open(bin.c_str(), O_RDONLY);
   if (fd < 0) throw DataError(bin + ": cannot open binarized data");
   struct stat st;
   ::fstat(fd, &st);
   map_size_ = static_cast<size_t>(st.st_size);
-  if (map_size_ != static_cast<size_t>(offsets_.back()) * sizeof(int32_t)) {
+  if (map_size_ != static_cast<size_t>(offsets_.back()) * static_cast<size_t>(elem_bytes_)) {
     ::close(fd);
     throw DataError(bin + ": size " + std::to_string(map_size_) + " bytes does not match its index (" +
-                    std::to_string(offsets_.back() * 4) + " expected); the file is truncated or stale");
+                    std::to_string(offsets_.back() * elem_bytes_) + " expected); the file is truncated or stale");
   }
   if (map_size_ > 0) {
     map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map_ == MAP_FAILED) {
+      map_ = nullptr;
       ::close(fd);
       throw DataError(bin + ": mmap failed");
     }
-    data_ = static_cast<const int32_t*>(map_);
   }
   ::close(fd);
 }
 
 IndexedDataset::IndexedDataset(IndexedDataset&& o) noexcept
-    : offsets_(std::move(o.offsets_)), data_(o.data_), map_(o.map_), map_size_(o.map_size_) {
+    : offsets_(std::move(o.offsets_)),
+      map_(o.map_),
+      map_size_(o.map_size_),
+      elem_bytes_(o.elem_bytes_),
+      elem_signed_(o.elem_signed_) {
   o.map_ = nullptr;
-  o.data_ = nullptr;
   o.map_size_ = 0;
 }
 
@@ -144,8 +218,28 @@ IndexedDataset::~IndexedDataset() {
 }
 
 std::vector<int64_t> IndexedDataset::get(size_t i) const {
-  const int32_t* p = tokens(i);
-  return std::vector<int64_t>(p, p + length(i));
+  const auto n = static_cast<size_t>(length(i));
+  std::vector<int64_t> ids(n);
+  const auto* base = static_cast<const unsigned char*>(map_) + static_cast<size_t>(offsets_[i]) * elem_bytes_;
+  auto read = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    for (size_t k = 0; k < n; ++k) {
+      T v;
+      std::memcpy(&v, base + k * sizeof(T), sizeof(T));
+      ids[k] = static_cast<int64_t>(v);
+    }
+  };
+  switch (elem_bytes_ * 2 + (elem_signed_ ? 1 : 0)) {
+    case 2: read(uint8_t{}); break;
+    case 3: read(int8_t{}); break;
+    case 4: read(uint16_t{}); break;
+    case 5: read(int16_t{}); break;
+    case 8: read(uint32_t{}); break;
+    case 9: read(int32_t{}); break;
+    case 16: read(uint64_t{}); break;
+    default: read(int64_t{}); break;
+  }
+  return ids;
 }
 
 }  // namespace leanseq::data

@@ -2,6 +2,7 @@
 // back to back (each ending with </s>), <prefix>.idx a small header and N+1 int64 offsets.
 #pragma once
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ class IndexedWriter {
   int64_t count_ = 0, total_tokens_ = 0;
 };
 
+// Reads leanseq's format and fairseq-preprocess's (MMapIndexedDataset: ids as uint16, int32, ...,
+// as its index says); DataError naming the file for anything else, or a damaged or truncated one.
 class IndexedDataset {
  public:
   explicit IndexedDataset(const std::string& prefix);
@@ -46,15 +49,17 @@ class IndexedDataset {
 
   size_t size() const { return offsets_.size() - 1; }
   int64_t length(size_t i) const { return offsets_[i + 1] - offsets_[i]; }
-  // Pointer to the int32 ids of sentence i (length(i) of them).
-  const int32_t* tokens(size_t i) const { return data_ + offsets_[i]; }
+  // The ids of sentence i (length(i) of them, </s> last).
   std::vector<int64_t> get(size_t i) const;
 
  private:
-  std::vector<int64_t> offsets_;
-  const int32_t* data_ = nullptr;
+  void read_leanseq_index(std::ifstream& in, const std::string& idx, uint64_t file_size);
+  void read_fairseq_index(std::ifstream& in, const std::string& idx, uint64_t file_size);
+  std::vector<int64_t> offsets_;  // in ids, N + 1
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  int elem_bytes_ = 4;  // how an id is stored: leanseq int32; fairseq as its dtype says
+  bool elem_signed_ = true;
 };
 
 }  // namespace leanseq::data

@@ -13,6 +13,7 @@
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/signal_stack.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/core/version.h"
 #include "leanseq/eval/bleu.h"
@@ -89,7 +90,7 @@ class PyTranslator {
       throw ConfigError(std::string("compute_type: ") + e.what());
     }
     set_compute_threads(threads);
-    const auto paths = runtime::checkpoint_paths(path, "path");
+    const auto paths = colon_separated_paths(path, "path");
     for (const auto& p : paths) {
       if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
     }

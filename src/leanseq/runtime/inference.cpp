@@ -42,6 +42,17 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
 }
 }  // namespace
 
+std::pair<std::shared_ptr<const data::TextPipeline>, std::shared_ptr<const data::TextPipeline>> text_pipelines(
+    const checkpoint::VocabFiles& v, const std::string& origin) {
+  if (v.tokenizer == "moses") {
+    return {std::make_shared<text::MosesBpePipeline>(v.src_lang, v.bpe_codes, origin + " (BPE codes)"),
+            std::make_shared<text::MosesBpePipeline>(v.tgt_lang, v.bpe_codes, origin + " (BPE codes)")};
+  }
+  if (!v.tokenizer.empty()) throw CheckpointError(origin + ": unknown text pipeline '" + v.tokenizer + "'");
+  auto src_spm = spm_from_bytes(v.src_spm, origin);
+  return {src_spm, v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, origin)};
+}
+
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
   out.loaded = checkpoint::load_model(checkpoint_path, dense);
@@ -50,17 +61,7 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
                       ") does not translate; evaluate it with 'leanseq eval-lm'");
   }
   const auto& v = out.loaded.vocab;
-  std::shared_ptr<const data::TextPipeline> src_text, tgt_text;
-  if (v.tokenizer == "moses") {
-    src_text = std::make_shared<text::MosesBpePipeline>(v.src_lang, v.bpe_codes, checkpoint_path + " (BPE codes)");
-    tgt_text = std::make_shared<text::MosesBpePipeline>(v.tgt_lang, v.bpe_codes, checkpoint_path + " (BPE codes)");
-  } else if (!v.tokenizer.empty()) {
-    throw CheckpointError(checkpoint_path + ": unknown text pipeline '" + v.tokenizer + "'");
-  } else {
-    auto src_spm = spm_from_bytes(v.src_spm, checkpoint_path);
-    src_text = src_spm;
-    tgt_text = v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, checkpoint_path);
-  }
+  const auto [src_text, tgt_text] = text_pipelines(v, checkpoint_path);
   out.translator = std::make_unique<decode::Translator>(
       out.loaded.model, data::Dictionary::parse(v.src_dict, checkpoint_path + " (source dictionary)"),
       data::Dictionary::parse(v.tgt_dict, checkpoint_path + " (target dictionary)"), src_text, tgt_text);
@@ -84,17 +85,6 @@ std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslato
   }
   if (member.config.model->language_model()) throw ConfigError(checkpoint_path + ": a language model does not translate");
   return member.model;
-}
-
-std::vector<std::string> checkpoint_paths(const std::string& spec, const std::string& key) {
-  std::vector<std::string> paths;
-  for (size_t from = 0;;) {
-    const size_t colon = spec.find(':', from);
-    paths.push_back(spec.substr(from, colon == std::string::npos ? std::string::npos : colon - from));
-    if (paths.back().empty()) throw ConfigError(key + ": an empty path in '" + spec + "'");
-    if (colon == std::string::npos) return paths;
-    from = colon + 1;
-  }
 }
 
 void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths, const torch::Device& device) {

@@ -18,13 +18,16 @@ struct LoadedTranslator {
 // `dense`: as load_model.
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense = false);
 
+// The source and target text pipelines of a checkpoint's vocabulary files: SentencePiece (one
+// object when both sides share the model) or Moses + subword-nmt BPE; `origin` names them in errors.
+std::pair<std::shared_ptr<const data::TextPipeline>, std::shared_ptr<const data::TextPipeline>> text_pipelines(
+    const checkpoint::VocabFiles& v, const std::string& origin);
+
 // The model of `checkpoint_path`, to decode as an ensemble with `first`: CheckpointError naming
 // both files when their dictionaries or text pipelines differ.
 std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
                                                            const std::string& checkpoint_path);
 
-// "a.pt:b.pt:..." as its paths (an ensemble); ConfigError naming `key` for an empty one.
-std::vector<std::string> checkpoint_paths(const std::string& spec, const std::string& key);
 // Moves `first` (loaded from paths[0]) to `device` and adds the models of paths[1..] to its
 // translator as its ensemble, on that device.
 void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths, const torch::Device& device);

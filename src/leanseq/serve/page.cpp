@@ -1,5 +1,7 @@
 #include "leanseq/serve/page.h"
 
+#include <nlohmann/json.hpp>
+
 namespace leanseq::serve {
 
 namespace {
@@ -18,8 +20,18 @@ std::string escape_html(const std::string& s) {
 }
 }  // namespace
 
-std::string page_html(const std::string& model, const std::string& source_lang, const std::string& target_lang) {
-  const std::string title = "leanseq: " + escape_html(source_lang) + " &rarr; " + escape_html(target_lang);
+std::string page_html(const std::vector<ModelInfo>& models, size_t selected) {
+  const auto& m = models.at(selected);
+  const std::string title = "leanseq: " + escape_html(m.source_lang) + " &rarr; " + escape_html(m.target_lang);
+  std::string others;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (i == selected) continue;
+    others += std::string(others.empty() ? " Other models:" : ",") + " <a href=\"/?model=" + escape_html(models[i].name) +
+              "\">" + escape_html(models[i].source_lang) + " &rarr; " + escape_html(models[i].target_lang) + "</a>";
+  }
+  // The model's name as a JavaScript string (JSON), with "</" kept from ending the script.
+  std::string js_name = nlohmann::json(m.name).dump();
+  for (size_t at = 0; (at = js_name.find("</", at)) != std::string::npos;) js_name.replace(at, 2, "<\\/");
   return R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>)" + title + R"(</title>
 <style>
@@ -31,7 +43,7 @@ button{font-size:1em;margin-top:.5em;padding:.3em 1.2em}
 </style></head>
 <body>
 <h1>)" + title + R"(</h1>
-<p>Model: <code>)" + escape_html(model) + R"(</code>. One sentence per line.</p>
+<p>Model: <code>)" + escape_html(m.name) + R"(</code>. One sentence per line.)" + others + R"(</p>
 <textarea id="src" aria-label="source text"></textarea>
 <button id="go">Translate</button>
 <div id="out" aria-live="polite"></div>
@@ -45,7 +57,7 @@ async function translate() {
   const t0 = performance.now();
   try {
     const r = await fetch('/v1/translate', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                            body: JSON.stringify({texts: lines})});
+                                            body: JSON.stringify({texts: lines, model: )" + js_name + R"(})});
     const j = await r.json();
     if (!r.ok) { out.textContent = ''; meta.textContent = 'error: ' + j.error; return; }
     out.textContent = j.translations.map(t => t.text).join('\n');

@@ -76,7 +76,26 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
   r.one = j.contains("text");
   r.texts = texts_of(r.one ? j["text"] : j["texts"], r.one ? "text" : "texts", max_texts);
   r.options = options_of(j, defaults, max_beam);
+  r.api_key = api_key_of(j, "");
+  for (auto [field, value] : {std::pair<const char*, std::string*>{"model", &r.model}, {"source", &r.source},
+                              {"target", &r.target}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_string() || j[field].get<std::string>().size() > 64) {
+      throw Refusal{400, std::string(field) + " must be a string of at most 64 bytes"};
+    }
+    *value = j[field].get<std::string>();
+  }
   return r;
+}
+
+std::string api_key_of(const json& body, const std::string& header) {
+  std::string key = header;
+  if (body.is_object() && body.contains("api_key")) {
+    if (!body["api_key"].is_string()) throw Refusal{400, "api_key must be a string"};
+    key = body["api_key"].get<std::string>();
+  }
+  if (key.size() > 256) throw Refusal{400, "api_key is longer than 256 bytes"};
+  return key;
 }
 
 }  // namespace leanseq::serve

@@ -15,6 +15,7 @@ namespace leanseq::serve {
 struct Refusal {
   int status;
   std::string message;
+  int64_t retry_after = 0;  // seconds, for the Retry-After header of a 429 (0: none)
 };
 
 // The body as a JSON value: Refusal 400 when it is not valid UTF-8 or not JSON.
@@ -29,12 +30,20 @@ std::vector<std::string> texts_of(const nlohmann::json& v, const std::string& fi
 decode::TranslateOptions options_of(const nlohmann::json& req, const decode::TranslateOptions& defaults,
                                     int64_t max_beam);
 
-// A /v1/translate body: {"text": ...} or {"texts": [...]} with options.
+// A /v1/translate body: {"text": ...} or {"texts": [...]} with options, and optionally "model",
+// "source" and "target" (strings) naming the model.
 struct TranslateRequest {
   std::vector<std::string> texts;
   bool one = false;  // "text" (one string) rather than "texts"
   decode::TranslateOptions options;
+  std::string api_key;  // "" when the request has none
+  // Which model: by name, or by language pair (each "" when not given; serve/models.h routes).
+  std::string model, source, target;
 };
+
+// The request's API key: its "api_key" field (LibreTranslate's) when present, else `header` (the
+// X-API-Key header's value); Refusal 400 when the field is not a string or is over 256 bytes.
+std::string api_key_of(const nlohmann::json& body, const std::string& header);
 TranslateRequest parse_translate_request(const std::string& body, const decode::TranslateOptions& defaults,
                                          int64_t max_beam, int64_t max_texts);
 

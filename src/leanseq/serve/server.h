@@ -1,6 +1,7 @@
 // `leanseq serve`: translation over HTTP (cpp-httplib). POST /v1/translate (leanseq's API), the
 // LibreTranslate API (GET /languages, POST /translate with JSON or form bodies), GET /health,
-// GET /metrics (Prometheus text) and GET / (a page to try it). Sentences of concurrent requests are
+// GET /metrics (Prometheus text) and GET / (a page to try it); API keys, request limits and CORS
+// (serve/access.h). Sentences of concurrent requests are
 // batched together (serve/batcher.h); results are those of `leanseq translate`. Bad requests get a
 // 4xx status with {"error": "..."}; a full queue 503 with Retry-After; the server keeps serving.
 #pragma once
@@ -10,8 +11,10 @@
 #include <vector>
 
 #include "leanseq/decode/translator.h"
+#include "leanseq/serve/access.h"
 #include "leanseq/serve/batcher.h"
 #include "leanseq/serve/connections.h"
+#include "leanseq/serve/models.h"
 
 namespace leanseq::serve {
 
@@ -32,16 +35,23 @@ struct ServeOptions {
   // attention caches grow with both).
   int64_t batch_token_budget = 16384;
   decode::TranslateOptions defaults;  // decoding options of requests that do not override them
+  AccessOptions access;               // API keys, requests per minute, CORS
 };
 
-struct ModelInfo {
-  std::string name, source_lang, target_lang;
+// A model to serve: its name and language pair, its translator (one copy of the weights) and how
+// many decoding threads share it.
+struct ServedModel {
+  ModelInfo info;
+  std::unique_ptr<decode::Translator> translator;
+  int workers = 1;
 };
 
 class Server {
  public:
-  // `workers` decoding threads, all with `translator` (one copy of the weights).
-  Server(std::unique_ptr<decode::Translator> translator, int workers, ModelInfo model, ServeOptions opt);
+  // Serves `models`, each with its own queue and decoding threads; requests are routed by model
+  // name or language pair (serve/models.h). ConfigError for two models of one name, a bad API keys
+  // file or CORS origin.
+  Server(std::vector<ServedModel> models, ServeOptions opt);
   ~Server();
   // Binds and serves until stop(); returns false when the address cannot be bound. `on_listening`
   // receives the port once bound.

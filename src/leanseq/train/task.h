@@ -55,6 +55,12 @@ class Task {
   virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) = 0;
   virtual double learning_rate(const checkpoint::TrainerProgress& progress) const = 0;
 
+  // Before each epoch's batches (epochs count from 1): a task whose data changes from epoch to
+  // epoch (shards read in turn) moves to the epoch's data; whether train_batches() changed.
+  virtual bool begin_epoch(int64_t epoch) {
+    (void)epoch;
+    return false;
+  }
   // Every training batch (example indices), in length order; the engine shuffles them per epoch.
   virtual std::vector<std::vector<int64_t>> train_batches() const = 0;
   // Runs the model on a batch in training mode (its forward under `amp`'s autocast).

@@ -397,10 +397,12 @@ struct Trainer::Impl {
 TrainOutcome Trainer::Impl::run() {
   TrainOutcome out;
   install_stop_handlers();
-  const auto sorted_batches = task->train_batches();
+  task->begin_epoch(progress.epoch);
+  auto sorted_batches = task->train_batches();
   // Limits already reached when a resumed run starts (rank 0's checkpoint: the same on every rank).
   bool stop = max_update_reached() || max_minutes_reached() || max_epoch_passed();
   while (!stop) {
+    if (task->begin_epoch(progress.epoch)) sorted_batches = task->train_batches();
     auto batches = sorted_batches;
     data::shuffle_batches(batches, static_cast<uint64_t>(opt.seed) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
     const int64_t n = static_cast<int64_t>(batches.size());

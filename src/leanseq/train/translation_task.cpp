@@ -6,6 +6,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/prepare.h"
@@ -15,6 +16,7 @@
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
+#include "leanseq/runtime/inference.h"
 #include "leanseq/train/adam.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/evaluate.h"
@@ -34,22 +36,28 @@ struct TranslationTask::Impl {
   data::PreparedMeta meta;
   data::Dictionary src_dict, tgt_dict;
   checkpoint::VocabFiles vocab;
-  std::unique_ptr<data::PairDataset> train, valid;
+  // The training pairs: one dataset per shard (`data: a:b:c` or a directory prepared with
+  // --shard-size), epoch e reading shard (e - 1) mod n; `train` is the current one.
+  std::vector<std::unique_ptr<data::PairDataset>> shards;
+  std::vector<std::string> shard_prefixes;  // each shard's train.<src>, for messages
+  size_t current_shard = SIZE_MAX;
+  data::PairDataset* train = nullptr;
+  std::unique_ptr<data::PairDataset> valid;
   std::vector<std::pair<int64_t, int64_t>> train_lengths;
   std::shared_ptr<models::Seq2SeqModel> model;
   std::unique_ptr<decode::Translator> translator;  // for validation BLEU
 
   void read_data() {
     if (cfg.data.empty()) throw ConfigError("train: no data directory (--data DIR, written by leanseq prepare)");
-    meta = data::load_prepared(cfg.data);
+    const auto dirs = colon_separated_paths(cfg.data, "data");
+    meta = data::load_prepared(dirs.front());
     src_dict = data::Dictionary::load(meta.src_dict);
     tgt_dict = data::Dictionary::load(meta.tgt_dict);
     vocab.src_lang = meta.src_lang;
     vocab.tgt_lang = meta.tgt_lang;
     vocab.src_dict = checkpoint::read_bytes(meta.src_dict);
     vocab.tgt_dict = checkpoint::read_bytes(meta.tgt_dict);
-    vocab.src_spm = checkpoint::read_bytes(meta.src_spm);
-    vocab.tgt_spm = checkpoint::read_bytes(meta.tgt_spm);
+    read_text_pipeline();
     vocab.joint = meta.joint;
     if (meta.language_model() != cfg.model->language_model()) {
       throw ConfigError(cfg.model->language_model()
@@ -59,23 +67,76 @@ struct TranslationTask::Impl {
     }
     if (meta.language_model() && cfg.eval_bleu) throw ConfigError("valid.bleu: a language model has no BLEU");
     // A language-model corpus has one side, read as both source and target.
-    train = std::make_unique<data::PairDataset>(meta.split_prefix("train", meta.src_lang),
-                                                meta.split_prefix("train", meta.tgt_lang));
     valid = std::make_unique<data::PairDataset>(meta.split_prefix("valid", meta.src_lang),
                                                 meta.split_prefix("valid", meta.tgt_lang));
+    check_lengths(meta.split_prefix("valid", meta.src_lang), valid->lengths());
+    if (dirs.size() > 1 && !meta.shards.empty()) {
+      throw ConfigError("data: " + dirs.front() + " holds shards itself; list either it or shard directories");
+    }
+    for (const auto& dir : dirs.size() == 1 && !meta.shards.empty() ? meta.shards : dirs) {
+      const auto m = dir == dirs.front() ? meta : data::load_prepared(dir);
+      if (!m.shards.empty()) throw ConfigError("data: " + dir + " holds shards itself; list it alone or its shards");
+      if (m.task != meta.task || m.src_lang != meta.src_lang || m.tgt_lang != meta.tgt_lang ||
+          checkpoint::read_bytes(m.src_dict) != vocab.src_dict || checkpoint::read_bytes(m.tgt_dict) != vocab.tgt_dict) {
+        throw DataError("data: " + dir + " was prepared with other languages or dictionaries than " + dirs.front() +
+                        "; every shard needs the same (prepare --spm-model with the first's model, or --shard-size)");
+      }
+      shard_prefixes.push_back(m.split_prefix("train", m.src_lang));
+      shards.push_back(std::make_unique<data::PairDataset>(shard_prefixes.back(), m.split_prefix("train", m.tgt_lang)));
+    }
+    if (shards.size() > 1) log::info("training data in " + std::to_string(shards.size()) + " shards, one per epoch in turn");
+    select_shard(0);
+  }
+
+  // Makes shard i the training data (its length limits checked); whether it changed.
+  bool select_shard(size_t i) {
+    if (i == current_shard) return false;
+    current_shard = i;
+    train = shards[i].get();
     train_lengths = train->lengths();
-    check_lengths("train", train_lengths);
-    check_lengths("valid", valid->lengths());
+    check_lengths(shard_prefixes[i], train_lengths);
+    return true;
+  }
+
+  // What turns text into the data's pieces, for the checkpoints and valid BLEU: the directory's
+  // SentencePiece model(s), or (a fairseq-preprocess directory has none) what text.* names.
+  void read_text_pipeline() {
+    const bool given = !cfg.text_spm_model.empty() || !cfg.text_tokenizer.empty() || !cfg.text_bpe_codes.empty();
+    if (meta.format != "fairseq") {
+      if (given) {
+        throw ConfigError("text.spm_model, text.tokenizer and text.bpe_codes are for data without a text pipeline "
+                          "(fairseq-preprocess's); " + cfg.data + " has its SentencePiece model");
+      }
+      vocab.src_spm = checkpoint::read_bytes(meta.src_spm);
+      vocab.tgt_spm = checkpoint::read_bytes(meta.tgt_spm);
+      return;
+    }
+    if (!cfg.text_spm_model.empty() && (!cfg.text_tokenizer.empty() || !cfg.text_bpe_codes.empty())) {
+      throw ConfigError("text.spm_model or text.tokenizer: moses (with text.bpe_codes), not both");
+    }
+    if (!cfg.text_spm_model.empty()) {
+      vocab.src_spm = vocab.tgt_spm = checkpoint::read_bytes(cfg.text_spm_model);
+    } else if (cfg.text_tokenizer == "moses") {
+      vocab.tokenizer = "moses";
+      if (!cfg.text_bpe_codes.empty()) vocab.bpe_codes = checkpoint::read_bytes(cfg.text_bpe_codes);
+    } else {
+      throw ConfigError(
+          meta.dir + " was written by fairseq-preprocess and holds no text pipeline: give its SentencePiece model "
+                     "(--set text.spm_model=PATH), or --set text.tokenizer=moses with --set text.bpe_codes=CODES for "
+                     "Moses and subword-nmt BPE" +
+          (cfg.text_tokenizer.empty() ? "" : " (text.tokenizer '" + cfg.text_tokenizer + "' is not moses)"));
+    }
+    runtime::text_pipelines(vocab, cfg.data);  // a model or codes file that does not load is refused now
   }
 
   // Pairs over batch.max_source_len / max_target_len: an error naming the first, or (too_long:
   // skip) a count in the log; batch_by_size leaves them out.
-  void check_lengths(const std::string& split, const std::vector<std::pair<int64_t, int64_t>>& lengths) const {
+  void check_lengths(const std::string& prefix, const std::vector<std::pair<int64_t, int64_t>>& lengths) const {
     const auto bo = cfg.batching();
     const int64_t first = data::first_too_long(lengths, bo);
     if (first < 0) return;
     if (cfg.too_long == "error") {
-      throw DataError(meta.split_prefix(split, meta.src_lang) + ": pair " + std::to_string(first + 1) + " has " +
+      throw DataError(prefix + ": pair " + std::to_string(first + 1) + " has " +
                       std::to_string(lengths[first].first) + " source and " + std::to_string(lengths[first].second) +
                       " target tokens (</s> included), over batch.max_source_len " + std::to_string(cfg.max_source_len) +
                       " / batch.max_target_len " + std::to_string(cfg.max_target_len) +
@@ -84,11 +145,11 @@ struct TranslationTask::Impl {
     int64_t n = 0;
     for (const auto& l : lengths) n += bo.too_long(l);
     if (n == static_cast<int64_t>(lengths.size())) {
-      throw DataError(meta.split_prefix(split, meta.src_lang) + ": every pair is over batch.max_source_len " +
+      throw DataError(prefix + ": every pair is over batch.max_source_len " +
                       std::to_string(cfg.max_source_len) + " / batch.max_target_len " +
                       std::to_string(cfg.max_target_len) + " (tokens, </s> included)");
     }
-    log::warn(split + ": " + std::to_string(n) + " of " + std::to_string(lengths.size()) +
+    log::warn(prefix + ": " + std::to_string(n) + " of " + std::to_string(lengths.size()) +
               " pairs are over the length limits and left out (batch.too_long: skip)");
   }
 
@@ -112,9 +173,8 @@ struct TranslationTask::Impl {
 
   double valid_bleu() {
     if (!translator) {
-      auto src_spm = std::make_shared<data::SentencePiece>(meta.src_spm);
-      auto tgt_spm = meta.tgt_spm == meta.src_spm ? src_spm : std::make_shared<data::SentencePiece>(meta.tgt_spm);
-      translator = std::make_unique<decode::Translator>(model, src_dict, tgt_dict, src_spm, tgt_spm);
+      const auto [src_text, tgt_text] = runtime::text_pipelines(vocab, cfg.data);
+      translator = std::make_unique<decode::Translator>(model, src_dict, tgt_dict, src_text, tgt_text);
     }
     size_t n = valid->size();
     if (cfg.eval_bleu_max_sentences > 0) n = std::min<size_t>(n, static_cast<size_t>(cfg.eval_bleu_max_sentences));
@@ -167,7 +227,8 @@ std::string TranslationTask::describe() const {
   std::snprintf(padding, sizeof padding, "; %zu batches, padding %.1f%% of source and %.1f%% of target positions",
                 batches.size(), 100 * pad.src_fraction(), 100 * pad.tgt_fraction());
   return "model " + s.cfg.arch + " (" + s.cfg.model->summary() + "), " + std::to_string(models::count_parameters(*s.model)) +
-         " parameters; " + std::to_string(s.train->size()) + " training pairs, " + std::to_string(s.valid->size()) + " valid" +
+         " parameters; " + std::to_string(s.train->size()) + " training pairs" +
+         (s.shards.size() > 1 ? " in the first of " + std::to_string(s.shards.size()) + " shards" : "") + ", " + std::to_string(s.valid->size()) + " valid" +
          padding;
 }
 
@@ -179,6 +240,11 @@ std::unique_ptr<torch::optim::Optimizer> TranslationTask::make_optimizer(const s
 
 double TranslationTask::learning_rate(const checkpoint::TrainerProgress& p) const {
   return train::learning_rate(impl_->cfg.lr, {p.num_updates, p.epoch, p.lr_shrinks});
+}
+
+bool TranslationTask::begin_epoch(int64_t epoch) {
+  const auto n = static_cast<int64_t>(impl_->shards.size());
+  return impl_->select_shard(static_cast<size_t>(((epoch - 1) % n + n) % n));
 }
 
 std::vector<std::vector<int64_t>> TranslationTask::train_batches() const {

@@ -20,6 +20,7 @@ class TranslationTask : public Task {
   std::string describe() const override;
   std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch::Tensor>& params) override;
   double learning_rate(const checkpoint::TrainerProgress& progress) const override;
+  bool begin_epoch(int64_t epoch) override;  // moves to the epoch's shard of sharded data
   std::vector<std::vector<int64_t>> train_batches() const override;
   BatchLoss loss(const std::vector<int64_t>& batch, const torch::Device& device, const MixedPrecision& amp) override;
   size_t sum_count() const override { return 2; }  // label-smoothed loss, nll (nats)

@@ -1,0 +1,22 @@
+# Sourced by the peer scripts (fairseq.sh, prepare.sh): the checks that fairseq 0.12.2 can run here,
+# and a copy of its tree with the C extensions built (the given tree is left as it is). Needs $py,
+# $here, $work and die(), log() from the script that sources it; sets $fs to the built copy.
+
+check_fairseq() {
+  [ -f "${FAIRSEQ_SRC:-/nonexistent}/fairseq/__init__.py" ] ||
+    die "set FAIRSEQ_SRC to a fairseq 0.12.2 source tree (git clone -b v0.12.2 https://github.com/facebookresearch/fairseq)"
+  $py -c 'import torch, omegaconf, numpy, Cython, regex, bitarray, tqdm, cffi' 2>/dev/null ||
+    die "fairseq needs Debian's python3-torch python3-omegaconf python3-numpy cython3 python3-regex python3-bitarray python3-tqdm python3-cffi python3-dev python3-setuptools (apt-get install them)"
+}
+
+build_fairseq_copy() {
+  fs="$work/fairseq"
+  if [ ! -f "$fs/.built" ]; then
+    log "copying $FAIRSEQ_SRC and building its extensions"
+    rm -rf "$fs" && mkdir -p "$fs"
+    (cd "$FAIRSEQ_SRC" && tar cf - --exclude=.git --exclude='*.so' --exclude=build .) | (cd "$fs" && tar xf -)
+    (cd "$fs" && $py "$here/build_extensions.py" >"$work/build_extensions.log" 2>&1) ||
+      die "building fairseq's extensions failed; see $work/build_extensions.log"
+    touch "$fs/.built"
+  fi
+}

@@ -1,0 +1,108 @@
+// A directory written by fairseq-preprocess (tests/fixtures/fairseq-data-bin, fairseq 0.12.2's own
+// output) read as it is: its ids are the text's words through its dictionaries, damaged indexes are
+// refused by name, and `train --data` trains on it with the text pipeline it is given, into a
+// checkpoint that translates.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "e2e/task.h"
+#include "leanseq/core/error.h"
+#include "leanseq/data/dictionary.h"
+#include "leanseq/data/indexed.h"
+#include "leanseq/data/prepare.h"
+
+using leanseq::test::kCli;
+using leanseq::test::read_text;
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+
+namespace {
+const std::string kDir = leanseq::test::tests_path("fixtures/fairseq-data-bin");
+
+std::string refusal(const std::string& prefix) {
+  try {
+    leanseq::data::IndexedDataset ds(prefix);
+  } catch (const leanseq::DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(FairseqDataBin, ItsIdsAreTheTextsWordsThroughItsDictionaries) {
+  const auto meta = leanseq::data::load_prepared(kDir);
+  EXPECT_EQ(meta.format, "fairseq");
+  EXPECT_EQ(meta.src_lang, "src");
+  EXPECT_EQ(meta.tgt_lang, "tgt");
+  EXPECT_FALSE(meta.joint);
+  for (const char* lang : {"src", "tgt"}) {
+    const auto dict = leanseq::data::Dictionary::load(kDir + "/dict." + lang + ".txt");
+    leanseq::data::IndexedDataset ds(meta.split_prefix("train", lang));
+    std::istringstream text(read_text(kDir + "/text/train." + lang));
+    size_t i = 0;
+    for (std::string line; std::getline(text, line); ++i) {
+      ASSERT_LT(i, ds.size());
+      std::string words;
+      for (int64_t id : ds.get(i)) words += (words.empty() ? "" : " ") + dict.symbol(id);
+      ASSERT_EQ(words, line + " </s>") << lang << " line " << i + 1;
+    }
+    EXPECT_EQ(i, 300u);
+    EXPECT_EQ(ds.size(), 300u);
+  }
+}
+
+TEST(FairseqDataBin, DamagedIndexesAreRefusedByName) {
+  const auto dir = temp_dir("fairseq-index");
+  const std::string idx = read_text(kDir + "/train.src-tgt.src.idx"), bin = read_text(kDir + "/train.src-tgt.src.bin");
+  auto write = [&](const std::string& i, const std::string& b) {
+    std::ofstream(dir + "/x.idx", std::ios::binary) << i;
+    std::ofstream(dir + "/x.bin", std::ios::binary) << b;
+    return dir + "/x";
+  };
+  EXPECT_EQ(refusal(write(idx, bin)), "");
+  EXPECT_NE(refusal(write(idx.substr(0, idx.size() - 8), bin)).find("its header says 300 sentences"), std::string::npos);
+  auto with = [&](size_t at, char c) {
+    auto s = idx;
+    s[at] = c;
+    return s;
+  };
+  EXPECT_NE(refusal(write(with(17, 6), bin)).find("dtype code 6 is not an integer type"), std::string::npos);
+  EXPECT_NE(refusal(write(with(9, 2), bin)).find("fairseq index version 2"), std::string::npos);
+  EXPECT_NE(refusal(write(with(18, 0x7f), bin)).find("its header says"), std::string::npos);  // the count
+  EXPECT_NE(refusal(write(with(26 + 4 * 300 + 8 * 5, 3), bin)).find("sentence 5 does not follow"), std::string::npos);
+  EXPECT_NE(refusal(write(with(26 + 4 * 7 + 3, '\x80'), bin)).find("sentence 7 has a negative size"), std::string::npos);
+  EXPECT_NE(refusal(write(idx, bin.substr(0, bin.size() - 2))).find("does not match its index"), std::string::npos);
+  EXPECT_NE(refusal(write("MMIDIDX", bin)).find("bad magic"), std::string::npos);
+}
+
+TEST(FairseqDataBin, TrainReadsItWithTheTextPipelineItIsGiven) {
+  const auto dir = temp_dir("fairseq-train");
+  std::string out;
+  const std::string train = kCli + " train --arch transformer_tiny --data " + kDir + " --save-dir " + dir +
+                            "/ck --max-update 8 --seed 1 --set batch.max_tokens=1000";
+  EXPECT_EQ(run_command(train, out), 2) << out;
+  EXPECT_NE(out.find("was written by fairseq-preprocess and holds no text pipeline"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ck/checkpoint_last.pt"));
+  ASSERT_EQ(run_command(train + " --set text.tokenizer=moses", out), 0) << out;
+  EXPECT_NE(out.find("300 training pairs, 30 valid"), std::string::npos) << out;
+  // The checkpoint carries the pipeline: it translates raw text.
+  std::ofstream(dir + "/in.txt") << "a1 a2 a3\na4\n";
+  ASSERT_EQ(run_command("{ " + kCli + " translate --checkpoint " + dir + "/ck/checkpoint_last.pt -i " + dir +
+                            "/in.txt --max-len-b 5 2>/dev/null; }",
+                        out),
+            0)
+      << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;
+  // text.* belongs to directories without a pipeline; a misspelt tokenizer is named.
+  const auto leanseq_dir = leanseq::test::prepare_task(dir);
+  EXPECT_EQ(run_command(kCli + " train --arch transformer_tiny --data " + leanseq_dir + " --save-dir " + dir +
+                            "/ck2 --max-update 1 --set text.tokenizer=moses",
+                        out),
+            2);
+  EXPECT_NE(out.find("are for data without a text pipeline"), std::string::npos) << out;
+  EXPECT_EQ(run_command(train + " --set text.tokenizer=mosses", out), 2) << out;
+  EXPECT_NE(out.find("text.tokenizer 'mosses' is not moses"), std::string::npos) << out;
+}
