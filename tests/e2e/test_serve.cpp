@@ -89,13 +89,14 @@ std::string url_encode(const std::string& s) {
 const std::vector<std::string> kLines = {"a1 a2 a3", "a4 a5 a6 a7", "a8", "a9 a10 a11", "a12 a13"};
 
 std::vector<std::string> translate_cli(const std::vector<std::string>& lines, const std::string& dir,
-                                       const std::string& checkpoint = leanseq::test::tiny_checkpoint()) {
+                                       const std::string& checkpoint = leanseq::test::tiny_checkpoint(),
+                                       const std::string& flags = "") {
   std::ofstream f(dir + "/in.txt");
   for (const auto& l : lines) f << l << "\n";
   f.close();
   std::string out;
   EXPECT_EQ(run_command("{ " + kCli + " translate --checkpoint " + checkpoint + " -i " + dir +
-                            "/in.txt --beam 2 --max-len-b 6 2>/dev/null; }",
+                            "/in.txt --beam 2 --max-len-b 6 " + flags + " 2>/dev/null; }",
                         out),
             0);
   std::vector<std::string> got;
@@ -537,7 +538,34 @@ TEST(Serve, ServesSeveralModelsRoutedByLanguagePairOrName) {
   EXPECT_EQ(run_command(kCli + " serve --model fwd=" + forward + " --model fwd=" + back + " --port 0", out), 2);
   EXPECT_NE(out.find("two models are called fwd"), std::string::npos) << out;
   EXPECT_EQ(run_command(kCli + " serve --checkpoint " + forward + " --model fwd=" + forward + " --port 0", out), 2);
-  EXPECT_NE(out.find("not both"), std::string::npos) << out;
+  EXPECT_NE(out.find("give one of --checkpoint"), std::string::npos) << out;
   EXPECT_EQ(run_command(kCli + " serve --model =" + forward + " --port 0", out), 2);
-  EXPECT_NE(out.find("expected NAME=CHECKPOINT"), std::string::npos) << out;
+  EXPECT_NE(out.find("a model's name is 1 to 64 letters"), std::string::npos) << out;
+
+  // A models file: each model its own workers and compute type.
+  std::ofstream(dir + "/models.yaml") << "- name: fwd\n  checkpoint: " << forward
+                                      << "\n  workers: 2\n  compute_type: int8\n- name: back\n  checkpoint: " << back
+                                      << "\n";
+  const auto expected_int8 = translate_cli(kLines, dir, forward, "--compute-type int8");
+  std::filesystem::create_directories(dir + "/from-file");  // its own log: the first server's names another port
+  ServerProcess from_file("--beam 2 --max-len-b 6", dir + "/from-file", "--models " + dir + "/models.yaml");
+  ASSERT_GT(from_file.port(), 0);
+  httplib::Client c2("127.0.0.1", from_file.port());
+  c2.set_read_timeout(30, 0);
+  res = c2.Post("/v1/translate", json{{"texts", kLines}, {"model", "fwd"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  for (size_t i = 0; i < kLines.size(); ++i) {
+    EXPECT_EQ(json::parse(res->body)["translations"][i]["text"], expected_int8[i]) << i;
+  }
+  EXPECT_NE(from_file.log().find("fwd (src->tgt, 2 workers), back (tgt->src, 1 worker)"), std::string::npos)
+      << from_file.log();
+  EXPECT_NE(from_file.log().find("compute type int8"), std::string::npos) << from_file.log();
+  EXPECT_EQ(from_file.stop(), 0) << from_file.log();
+  std::ofstream(dir + "/bad.yaml") << "- name: fwd\n  checkpoint: " << forward << "\n  workerz: 2\n";
+  EXPECT_EQ(run_command(kCli + " serve --models " + dir + "/bad.yaml --port 0", out), 2);
+  EXPECT_NE(out.find("bad.yaml: model 1: unknown key 'workerz'"), std::string::npos) << out;
+  std::ofstream(dir + "/bad.yaml") << "- name: fwd\n  checkpoint: " << forward << "\n  compute_type: int4\n";
+  EXPECT_EQ(run_command(kCli + " serve --models " + dir + "/bad.yaml --port 0", out), 2);
+  EXPECT_NE(out.find("bad.yaml: model 1: compute_type:"), std::string::npos) << out;
 }

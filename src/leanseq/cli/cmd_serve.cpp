@@ -6,6 +6,7 @@
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/decoding_options.h"
+#include "leanseq/cli/serve_models.h"
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
@@ -21,6 +22,7 @@ namespace {
 struct ServeArgs : DecodingFlags {
   std::string checkpoint;
   std::vector<std::string> models;  // NAME=PATH[:PATH...]
+  std::string models_file;          // YAML list of models
   serve::ServeOptions server;
   int workers = 1;
   int64_t timeout_ms = 5;
@@ -34,6 +36,9 @@ void add_serve(CLI::App& app, int& exit_code) {
   sub->add_option("--model", a->models,
                   "NAME=CHECKPOINT (repeatable): serve several models, each with its own queue and --workers, routed "
                   "by name or language pair (instead of --checkpoint)");
+  sub->add_option("--models", a->models_file,
+                  "YAML list of models to serve: name, checkpoint, and optionally workers and compute_type (instead "
+                  "of --checkpoint and --model)");
   sub->add_option("--host", a->server.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", a->server.port, "port (0: any free port; the log says which)")->capture_default_str();
   sub->add_option("--workers", a->workers, "decoding workers, sharing one copy of the model")
@@ -99,35 +104,19 @@ void add_serve(CLI::App& app, int& exit_code) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    // (name, checkpoints) of each model, checked before any loads.
-    std::vector<std::pair<std::string, std::string>> specs;
-    if (a->checkpoint.empty() == a->models.empty()) {
-      throw ConfigError("serve: give --checkpoint (one model) or --model NAME=CHECKPOINT (one or more), not both");
-    }
-    if (!a->checkpoint.empty()) specs.emplace_back(a->checkpoint, a->checkpoint);
-    for (const auto& m : a->models) {
-      const auto eq = m.find('=');
-      const std::string name = m.substr(0, eq);
-      if (eq == std::string::npos || eq == 0 || eq + 1 == m.size() || name.size() > 64 ||
-          name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos) {
-        throw ConfigError("--model '" + m + "': expected NAME=CHECKPOINT, NAME of at most 64 letters, digits, '.', '_', '-'");
-      }
-      for (const auto& [other, path] : specs) {
-        if (other == name) throw ConfigError("--model: two models are called " + name);
-      }
-      specs.emplace_back(name, m.substr(eq + 1));
-    }
+    const auto specs = model_specs(a->checkpoint, a->models, a->models_file, a->workers, a->compute_type);
     // One copy of each model's weights, decoded by its workers.
     std::vector<serve::ServedModel> served;
     std::string described;
-    for (const auto& [name, spec] : specs) {
-      const auto paths = colon_separated_paths(spec, "--checkpoint");
+    for (const auto& spec : specs) {
+      const auto paths = colon_separated_paths(spec.checkpoint, "--checkpoint");
       auto lt = runtime::load_translator(paths.front());
       runtime::add_ensemble(lt, paths, device);
-      apply_compute_type(lt, *a, device);
-      serve::ModelInfo info{name, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
-      described += (described.empty() ? "" : ", ") + name + " (" + info.source_lang + "->" + info.target_lang + ")";
-      served.push_back({info, std::move(lt.translator), a->workers});
+      apply_compute_type(lt, spec.compute_type, device);
+      serve::ModelInfo info{spec.name, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
+      described += (described.empty() ? "" : ", ") + spec.name + " (" + info.source_lang + "->" + info.target_lang + ", " +
+                   std::to_string(spec.workers) + " worker" + (spec.workers > 1 ? "s" : "") + ")";
+      served.push_back({info, std::move(lt.translator), spec.workers});
     }
     serve::Server server(std::move(served), a->server);
     std::thread watcher([&] {
@@ -137,8 +126,7 @@ void add_serve(CLI::App& app, int& exit_code) {
       server.stop();
     });
     const bool ok = server.run([&](int port) {
-      log::info("serving " + described + " on " + device.str() + " with " + std::to_string(a->workers) +
-                " worker(s) each, " + std::to_string(compute_threads()) +
+      log::info("serving " + described + " on " + device.str() + " with " + std::to_string(compute_threads()) +
                 " threads; batches of up to " + std::to_string(a->server.batching.max_sentences) + " sentences");
       if (device.is_cpu()) log::info(blas_summary() + "; " + kernels::dense_products_summary());
       log::info("listening on http://" + a->server.host + ":" + std::to_string(port) + "/");

@@ -54,7 +54,11 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
 }
 
 void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device) {
-  const auto resolved = runtime::set_compute_type(lt, f.compute_type, device);
+  apply_compute_type(lt, f.compute_type, device);
+}
+
+void apply_compute_type(runtime::LoadedTranslator& lt, kernels::ComputeTypeRequest request, const torch::Device& device) {
+  const auto resolved = runtime::set_compute_type(lt, request, device);
   if (!resolved.notice.empty()) log::warn(resolved.notice);
   const bool int8 = resolved.type == kernels::ComputeType::int8;
   log::info("compute type " + kernels::compute_type_name(resolved.type) + (int8 ? " (" + kernels::int8_products_summary() + ")" : ""));

@@ -26,5 +26,6 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
 void check_decoding_flags(DecodingFlags& f);
 // Packs the loaded models for --compute-type and logs the type in use (and a fallback's notice).
 void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device);
+void apply_compute_type(runtime::LoadedTranslator& lt, kernels::ComputeTypeRequest request, const torch::Device& device);
 
 }  // namespace leanseq::cli

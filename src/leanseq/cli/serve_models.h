@@ -1,0 +1,25 @@
+// What `leanseq serve` serves: its --checkpoint, its --model NAME=CHECKPOINT flags or its --models
+// YAML file, as a checked list of models with their workers and compute types.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "leanseq/kernels/compute_type.h"
+
+namespace leanseq::cli {
+
+struct ModelSpec {
+  std::string name, checkpoint;  // checkpoint: A.pt[:B.pt...] (an ensemble)
+  int workers = 1;
+  kernels::ComputeTypeRequest compute_type = kernels::ComputeTypeRequest::default_;
+};
+
+// Exactly one of `checkpoint`, `model_flags` and `models_file` is given (ConfigError otherwise).
+// The file is a YAML list of {name, checkpoint, workers, compute_type}, the last two optional
+// (defaults: `workers`, `compute_type`). Names are unique, 1-64 letters, digits, '.', '_' or '-';
+// errors name the flag, or the file and the entry.
+std::vector<ModelSpec> model_specs(const std::string& checkpoint, const std::vector<std::string>& model_flags,
+                                   const std::string& models_file, int workers,
+                                   kernels::ComputeTypeRequest compute_type);
+
+}  // namespace leanseq::cli
