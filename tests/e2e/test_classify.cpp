@@ -53,11 +53,11 @@ TEST(EndToEndClassify, DisanLearnsSentimentAndClassifyScoresIt) {
 
   // classify: labels for unlabelled text, and scores for labelled input.
   std::ofstream(dir + "/new.txt") << "w1 great w2\nw3 awful\n";
-  rc = run_command(kCli + " classify -m " + dir + "/ck/checkpoint_best.pt -i " + dir + "/new.txt --scores", out);
+  rc = run_command(kCli + " classify --checkpoint " + dir + "/ck/checkpoint_best.pt -i " + dir + "/new.txt --scores", out);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(out.substr(0, 2), "1\t") << out;
   EXPECT_NE(out.find("\n0\t"), std::string::npos) << out;
-  rc = run_command(kCli + " classify -m " + dir + "/ck/checkpoint_best.pt -i " + dir + "/test.tsv -o " + dir +
+  rc = run_command(kCli + " classify --checkpoint " + dir + "/ck/checkpoint_best.pt -i " + dir + "/test.tsv -o " + dir +
                        "/pred.txt --report " + dir + "/report.json",
                    out);
   ASSERT_EQ(rc, 0) << out;
@@ -89,7 +89,7 @@ TEST(EndToEndClassify, PairsTrainWithTheTransformerAndLightConvEncoders) {
     ASSERT_EQ(rc, 0) << out;
     EXPECT_NE(out.find("valid: epoch"), std::string::npos) << out;
     std::ofstream(dir + "/pairs.txt") << "w1 good\tw2 fine\n";
-    rc = run_command(kCli + " classify -m " + dir + "/" + arch + "/checkpoint_last.pt -i " + dir + "/pairs.txt", out);
+    rc = run_command(kCli + " classify --checkpoint " + dir + "/" + arch + "/checkpoint_last.pt -i " + dir + "/pairs.txt", out);
     ASSERT_EQ(rc, 0) << out;
     EXPECT_TRUE(out == "same\n" || out == "different\n") << out;
   }
@@ -237,11 +237,11 @@ TEST(EndToEndClassify, BadInputGivesOneLineAndTheRightExitCode) {
   EXPECT_NE(out.find(dir + "/lab.tsv:2: label 'neutral'"), std::string::npos) << out;
   // classify on a truncated checkpoint and --report without labels.
   std::ofstream(dir + "/bad.pt") << "PK\x03\x04garbage";
-  rc = run_command("echo hi | " + kCli + " classify -m " + dir + "/bad.pt", out);
+  rc = run_command("echo hi | " + kCli + " classify --checkpoint " + dir + "/bad.pt", out);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find(dir + "/bad.pt: cannot read checkpoint"), std::string::npos) << out;
   ASSERT_EQ(run_command(train_cmd(dir, "disan", "") + " --max-update 2 --save-dir " + dir + "/d", out), 0) << out;
-  rc = run_command("echo w1 good | " + kCli + " classify -m " + dir + "/d/checkpoint_last.pt --report " + dir + "/r.json", out);
+  rc = run_command("echo w1 good | " + kCli + " classify --checkpoint " + dir + "/d/checkpoint_last.pt --report " + dir + "/r.json", out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("--report: <stdin> has no label column"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/r.json"));

@@ -102,7 +102,7 @@ TEST(OldCheckpoints, ATranslationModelDecodesAsBeforeAndResumes) {
 TEST(OldCheckpoints, AClassifierLabelsAsBeforeAndResumes) {
   const auto dir = temp_dir("old-classifier"), old = kOld + "/classifier";
   ASSERT_NO_FATAL_FAILURE(expect_output_as_before(
-      "classify -m " + old + "/checkpoint_last.pt -i " + old + "/test.tsv --scores --threads 1", old, dir,
+      "classify --checkpoint " + old + "/checkpoint_last.pt -i " + old + "/test.tsv --scores --threads 1", old, dir,
       "labels and scores"));
   expect_resumes("--task classify -a disan --set data.train=" + old + "/train.tsv --set data.valid=" + old +
                      "/valid.tsv --set model.embed_dim=16 --set model.hidden_dim=16 --set model.classifier_hidden=16" +

@@ -21,7 +21,7 @@ void add_attention(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand("attention", "translate one sentence and draw its encoder attention (PNG or SVG)");
   sub->add_option("--checkpoint", a->checkpoint, "checkpoint file")->required();
-  sub->add_option("--source,-s", a->source, "the source sentence")->required();
+  sub->add_option("--source", a->source, "the source sentence")->required();
   sub->add_option("--output,-o", a->output, "image file (.png or .svg)")->required();
   sub->add_option("--beam", a->beam, "beam size")->capture_default_str();
   sub->callback([a, &exit_code] {

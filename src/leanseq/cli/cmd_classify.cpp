@@ -25,7 +25,7 @@ void add_classify(CLI::App& app, int& exit_code) {
       "classify",
       "label text with a classifier checkpoint: one example per line (text, or text1<TAB>text2 for pairs); "
       "a last label column is scored");
-  sub->add_option("--checkpoint,-m", a->checkpoint, "classifier checkpoint (leanseq train --task classify)")->required();
+  sub->add_option("--checkpoint,--path", a->checkpoint, "classifier checkpoint (leanseq train --task classify)")->required();
   sub->add_option("--input,-i", a->input, "input TSV ('-': stdin); a header line ending in 'label' is skipped")
       ->capture_default_str();
   sub->add_option("--output,-o", a->output, "predicted labels, one per line ('-': stdout)")->capture_default_str();

@@ -17,7 +17,7 @@ void add_import_fairseq(CLI::App& app, int& exit_code) {
   sub->add_option("--checkpoint", o->checkpoint, "fairseq's .pt file (zip or legacy format)")->required();
   sub->add_option("--data-dir", o->data_dir, "the directory with fairseq's dict.<src>.txt and dict.<tgt>.txt")
       ->required();
-  sub->add_option("--out,-o", o->out, "the leanseq checkpoint to write")->required();
+  sub->add_option("--output,--out,-o", o->out, "the leanseq checkpoint to write")->required();
   auto* spm = sub->add_option("--spm", o->spm, "the SentencePiece model the data was encoded with (both languages)");
   auto* tokenizer = sub->add_option("--tokenizer", o->tokenizer,
                                     "moses: the data was Moses-tokenized (fairseq's --tokenizer moses)")

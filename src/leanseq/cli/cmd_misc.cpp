@@ -46,7 +46,7 @@ void add_quantize(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand(
       "quantize", "store a checkpoint's weights in int8 (a scale per row), bfloat16 or float16, without optimizer state");
   sub->add_option("--checkpoint", *checkpoint, "checkpoint to quantize")->required();
-  sub->add_option("--out,-o", *output, "quantized checkpoint")->required();
+  sub->add_option("--output,--out,-o", *output, "quantized checkpoint")->required();
   sub->add_option("--type", *type, "int8, bfloat16 or float16")
       ->transform(CLI::CheckedTransformer(checkpoint::quantized_storage_types()))
       ->default_str("int8");

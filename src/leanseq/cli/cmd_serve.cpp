@@ -32,7 +32,7 @@ struct ServeArgs : DecodingFlags {
 void add_serve(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ServeArgs>();
   auto* sub = app.add_subcommand("serve", "an HTTP translation server with dynamic batching (docs/serve.md)");
-  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] serves an ensemble");
+  sub->add_option("--checkpoint,--path", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] serves an ensemble");
   sub->add_option("--model", a->models,
                   "NAME=CHECKPOINT (repeatable): serve several models, each with its own queue and --workers, routed "
                   "by name or language pair (instead of --checkpoint)");

@@ -5,6 +5,7 @@
 #include "leanseq/checkpoint/operations.h"
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
+#include "leanseq/cli/fairseq_flags.h"
 #include "leanseq/core/config.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
@@ -47,6 +48,7 @@ void print_keys(const std::vector<ConfigKey>& keys) {
 
 void add_train(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
+  auto fairseq = std::make_shared<FairseqFlagValues>();
   auto* sub = app.add_subcommand("train", "train a model (YAML config files, --set key=value, flags)");
   sub->add_option("--config,-c", a->configs, "YAML config file(s), applied in order");
   sub->add_option("--set", a->sets, "override one key: --set optim.lr=7e-4 (repeatable)");
@@ -83,7 +85,8 @@ void add_train(CLI::App& app, int& exit_code) {
                   "data-parallel training in N worker processes on this machine, both tasks (under torchrun or "
                   "another launcher that sets RANK and WORLD_SIZE, leave it out)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  sub->callback([a, &exit_code] {
+  add_fairseq_training_flags(sub, fairseq);
+  sub->callback([a, fairseq, &exit_code] {
     ConfigValues values;
     for (const auto& f : a->configs) values.merge(load_yaml_file(f));
     values.merge(parse_assignments(a->sets, "--set"));
@@ -106,6 +109,7 @@ void add_train(CLI::App& app, int& exit_code) {
     if (!amp_type.empty()) flag("optim.amp", amp_type);
     if (a->seed >= 0) flag("seed", std::to_string(a->seed));
     if (a->threads >= 0) flag("threads", std::to_string(a->threads));
+    apply_fairseq_training_flags(*fairseq, values);
     auto task = values.values.find("task");
     const bool classify = task != values.values.end() && task->second == "classify";
     if (a->list_keys) {

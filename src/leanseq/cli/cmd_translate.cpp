@@ -127,33 +127,43 @@ runtime::LoadedTranslator load_translator_or_explain(const std::string& path) {
 void add_translate(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TranslateArgs>();
   auto* sub = app.add_subcommand("translate", "translate text with a trained checkpoint");
-  sub->add_option("--checkpoint", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] decodes an ensemble")->required();
-  sub->add_option("--input,-i", a->input, "input file, one sentence per line ('-': stdin)")->capture_default_str();
-  sub->add_option("--output,-o", a->output, "output file ('-': stdout)")->capture_default_str();
+  sub->add_option("--checkpoint,--path", a->checkpoint, "checkpoint file; A.pt:B.pt[:...] decodes an ensemble")->required()
+      ->group("Input and output");
+  sub->add_option("--input,-i", a->input, "input file, one sentence per line ('-': stdin)")->capture_default_str()
+      ->group("Input and output");
+  sub->add_option("--output,-o", a->output, "output file ('-': stdout)")->capture_default_str()
+      ->group("Input and output");
   add_decoding_flags(sub, *a);
-  sub->add_flag("--print-scores", a->scores, "print index, rank and score before each translation");
-  sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read (a prompt on a terminal)");
+  sub->add_flag("--print-scores", a->scores, "print index, rank and score before each translation")
+      ->group("Input and output");
+  sub->add_flag("--interactive", a->interactive, "translate each input line as soon as it is read (a prompt on a terminal)")
+      ->group("Input and output");
   sub->add_option("--buffer-size", a->buffer_size,
                   "lines read and translated together (sorted by length into batches); a pause in piped input "
                   "translates what has been read at once")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->group("Performance");
   sub->add_flag("--print-alignment", a->alignment,
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
                 "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
-                "layer's, averaged over heads, for the other families)");
+                "layer's, averaged over heads, for the other families)")
+      ->group("Input and output");
   sub->add_option("--input-format", a->opt.input_format,
                   "raw: text, split by the model's subword pipeline; tokens: subword tokens separated by spaces")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, decode::InputFormat>{{"raw", decode::InputFormat::raw},
                                                      {"tokens", decode::InputFormat::tokens}}))
-      ->default_str("raw");
+      ->default_str("raw")
+      ->group("Input and output");
   sub->add_option("--output-format", a->output_format,
                   "text: one translation per line; fairseq: fairseq-generate/interactive's S-, H-, D-, P- lines")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, OutputFormat>{{"text", OutputFormat::text}, {"fairseq", OutputFormat::fairseq}}))
-      ->default_str("text");
-  sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line (instead of --prefix)");
+      ->default_str("text")
+      ->group("Input and output");
+  sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line (instead of --prefix)")
+      ->group("Search");
   sub->callback([a, &exit_code] {
     const torch::Device device = checkpoint::resolve_device(a->device, "--device");
     check_decoding_flags(*a);

@@ -11,46 +11,67 @@ namespace leanseq::cli {
 
 void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
   auto& s = f.opt.search;
-  sub->add_option("--beam", s.beam, "beam size")->capture_default_str();
-  sub->add_flag("--greedy", f.greedy, "greedy search (beam 1)");
-  sub->add_option("--lenpen", s.lenpen, "length penalty exponent")->capture_default_str();
-  sub->add_option("--max-len-a", s.max_len_a, "max length = a * source length + b")->capture_default_str();
-  sub->add_option("--max-len-b", s.max_len_b, "max length = a * source length + b")->capture_default_str();
-  sub->add_option("--nbest", s.nbest, "hypotheses per sentence")->capture_default_str();
-  sub->add_option("--unk-penalty", s.unk_penalty, "subtracted from <unk> log-probabilities")->capture_default_str();
+  sub->add_option("--beam", s.beam, "beam size")->capture_default_str()
+      ->group("Search");
+  sub->add_flag("--greedy", f.greedy, "greedy search (beam 1)")
+      ->group("Search");
+  sub->add_option("--lenpen", s.lenpen, "length penalty exponent")->capture_default_str()
+      ->group("Search");
+  sub->add_option("--max-len-a", s.max_len_a, "max length = a * source length + b")->capture_default_str()
+      ->group("Search");
+  sub->add_option("--max-len-b", s.max_len_b, "max length = a * source length + b")->capture_default_str()
+      ->group("Search");
+  sub->add_option("--nbest", s.nbest, "hypotheses per sentence")->capture_default_str()
+      ->group("Search");
+  sub->add_option("--unk-penalty,--unkpen", s.unk_penalty, "subtracted from <unk> log-probabilities")->capture_default_str()
+      ->group("Search");
   sub->add_option("--min-len", s.min_len, "translations have at least this many tokens before </s>")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group("Search");
   sub->add_option("--no-repeat-ngram-size", s.no_repeat_ngram_size,
                   "no translation repeats an n-gram of this many tokens (0: off)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->group("Search");
   sub->add_flag("--sampling", s.sampling,
-                "sample instead of searching: --beam samples per sentence (--nbest of them, best first)");
+                "sample instead of searching: --beam samples per sentence (--nbest of them, best first)")
+      ->group("Sampling");
   sub->add_option("--sampling-topk", s.sampling_topk, "sample from the K most likely tokens only")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group("Sampling");
   sub->add_option("--sampling-topp", s.sampling_topp, "sample from the smallest set of tokens whose probability reaches P")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->group("Sampling");
   sub->add_option("--temperature", s.temperature, "logits are divided by T (sampling and search)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->group("Sampling");
   sub->add_option("--seed", f.seed, "random seed of sampling (the same seed and threads: the same samples)")
-      ->capture_default_str();
-  sub->add_option("--batch-size", f.opt.max_sentences, "sentences per batch")->capture_default_str();
-  sub->add_option("--max-tokens", f.opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str();
+      ->capture_default_str()
+      ->group("Sampling");
+  sub->add_option("--batch-size", f.opt.max_sentences, "sentences per batch")->capture_default_str()
+      ->group("Performance");
+  sub->add_option("--max-tokens", f.opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str()
+      ->group("Performance");
   sub->add_option("--max-input-length", f.opt.max_input_length,
                   "longest source in subword tokens, </s> included (0: no limit); translate cuts longer lines to it "
                   "with a warning, serve refuses them (413)")
-      ->capture_default_str();
-  sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)");
-  sub->add_option("--threads", f.threads, kComputeThreadsHelp);
-  sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str();
+      ->capture_default_str()
+      ->group("Input and output");
+  sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)")
+      ->group("Search");
+  sub->add_option("--threads", f.threads, kComputeThreadsHelp)
+      ->group("Performance");
+  sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str()
+      ->group("Performance");
   const auto& names = kernels::compute_type_requests();
   const std::map<std::string, kernels::ComputeTypeRequest> types(names.begin(), names.end());
   sub->add_option("--compute-type", f.compute_type,
                   "type of the matrix products: default (the checkpoint's), auto (the fastest on this device), "
                   "float32, int8, int8_bfloat16, bfloat16, float16 (docs/fast.md)")
       ->transform(CLI::CheckedTransformer(types))
-      ->default_str("default");
+      ->default_str("default")
+      ->group("Performance");
 }
 
 void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device) {

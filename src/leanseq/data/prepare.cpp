@@ -61,7 +61,7 @@ PrepareReport prepare(const PrepareOptions& opt) {
     if (opt.src_lang == opt.tgt_lang) throw ConfigError("prepare: source and target language must differ");
   }
   if (opt.train.empty() || opt.valid.empty()) throw ConfigError("prepare: --train and --valid prefixes are required");
-  if (opt.out_dir.empty()) throw ConfigError("prepare: --out is required");
+  if (opt.out_dir.empty()) throw ConfigError("prepare: --output-dir is required");
   if (opt.vocab_size < 8) throw ConfigError("prepare: --vocab-size must be at least 8");
   if (opt.workers < 1 || opt.workers > 256) throw ConfigError("prepare: --workers must be between 1 and 256");
   if (opt.shard_size < 0) throw ConfigError("prepare: --shard-size must be 0 (no shards) or a number of pairs");
