@@ -27,6 +27,12 @@ target_include_directories(leanseq_shared INTERFACE $<INSTALL_INTERFACE:${CMAKE_
 target_link_options(leanseq_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
 
 install(TARGETS leanseq RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# fairseq's command names as links to leanseq, which runs the command it was started as
+# (docs/fairseq.md); only on request, since they would shadow an installed fairseq.
+option(LEANSEQ_FAIRSEQ_LINKS "Install fairseq-interactive as a link to leanseq" OFF)
+if(LEANSEQ_FAIRSEQ_LINKS)
+  install(CODE "file(CREATE_LINK leanseq \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/fairseq-interactive\" SYMBOLIC)")
+endif()
 install(TARGETS leanseq-spm RUNTIME DESTINATION ${LEANSEQ_HELPER_DIR})
 install(TARGETS leanseq_shared EXPORT leanseqTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 foreach(layer core kernels nn models data decode eval text checkpoint runtime interop)

@@ -229,3 +229,53 @@ TEST(ImportFairseqFixture, TranslateNamesTheImportForAFairseqFile) {
             std::string::npos)
       << out;
 }
+
+// fairseq-interactive's own command line, run by leanseq (and through a link of that name): the
+// checkpoint imported on the fly gives fairseq-interactive's S/H/D/P lines for every fixture; a
+// missing text pipeline and a fairseq flag leanseq does not take are refused by name.
+TEST(ImportFairseqFixture, FairseqInteractiveCommandLineGivesFairseqsLines) {
+  if (leanseq::test::shared_path("fixtures/fairseq-pt").empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const auto dir = temp_dir("fairseq-interactive");
+  std::filesystem::create_symlink(kCli, dir + "/fairseq-interactive");
+  // The imported checkpoints go to a private directory under $TMPDIR, removed at the end, and those
+  // that killed runs left are removed too: one of a process that has ended is there beforehand.
+  std::string dead_pid;
+  ASSERT_EQ(run_command("sh -c 'echo $$'", dead_pid), 0);
+  dead_pid.erase(dead_pid.find_last_not_of("\n") + 1);
+  const std::string tmpdir = dir + "/tmp", stale = tmpdir + "/leanseq-fairseq-" + dead_pid + "-abcdef";
+  std::filesystem::create_directories(stale);
+  std::ofstream(stale + "/0.pt") << "left by a killed run";
+  for (const char* fixture : kFixtures) {
+    const std::string src = leanseq::test::shared_path(std::string("fixtures/fairseq-pt/") + fixture);
+    const std::string flags = src + " --path " + src + "/model.pt --cpu --beam 5 --buffer-size 16 --batch-size 16 " +
+                              "--source-lang de --target-lang en --bpe sentencepiece --sentencepiece-model " + src +
+                              "/spm.model < " + src + "/input.de 2>/dev/null";
+    std::string out;
+    ASSERT_EQ(run_command("TMPDIR=" + tmpdir + " " + kCli + " fairseq-interactive " + flags, out), 0) << out;
+    compare(std::string(fixture) + " fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
+    EXPECT_TRUE(std::filesystem::is_empty(tmpdir)) << fixture;
+    if (std::string(fixture) == "transformer") {
+      std::string linked;
+      ASSERT_EQ(run_command(dir + "/fairseq-interactive " + flags, linked), 0) << linked;
+      auto lines = [](const std::string& text) {  // S/H/D/P lines only (the log's timings differ)
+        std::istringstream in(text);
+        std::string kept;
+        for (std::string l; std::getline(in, l);) {
+          if (l.size() > 2 && std::string("SHDP").find(l[0]) != std::string::npos && l[1] == '-') kept += l + "\n";
+        }
+        return kept;
+      };
+      EXPECT_EQ(lines(linked), lines(out));
+      EXPECT_FALSE(lines(out).empty());
+    }
+  }
+  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer");
+  std::string out;
+  EXPECT_EQ(run_command(kCli + " fairseq-interactive " + src + " --path " + src + "/model.pt < /dev/null", out), 2);
+  EXPECT_NE(out.find("give the text pipeline"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " fairseq-interactive " + src + " --path " + src + "/model.pt --bpe sentencepiece " +
+                            "--sentencepiece-model " + src + "/spm.model --fp16 < /dev/null",
+                        out),
+            2);
+  EXPECT_NE(out.find("unknown option '--fp16'"), std::string::npos) << out;
+}

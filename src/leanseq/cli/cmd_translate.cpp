@@ -10,6 +10,7 @@
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/decoding_options.h"
+#include "leanseq/cli/translate.h"
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
@@ -26,14 +27,6 @@
 namespace leanseq::cli {
 
 namespace {
-enum class OutputFormat { text, fairseq };
-
-struct TranslateArgs : DecodingFlags {
-  std::string checkpoint, input = "-", output = "-", prefix_file;
-  OutputFormat output_format = OutputFormat::text;
-  bool interactive = false, scores = false, alignment = false;
-  int64_t buffer_size = 1000;
-};
 
 // "s-t" pairs: for each target subword t (without </s>), the source subword s it attends most.
 std::string alignment_pairs(const decode::Hypothesis& h) {
@@ -165,78 +158,82 @@ void add_translate(CLI::App& app, int& exit_code) {
   sub->add_option("--prefix-file", a->prefix_file, "one target prefix per input line (instead of --prefix)")
       ->group("Search");
   sub->callback([a, &exit_code] {
-    const torch::Device device = checkpoint::resolve_device(a->device, "--device");
-    check_decoding_flags(*a);
-    if (!a->prefix_file.empty() && !a->opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
-    a->opt.search.need_attn = a->alignment;
-    // A:B:C decodes the models as an ensemble.
-    const auto paths = colon_separated_paths(a->checkpoint, "--checkpoint");
-    auto lt = load_translator_or_explain(paths.front());
-    runtime::add_ensemble(lt, paths, device);
-    apply_compute_type(lt, *a, device);
-    if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
-    log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() : "decoding on " + device.str());
-    decode::TranslationStats stats;
-    io::LineReader in(a->input);
-    const bool prompt = a->interactive && a->input == "-" && isatty(0);
-    std::unique_ptr<Progress> progress;
-    if (!a->interactive && in.size() > 0 && stderr_is_terminal()) {
-      progress = std::make_unique<Progress>("translating " + in.name(), in.size(), "", true);
-    }
-    const int64_t buffer = a->interactive ? 1 : a->buffer_size;
-    auto run = [&](std::ostream& out) {
-      if (prompt) std::cerr << "> " << std::flush;
-      auto emit = [&](const decode::StreamItem& item) {
-        if (item.skipped) {
-          std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": " << item.skipped
-                    << ", an empty translation written\n";
-          if (a->output_format == OutputFormat::text) out << "\n";
-          return;
-        }
-        if (!item.hyps->empty() && item.hyps->front().truncated) {
-          std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": longer than --max-input-length "
-                    << a->opt.max_input_length << " subword tokens: translated from its first "
-                    << a->opt.max_input_length - 1 << " and </s>\n";
-        }
-        out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.line, *lt.translator, *a);
-      };
-      auto chunk_done = [&] {
-        out << std::flush;
-        if (progress) {
-          char buf[64];
-          std::snprintf(buf, sizeof buf, "%ld lines, %.1f sentences/s", static_cast<long>(stats.sentences),
-                        stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0);
-          progress->update(in.bytes_read(), buf);
-        }
-        if (prompt) std::cerr << "> " << std::flush;
-      };
-      std::unique_ptr<io::LineReader> prefixes;
-      if (!a->prefix_file.empty()) prefixes = std::make_unique<io::LineReader>(a->prefix_file);
-      decode::translate_stream(*lt.translator, a->opt, in, buffer, emit, &stats, chunk_done, prefixes.get());
-      if (progress) progress->finish();
-    };
-    if (a->output == "-") {
-      run(std::cout);
-    } else {
-      io::atomic_write(a->output, [&](const std::string& tmp) {
-        std::ofstream f(tmp, std::ios::binary);
-        if (!f) throw DataError(a->output + ": cannot write");
-        run(f);
-        if (!f) throw DataError(a->output + ": write failed");
-      });
-    }
-    char buf[256];
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    std::snprintf(buf, sizeof buf,
-                  "translated %ld sentences (%ld target tokens) in %.1f s: %.2f sentences/s, %.1f tokens/s; peak "
-                  "memory %.0f MiB",
-                  static_cast<long>(stats.sentences), static_cast<long>(stats.target_tokens), stats.seconds,
-                  stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
-                  stats.seconds > 0 ? stats.target_tokens / stats.seconds : 0.0, usage.ru_maxrss / 1024.0);
-    log::info(buf);
+    run_translate(*a);
     exit_code = 0;
   });
+}
+
+void run_translate(TranslateArgs& a) {
+  const torch::Device device = checkpoint::resolve_device(a.device, "--device");
+  check_decoding_flags(a);
+  if (!a.prefix_file.empty() && !a.opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
+  a.opt.search.need_attn = a.alignment;
+  // A:B:C decodes the models as an ensemble.
+  const auto paths = colon_separated_paths(a.checkpoint, "--checkpoint");
+  auto lt = load_translator_or_explain(paths.front());
+  runtime::add_ensemble(lt, paths, device);
+  apply_compute_type(lt, a, device);
+  if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
+  log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() : "decoding on " + device.str());
+  decode::TranslationStats stats;
+  io::LineReader in(a.input);
+  const bool prompt = a.interactive && a.input == "-" && isatty(0);
+  std::unique_ptr<Progress> progress;
+  if (!a.interactive && in.size() > 0 && stderr_is_terminal()) {
+    progress = std::make_unique<Progress>("translating " + in.name(), in.size(), "", true);
+  }
+  const int64_t buffer = a.interactive ? 1 : a.buffer_size;
+  auto run = [&](std::ostream& out) {
+    if (prompt) std::cerr << "> " << std::flush;
+    auto emit = [&](const decode::StreamItem& item) {
+      if (item.skipped) {
+        std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": " << item.skipped
+                  << ", an empty translation written\n";
+        if (a.output_format == OutputFormat::text) out << "\n";
+        return;
+      }
+      if (!item.hyps->empty() && item.hyps->front().truncated) {
+        std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": longer than --max-input-length "
+                  << a.opt.max_input_length << " subword tokens: translated from its first "
+                  << a.opt.max_input_length - 1 << " and </s>\n";
+      }
+      out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.line, *lt.translator, a);
+    };
+    auto chunk_done = [&] {
+      out << std::flush;
+      if (progress) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%ld lines, %.1f sentences/s", static_cast<long>(stats.sentences),
+                      stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0);
+        progress->update(in.bytes_read(), buf);
+      }
+      if (prompt) std::cerr << "> " << std::flush;
+    };
+    std::unique_ptr<io::LineReader> prefixes;
+    if (!a.prefix_file.empty()) prefixes = std::make_unique<io::LineReader>(a.prefix_file);
+    decode::translate_stream(*lt.translator, a.opt, in, buffer, emit, &stats, chunk_done, prefixes.get());
+    if (progress) progress->finish();
+  };
+  if (a.output == "-") {
+    run(std::cout);
+  } else {
+    io::atomic_write(a.output, [&](const std::string& tmp) {
+      std::ofstream f(tmp, std::ios::binary);
+      if (!f) throw DataError(a.output + ": cannot write");
+      run(f);
+      if (!f) throw DataError(a.output + ": write failed");
+    });
+  }
+  char buf[256];
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::snprintf(buf, sizeof buf,
+                "translated %ld sentences (%ld target tokens) in %.1f s: %.2f sentences/s, %.1f tokens/s; peak "
+                "memory %.0f MiB",
+                static_cast<long>(stats.sentences), static_cast<long>(stats.target_tokens), stats.seconds,
+                stats.seconds > 0 ? stats.sentences / stats.seconds : 0.0,
+                stats.seconds > 0 ? stats.target_tokens / stats.seconds : 0.0, usage.ru_maxrss / 1024.0);
+  log::info(buf);
 }
 
 }  // namespace leanseq::cli

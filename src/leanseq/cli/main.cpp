@@ -3,7 +3,9 @@
 #include <c10/util/Exception.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/blas.h"
@@ -98,6 +100,17 @@ int main(int argc, char** argv) {
   leanseq::cli::add_import_fairseq(app, exit_code);
   leanseq::cli::add_tokenize(app, exit_code);
   leanseq::cli::add_serve(app, exit_code);
+  leanseq::cli::add_fairseq_interactive(app, exit_code);
+  // Started through a link named after a fairseq command (fairseq-interactive -> leanseq, installed
+  // with -DLEANSEQ_FAIRSEQ_LINKS=ON): that command, with the arguments given.
+  std::vector<char*> args(argv, argv + argc);
+  std::string invoked = std::filesystem::path(argv[0]).filename().string(), self = "leanseq";
+  if (invoked.rfind("fairseq-", 0) == 0) {
+    args.insert(args.begin() + 1, invoked.data());
+    args[0] = self.data();
+  }
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   if (unknown_command(app, argc, argv)) return 2;
   try {
     // A bad LEANSEQ_ONEDNN_ROWS or LEANSEQ_TRAINING_PRODUCTS stops every command before it starts,
