@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "e2e/task.h"
+#include "leanseq/data/dictionary.h"
 
 using leanseq::test::kCli;
 using leanseq::test::read_text;
@@ -278,4 +280,82 @@ TEST(ImportFairseqFixture, FairseqInteractiveCommandLineGivesFairseqsLines) {
                         out),
             2);
   EXPECT_NE(out.find("unknown option '--fp16'"), std::string::npos) << out;
+}
+
+namespace {
+// A split as fairseq-preprocess writes it (fairseq 0.12's mmap format, uint16 ids, each sentence
+// ending with </s>), from subword lines and a fairseq dictionary: what fairseq-generate read when
+// the fixtures were made (test.tok.de, and the T lines of its output).
+void write_fairseq_split(const std::string& prefix, const std::vector<std::string>& lines, const std::string& dict_path) {
+  const auto dict = leanseq::data::Dictionary::load(dict_path);
+  std::string bin, sizes, pointers;
+  auto put = [](std::string& out, uint64_t v, int bytes) {
+    for (int k = 0; k < bytes; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+  };
+  uint64_t at = 0;
+  for (const auto& line : lines) {
+    std::istringstream words(line);
+    uint32_t n = 0;
+    for (std::string w; words >> w; ++n) put(bin, static_cast<uint64_t>(dict.index(w)), 2);
+    put(bin, leanseq::data::Dictionary::kEos, 2);
+    ++n;
+    put(sizes, n, 4);
+    put(pointers, at, 8);
+    at += 2 * n;
+  }
+  std::string idx("MMIDIDX\0\0", 9);
+  put(idx, 1, 8), put(idx, 8, 1), put(idx, lines.size(), 8);
+  std::ofstream(prefix + ".idx", std::ios::binary) << idx << sizes << pointers;
+  std::ofstream(prefix + ".bin", std::ios::binary) << bin;
+}
+}  // namespace
+
+// fairseq-generate's command line on the binarized test set: fairseq's S/T/H/D/P lines and the very
+// BLEU line fairseq printed, for each fixture, at beam 5 and with three hypotheses per sentence.
+TEST(ImportFairseqFixture, FairseqGenerateCommandLineGivesFairseqsLinesAndBleu) {
+  if (leanseq::test::shared_path("fixtures/fairseq-pt").empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const auto dir = temp_dir("fairseq-generate");
+  for (const char* fixture : kFixtures) {
+    const std::string src = leanseq::test::shared_path(std::string("fixtures/fairseq-pt/") + fixture);
+    const std::string data = dir + "/" + fixture;
+    std::filesystem::create_directories(data);
+    for (const char* lang : {"de", "en"}) std::filesystem::copy_file(src + "/dict." + lang + ".txt", data + "/dict." + lang + ".txt");
+    std::vector<std::string> source, target(50);
+    std::istringstream tok(read_text(src + "/test.tok.de"));
+    for (std::string l; std::getline(tok, l);) source.push_back(l);
+    std::istringstream gen(read_text(src + "/gen.beam5.txt"));
+    for (std::string l; std::getline(gen, l);) {
+      if (l.rfind("T-", 0) == 0) target.at(std::stoul(l.substr(2))) = l.substr(l.find('\t') + 1);
+    }
+    write_fairseq_split(data + "/test.de-en.de", source, data + "/dict.de.txt");
+    write_fairseq_split(data + "/test.de-en.en", target, data + "/dict.en.txt");
+    for (const auto& [file, flags] : std::vector<std::pair<std::string, std::string>>{
+             {"gen.beam5.txt", "--beam 5"}, {"gen.nbest3_lenpen1.2.txt", "--beam 5 --nbest 3 --lenpen 1.2"}}) {
+      std::string out;
+      ASSERT_EQ(run_command(kCli + " fairseq-generate " + data + " --path " + src + "/model.pt --cpu --gen-subset test " +
+                                "--batch-size 16 -s de -t en " + flags + " 2>/dev/null",
+                            out),
+                0)
+          << out;
+      const std::string expected = read_text(src + "/" + file);
+      compare(std::string(fixture) + " fairseq-generate " + file, expected, out, false);
+      auto last = [](const std::string& text) {
+        const auto at = text.rfind("Generate test");
+        return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+      };
+      EXPECT_FALSE(last(expected).empty()) << file;
+      EXPECT_EQ(last(out), last(expected)) << fixture << " " << file;
+      for (const char kind : {'S', 'T'}) {  // the same source and reference lines, whatever their order
+        std::set<std::string> a, b;
+        std::istringstream ea(expected), eb(out);
+        for (std::string l; std::getline(ea, l);) {
+          if (l.size() > 1 && l[0] == kind && l[1] == '-') a.insert(l);
+        }
+        for (std::string l; std::getline(eb, l);) {
+          if (l.size() > 1 && l[0] == kind && l[1] == '-') b.insert(l);
+        }
+        EXPECT_EQ(a, b) << fixture << " " << kind << " lines";
+      }
+    }
+  }
 }

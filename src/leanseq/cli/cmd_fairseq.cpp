@@ -1,8 +1,9 @@
-// fairseq's command lines, run by leanseq: `leanseq fairseq-interactive DATA --path M.pt ...` (also
-// reachable as a program named fairseq-interactive, a link to leanseq) takes fairseq-interactive's
-// flags for what leanseq does, imports the fairseq checkpoints with DATA's dictionaries into a
-// private temporary directory, and translates as `leanseq translate --output-format fairseq` does.
-// A flag it does not take is refused by name.
+// fairseq's command lines, run by leanseq (also reachable as programs named fairseq-interactive and
+// fairseq-generate, links to leanseq): each takes fairseq's flags for what leanseq does, imports the
+// fairseq checkpoints with DATA's dictionaries into a private temporary directory, and decodes as
+// `leanseq translate --output-format fairseq` does. fairseq-interactive translates text;
+// fairseq-generate a binarized split of DATA (fairseq-preprocess's), with its references and
+// fairseq's BLEU line. A flag they do not take is refused by name.
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,19 +11,48 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <iostream>
+
+#include "leanseq/checkpoint/loop_options.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/translate.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 #include "leanseq/core/strings.h"
+#include "leanseq/data/indexed.h"
+#include "leanseq/eval/bleu.h"
 #include "leanseq/interop/fairseq.h"
+#include "leanseq/runtime/inference.h"
 
 namespace leanseq::cli {
 
 namespace {
-struct InteractiveArgs : TranslateArgs {
+// What names the fairseq models and their text pipeline, as both commands take it.
+struct ModelFlags {
   std::string data, path, source_lang, target_lang, bpe, spm, tokenizer, bpe_codes;
   bool cpu = false;
 };
+
+struct InteractiveArgs : TranslateArgs, ModelFlags {};
+
+struct GenerateArgs : TranslateArgs, ModelFlags {
+  std::string gen_subset = "test";
+  bool quiet = false;
+};
+
+void add_model_flags(CLI::App* sub, ModelFlags& m) {
+  sub->add_option("data", m.data, "the data directory with dict.<src>.txt and dict.<tgt>.txt")->required();
+  sub->add_option("--path", m.path, "fairseq checkpoint(s); A.pt:B.pt decodes an ensemble")->required();
+  sub->add_option("--source-lang,-s", m.source_lang, "source language (default: the checkpoint's)");
+  sub->add_option("--target-lang,-t", m.target_lang, "target language (default: the checkpoint's)");
+  sub->add_option("--bpe", m.bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
+      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
+  sub->add_option("--sentencepiece-model", m.spm, "the SentencePiece model of --bpe sentencepiece");
+  sub->add_option("--tokenizer", m.tokenizer, "moses (the input is Moses-tokenized, the output detokenized)")
+      ->check(CLI::IsMember({"moses"}));
+  sub->add_option("--bpe-codes", m.bpe_codes, "subword-nmt codes of --bpe subword_nmt");
+  sub->add_flag("--cpu", m.cpu, "decode on the CPU (leanseq's default device)");
+}
 
 // A directory of its own under $TMPDIR (or /tmp), leanseq-fairseq-<pid>-XXXXXX, removed with
 // everything in it when it goes. Those that processes no longer alive left (killed, so that their
@@ -60,6 +90,127 @@ class PrivateDirectory {
  private:
   std::string path_;
 };
+// The text pipeline the flags name into `import` (ConfigError for a wrong combination); false when
+// they name none and `optional` (fairseq-generate without --bpe prints subwords: Moses without
+// codes stands in, its detokenization unused).
+bool set_pipeline(const ModelFlags& m, interop::FairseqImportOptions& import, bool optional) {
+  if (!m.spm.empty() && m.bpe != "sentencepiece") throw ConfigError("--sentencepiece-model goes with --bpe sentencepiece");
+  if (!m.bpe_codes.empty() && m.bpe != "subword_nmt") throw ConfigError("--bpe-codes goes with --bpe subword_nmt");
+  if (m.bpe == "sentencepiece") {
+    if (m.spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
+    if (!m.tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt, not sentencepiece");
+    import.spm = m.spm;
+    return true;
+  }
+  if (m.bpe == "subword_nmt" || !m.tokenizer.empty()) {
+    if (m.bpe == "subword_nmt" && m.bpe_codes.empty()) throw ConfigError("--bpe subword_nmt needs --bpe-codes");
+    if (m.tokenizer.empty()) {
+      throw ConfigError("--bpe subword_nmt: leanseq applies it after Moses tokenization; add --tokenizer moses");
+    }
+    import.tokenizer = "moses";
+    import.bpe_codes = m.bpe == "subword_nmt" ? m.bpe_codes : "";
+    return true;
+  }
+  if (!optional) {
+    throw ConfigError("give the text pipeline: --bpe sentencepiece --sentencepiece-model M, or --tokenizer moses "
+                      "[--bpe subword_nmt --bpe-codes C]");
+  }
+  import.tokenizer = "moses";
+  return false;
+}
+
+// Imports every --path checkpoint into `dir`; their paths, colon-separated, and the first one's
+// languages.
+std::string import_models(const ModelFlags& m, interop::FairseqImportOptions import, const std::string& dir,
+                          interop::FairseqImportResult* first) {
+  import.data_dir = m.data;
+  import.source_lang = m.source_lang;
+  import.target_lang = m.target_lang;
+  std::string imported;
+  const auto paths = colon_separated_paths(m.path, "--path");
+  for (size_t i = 0; i < paths.size(); ++i) {
+    import.checkpoint = paths[i];
+    import.out = dir + "/" + std::to_string(i) + ".pt";
+    const auto r = interop::import_fairseq(import);
+    if (i == 0 && first) *first = r;
+    imported += (imported.empty() ? "" : ":") + import.out;
+  }
+  return imported;
+}
+
+// fairseq-generate's output for the split: per sentence (in the order of the split, where fairseq
+// prints its batches' order) S (source), T (reference, <unk> escaped as <<unk>>), then H/D/P/A of
+// each hypothesis; at the end fairseq's BLEU line, BLEU4 on the subwords of the best hypotheses
+// against the references (an <unk> of a reference matches nothing), without smoothing.
+void run_generate(GenerateArgs& a, const std::string& src_lang, const std::string& tgt_lang, bool detokenize) {
+  const torch::Device device = checkpoint::resolve_device(a.device, "--device");
+  check_decoding_flags(a);
+  a.opt.search.need_attn = a.alignment;
+  const auto paths = colon_separated_paths(a.checkpoint, "--path");
+  auto lt = runtime::load_translator(paths.front());
+  runtime::add_ensemble(lt, paths, device);
+  apply_compute_type(lt, a, device);
+  const auto& tr = *lt.translator;
+  const auto [src_text, tgt_text] = runtime::text_pipelines(lt.loaded.vocab, a.path);
+  const std::string prefix = a.data + "/" + a.gen_subset + "." + src_lang + "-" + tgt_lang + ".";
+  data::IndexedDataset sources(prefix + src_lang);
+  std::unique_ptr<data::IndexedDataset> targets;
+  if (io::file_exists(prefix + tgt_lang + ".idx")) {
+    targets = std::make_unique<data::IndexedDataset>(prefix + tgt_lang);
+    if (targets->size() != sources.size()) {
+      throw DataError(prefix + tgt_lang + ": " + std::to_string(targets->size()) + " sentences, but " + prefix + src_lang +
+                      " has " + std::to_string(sources.size()));
+    }
+  }
+  auto words = [](const data::Dictionary& dict, std::vector<int64_t> ids, bool escape_unk) {
+    if (!ids.empty() && ids.back() == data::Dictionary::kEos) ids.pop_back();
+    std::vector<std::string> out;
+    for (int64_t id : ids) out.push_back(escape_unk && id == data::Dictionary::kUnk ? "<<unk>>" : dict.symbol(id));
+    return out;
+  };
+  auto join = [](const std::vector<std::string>& w) {
+    std::string s;
+    for (const auto& x : w) s += (s.empty() ? "" : " ") + x;
+    return s;
+  };
+  std::vector<std::string> hyps, refs;
+  constexpr size_t kChunk = 1024;
+  for (size_t from = 0; from < sources.size(); from += kChunk) {
+    std::vector<std::vector<int64_t>> chunk;
+    for (size_t i = from; i < std::min(sources.size(), from + kChunk); ++i) chunk.push_back(sources.get(i));
+    const auto results = lt.translator->translate_ids(chunk, a.opt);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const size_t i = from + k;
+      const std::string id = std::to_string(i);
+      const auto src = words(tr.src_dict(), chunk[k], false);
+      std::string out = "S-" + id + "\t" + (detokenize ? src_text->decode(src) : join(src)) + "\n";
+      if (targets) {
+        const auto ref = words(tr.tgt_dict(), targets->get(i), true);
+        refs.push_back(join(ref));
+        out += "T-" + id + "\t" + (detokenize ? tgt_text->decode(ref) : refs.back()) + "\n";
+        hyps.push_back(results[k].empty() ? "" : join(results[k].front().pieces));
+      }
+      out += fairseq_hypothesis_lines(results[k], id, detokenize, a.alignment);
+      if (!a.quiet) std::cout << out;
+    }
+  }
+  if (targets) {
+    eval::BleuOptions o;
+    o.tokenize = eval::Tokenize::none;
+    o.smooth = eval::Smooth::none;
+    const auto b = eval::corpus_bleu(hyps, {refs}, o);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "Generate %s with beam=%ld: BLEU4 = %.2f, %.1f/%.1f/%.1f/%.1f (BP=%.3f, ratio=%.3f, syslen=%.0f, "
+                  "reflen=%.0f)",
+                  a.gen_subset.c_str(), static_cast<long>(a.opt.search.beam), b.score, b.precisions[0], b.precisions[1],
+                  b.precisions[2], b.precisions[3], b.bp, b.stats.ref_len > 0 ? b.stats.sys_len / b.stats.ref_len : 0.0,
+                  b.stats.sys_len, b.stats.ref_len);
+    std::cout << line << "\n";
+  }
+  std::cout << std::flush;
+}
+
 }  // namespace
 
 void add_fairseq_interactive(CLI::App& app, int& exit_code) {
@@ -69,57 +220,44 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
       "fairseq-interactive",
       "fairseq-interactive's command line: translate with fairseq checkpoints (imported on the fly) and print its "
       "S/H/D/P lines (docs/fairseq.md)");
-  sub->add_option("data", a->data, "the data directory with dict.<src>.txt and dict.<tgt>.txt")->required();
-  sub->add_option("--path", a->path, "fairseq checkpoint(s); A.pt:B.pt decodes an ensemble")->required();
-  sub->add_option("--source-lang,-s", a->source_lang, "source language (default: the checkpoint's)");
-  sub->add_option("--target-lang,-t", a->target_lang, "target language (default: the checkpoint's)");
-  sub->add_option("--bpe", a->bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
-      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
-  sub->add_option("--sentencepiece-model", a->spm, "the SentencePiece model of --bpe sentencepiece");
-  sub->add_option("--tokenizer", a->tokenizer, "moses (the input is Moses-tokenized, the output detokenized)")
-      ->check(CLI::IsMember({"moses"}));
-  sub->add_option("--bpe-codes", a->bpe_codes, "subword-nmt codes of --bpe subword_nmt");
+  add_model_flags(sub, *a);
   sub->add_option("--input", a->input, "file to translate, one sentence per line ('-': stdin)")->capture_default_str();
   sub->add_option("--buffer-size", a->buffer_size, "lines read and translated together")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_flag("--print-alignment", a->alignment, "A lines: the source position each target token attends most");
-  sub->add_flag("--cpu", a->cpu, "decode on the CPU (leanseq's default device)");
   add_decoding_flags(sub, *a);
   sub->callback([a, &exit_code] {
     if (a->cpu) a->device = "cpu";
     interop::FairseqImportOptions import;
-    import.data_dir = a->data;
-    import.source_lang = a->source_lang;
-    import.target_lang = a->target_lang;
-    if (a->bpe == "sentencepiece") {
-      if (a->spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
-      if (!a->tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt, not sentencepiece");
-      import.spm = a->spm;
-    } else if (a->bpe == "subword_nmt" || !a->tokenizer.empty()) {
-      if (a->bpe == "subword_nmt" && a->bpe_codes.empty()) throw ConfigError("--bpe subword_nmt needs --bpe-codes");
-      if (a->tokenizer.empty()) {
-        throw ConfigError("--bpe subword_nmt: leanseq applies it after Moses tokenization; add --tokenizer moses");
-      }
-      import.tokenizer = "moses";
-      import.bpe_codes = a->bpe == "subword_nmt" ? a->bpe_codes : "";
-    } else {
-      throw ConfigError("give the text pipeline: --bpe sentencepiece --sentencepiece-model M, or --tokenizer moses "
-                        "[--bpe subword_nmt --bpe-codes C]");
-    }
-    if (!a->spm.empty() && a->bpe != "sentencepiece") throw ConfigError("--sentencepiece-model goes with --bpe sentencepiece");
-    if (!a->bpe_codes.empty() && a->bpe != "subword_nmt") throw ConfigError("--bpe-codes goes with --bpe subword_nmt");
+    set_pipeline(*a, import, false);
     PrivateDirectory tmp;
-    std::string imported;
-    const auto paths = colon_separated_paths(a->path, "--path");
-    for (size_t i = 0; i < paths.size(); ++i) {
-      import.checkpoint = paths[i];
-      import.out = tmp.path() + "/" + std::to_string(i) + ".pt";
-      interop::import_fairseq(import);
-      imported += (imported.empty() ? "" : ":") + import.out;
-    }
-    a->checkpoint = imported;
+    a->checkpoint = import_models(*a, import, tmp.path(), nullptr);
     run_translate(*a);
+    exit_code = 0;
+  });
+}
+
+void add_fairseq_generate(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<GenerateArgs>();
+  auto* sub = app.add_subcommand(
+      "fairseq-generate",
+      "fairseq-generate's command line: decode a binarized split of a fairseq-preprocess directory with fairseq "
+      "checkpoints (imported on the fly); its S/T/H/D/P lines and BLEU (docs/fairseq.md)");
+  add_model_flags(sub, *a);
+  sub->add_option("--gen-subset", a->gen_subset, "the split to decode: <subset>.<src>-<tgt>.<lang> in the data directory")
+      ->capture_default_str();
+  sub->add_flag("--quiet", a->quiet, "print the BLEU line only");
+  sub->add_flag("--print-alignment", a->alignment, "A lines: the source position each target token attends most");
+  add_decoding_flags(sub, *a);
+  sub->callback([a, &exit_code] {
+    if (a->cpu) a->device = "cpu";
+    interop::FairseqImportOptions import;
+    const bool detokenize = set_pipeline(*a, import, true);
+    PrivateDirectory tmp;
+    interop::FairseqImportResult models;
+    a->checkpoint = import_models(*a, import, tmp.path(), &models);
+    run_generate(*a, models.source_lang, models.target_lang, detokenize);
     exit_code = 0;
   });
 }

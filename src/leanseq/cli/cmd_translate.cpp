@@ -49,30 +49,32 @@ std::string score_text(double v) {
   return s;
 }
 
-// fairseq-generate's and fairseq-interactive's lines: S (the source subwords), then per hypothesis
-// H (score, subwords), D (score, detokenized text; the subwords for --input-format tokens, as
-// fairseq-generate without a subword pipeline prints them) and P (each token's log-probability,
-// </s> last), and A (alignment pairs) with --print-alignment. Like fairseq, the scores of these
-// lines are in base 2 (log-probabilities divided by ln 2).
+// fairseq-generate's and fairseq-interactive's lines: S (the source subwords), then the lines of
+// each hypothesis (fairseq_hypothesis_lines); D holds the subwords for --input-format tokens, as
+// fairseq-generate without a subword pipeline prints them.
 std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
                            const decode::Translator& tr, const TranslateArgs& a) {
-  auto join = [](const std::vector<std::string>& words) {
-    std::string out;
-    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
-    return out;
-  };
   auto src = tr.encode_source(line, a.opt.input_format);
   src.pop_back();  // </s>
-  std::ostringstream os;
+  std::string s;
+  for (const auto& w : tr.src_dict().decode(src)) s += (s.empty() ? "" : " ") + w;
   const std::string id = std::to_string(index);
-  os << "S-" << id << "\t" << join(tr.src_dict().decode(src)) << "\n";
+  return "S-" + id + "\t" + s + "\n" +
+         fairseq_hypothesis_lines(hyps, id, a.opt.input_format == decode::InputFormat::raw, a.alignment);
+}
+
+}  // namespace
+
+std::string fairseq_hypothesis_lines(const std::vector<decode::TranslationHyp>& hyps, const std::string& id,
+                                     bool detokenized, bool alignment) {
+  std::ostringstream os;
+  const double ln2 = std::log(2.0);
   for (const auto& h : hyps) {
-    const double ln2 = std::log(2.0);
     const std::string score = score_text(static_cast<double>(static_cast<float>(h.hyp.score)) / ln2);
-    const std::string pieces = join(h.pieces);
+    std::string pieces;
+    for (const auto& p : h.pieces) pieces += (pieces.empty() ? "" : " ") + p;
     os << "H-" << id << "\t" << score << "\t" << pieces << "\n";
-    os << "D-" << id << "\t" << score << "\t" << (a.opt.input_format == decode::InputFormat::raw ? h.text : pieces)
-       << "\n";
+    os << "D-" << id << "\t" << score << "\t" << (detokenized ? h.text : pieces) << "\n";
     os << "P-" << id << "\t";
     for (size_t t = 0; t < h.hyp.positional_scores.size(); ++t) {
       char buf[32];
@@ -80,11 +82,12 @@ std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size
       os << (t ? " " : "") << buf;
     }
     os << "\n";
-    if (a.alignment) os << "A-" << id << "\t" << alignment_pairs(h.hyp) << "\n";
+    if (alignment) os << "A-" << id << "\t" << alignment_pairs(h.hyp) << "\n";
   }
   return os.str();
 }
 
+namespace {
 
 std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
                         const decode::Translator& tr, const TranslateArgs& a) {

@@ -30,6 +30,7 @@ void add_import_fairseq(CLI::App& app, int& exit_code);
 void add_tokenize(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
 void add_fairseq_interactive(CLI::App& app, int& exit_code);
+void add_fairseq_generate(CLI::App& app, int& exit_code);
 
 // Learning curves (validation loss, validation BLEU where logged, training loss) of training logs
 // (train_log.jsonl) against `x` ("minutes" or "update"), one series per log, as a PNG or SVG
