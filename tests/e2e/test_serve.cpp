@@ -410,6 +410,11 @@ TEST(Serve, ApiKeysRequestLimitsAndCors) {
   EXPECT_NE(json::parse(res->body)["error"].get<std::string>().find("2 per minute"), std::string::npos) << res->body;
   EXPECT_GE(std::stoi(res->get_header_value("Retry-After")), 1);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(translate(with_key("team-b"))->status, 200) << i;  // no limit of its own
+  json npm_style = q;  // LibreTranslate's npm client sends the key as apiKey
+  npm_style["apiKey"] = "team-b";
+  EXPECT_EQ(translate(npm_style)->status, 200);
+  npm_style["apiKey"] = "wrong";
+  EXPECT_EQ(translate(npm_style)->status, 403);
   // A key in the X-API-Key header, on leanseq's API.
   res = client.Post("/v1/translate", {{"X-API-Key", "team-b"}}, json{{"text", "a1"}}.dump(), "application/json");
   ASSERT_TRUE(res);
@@ -440,7 +445,7 @@ TEST(Serve, ApiKeysRequestLimitsAndCors) {
   res = client.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("endpoint=\"/translate\",code=\"429\"} 2"), std::string::npos) << res->body;
-  EXPECT_NE(res->body.find("endpoint=\"/translate\",code=\"403\"} 2"), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find("endpoint=\"/translate\",code=\"403\"} 3"), std::string::npos) << res->body;
   EXPECT_EQ(server.stop(), 0) << server.log();
 
   std::ofstream(dir + "/bad-keys.txt") << "team-a 2\nteam-a 3\n";

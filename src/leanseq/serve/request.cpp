@@ -90,9 +90,11 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
 
 std::string api_key_of(const json& body, const std::string& header) {
   std::string key = header;
-  if (body.is_object() && body.contains("api_key")) {
-    if (!body["api_key"].is_string()) throw Refusal{400, "api_key must be a string"};
-    key = body["api_key"].get<std::string>();
+  // LibreTranslate's name, and the one its npm client sends.
+  for (const char* field : {"apiKey", "api_key"}) {
+    if (!body.is_object() || !body.contains(field)) continue;
+    if (!body[field].is_string()) throw Refusal{400, std::string(field) + " must be a string"};
+    key = body[field].get<std::string>();
   }
   if (key.size() > 256) throw Refusal{400, "api_key is longer than 256 bytes"};
   return key;

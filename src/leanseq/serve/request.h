@@ -41,8 +41,9 @@ struct TranslateRequest {
   std::string model, source, target;
 };
 
-// The request's API key: its "api_key" field (LibreTranslate's) when present, else `header` (the
-// X-API-Key header's value); Refusal 400 when the field is not a string or is over 256 bytes.
+// The request's API key: its "api_key" field (LibreTranslate's) or "apiKey" (what LibreTranslate's
+// npm client sends) when present, else `header` (the X-API-Key header's value); Refusal 400 when
+// the field is not a string or is over 256 bytes.
 std::string api_key_of(const nlohmann::json& body, const std::string& header);
 TranslateRequest parse_translate_request(const std::string& body, const decode::TranslateOptions& defaults,
                                          int64_t max_beam, int64_t max_texts);
