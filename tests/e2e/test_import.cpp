@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "e2e/task.h"
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/core/config.h"
 #include "leanseq/data/dictionary.h"
 
 using leanseq::test::kCli;
@@ -358,4 +360,65 @@ TEST(ImportFairseqFixture, FairseqGenerateCommandLineGivesFairseqsLinesAndBleu) 
       }
     }
   }
+}
+
+// fairseq-train's command line, as each fixture's train.sh ran it: the model leanseq builds has the
+// configuration of the fairseq checkpoint that command made (imported), key by key, and fairseq's
+// flags it does not take are refused by name.
+TEST(ImportFairseqFixture, FairseqTrainCommandLineBuildsTheModelFairseqBuilt) {
+  if (leanseq::test::shared_path("fixtures/fairseq-pt").empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
+  const auto dir = temp_dir("fairseq-train");
+  // A joined-dictionary data-bin: the synthetic fixture's splits, with one dictionary for both sides.
+  const std::string fixture_bin = leanseq::test::tests_path("fixtures/fairseq-data-bin");
+  const std::string data = dir + "/data";
+  std::filesystem::create_directories(data);
+  for (const auto& e : std::filesystem::directory_iterator(fixture_bin)) {
+    if (e.is_regular_file() && e.path().extension() != ".txt" && e.path().extension() != ".md") {
+      std::filesystem::copy_file(e.path(), data + "/" + e.path().filename().string());
+    }
+  }
+  const std::string joined = read_text(fixture_bin + "/dict.src.txt") + read_text(fixture_bin + "/dict.tgt.txt");
+  for (const char* lang : {"src", "tgt"}) std::ofstream(data + "/dict." + lang + ".txt") << joined;
+  auto model_keys = [](const std::string& checkpoint) {
+    const auto ck = leanseq::checkpoint::read_checkpoint(checkpoint);
+    std::map<std::string, std::string> keys;
+    for (const auto& [k, v] : leanseq::parse_yaml_text(ck.config_yaml, checkpoint).values) {
+      if (k.rfind("model.", 0) == 0 || k == "arch") keys[k] = v;
+    }
+    return keys;
+  };
+  for (const char* fixture : kFixtures) {
+    const std::string src = leanseq::test::shared_path(std::string("fixtures/fairseq-pt/") + fixture);
+    std::string line;
+    std::istringstream script(read_text(src + "/train.sh"));
+    for (std::string l; std::getline(script, l);) {
+      if (l.rfind("fairseq-train bin ", 0) == 0) line = l.substr(std::string("fairseq-train bin ").size());
+    }
+    ASSERT_FALSE(line.empty()) << fixture;
+    const std::string run = dir + "/" + fixture;
+    std::filesystem::create_directories(run);
+    std::string out;
+    ASSERT_EQ(run_command("cd " + run + " && " + kCli + " fairseq-train " + data + " " + line +
+                              " --max-update 1 --tokenizer moses",
+                          out),
+              0)
+        << fixture << ": " << out;
+    const auto ours = model_keys(run + "/ckpt/checkpoint_last.pt");
+    const auto theirs = model_keys(import(fixture, dir));
+    ASSERT_FALSE(theirs.empty());
+    for (const auto& [k, v] : theirs) {
+      EXPECT_EQ(ours.count(k) ? ours.at(k) : "(missing)", v) << fixture << " " << k;
+    }
+  }
+  std::string out;
+  EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch transformer --optimizer adam --max-tokens 100 "
+                               "--encoder-embed-dim 64 --fp16 --tokenizer moses",
+                        out),
+            2);
+  EXPECT_NE(out.find("fairseq's --fp16 is not supported"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch transformer_align --optimizer adam --max-tokens 100", out),
+            2);
+  EXPECT_NE(out.find("transformer_align"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch transformer --max-tokens 100", out), 2);
+  EXPECT_NE(out.find("--optimizer is required"), std::string::npos) << out;
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -15,11 +16,14 @@
 
 #include "leanseq/checkpoint/loop_options.h"
 #include "leanseq/cli/commands.h"
+#include "leanseq/cli/fairseq_flags.h"
 #include "leanseq/cli/translate.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/logging.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/data/indexed.h"
+#include "leanseq/data/prepare.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/runtime/inference.h"
@@ -211,6 +215,55 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
   std::cout << std::flush;
 }
 
+struct TrainArgs {
+  std::string data, arch, save_dir = "checkpoints", criterion = "cross_entropy", task = "translation";
+  std::string source_lang, target_lang, log_format, bpe, spm, tokenizer, bpe_codes;
+  int64_t max_epoch = 0, max_update = 0, seed = 1, update_freq = 1, patience = -1, num_workers = 1;
+  bool cpu = false;
+};
+
+// fairseq's model options among the arguments fairseq-train's own parser did not take, as fairseq
+// options (encoder_embed_dim: 64, share_all_embeddings: true, ...) over `arch`'s defaults.
+nlohmann::json fairseq_model_args(const std::string& arch, const std::vector<std::string>& extras) {
+  nlohmann::json args = interop::fairseq_arch_defaults(arch);
+  args["arch"] = arch;
+  const auto options = interop::fairseq_model_options(arch);
+  for (size_t i = 0; i < extras.size(); ++i) {
+    const std::string& word = extras[i];
+    if (word.rfind("--", 0) != 0) {
+      throw ConfigError("fairseq-train: unexpected argument '" + word + "' (the data directory comes first)");
+    }
+    const auto eq = word.find('=');
+    std::string name = word.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    std::replace(name.begin(), name.end(), '-', '_');
+    const auto it = std::find_if(options.begin(), options.end(), [&](const auto& o) { return o.first == name; });
+    if (it == options.end()) {
+      throw ConfigError("fairseq-train: fairseq's " + word.substr(0, eq) + " is not supported by leanseq (docs/fairseq.md)");
+    }
+    if (it->second) {  // a flag, or (fairseq's eval_bool options: --encoder-glu True) a boolean value
+      const bool valued = eq == std::string::npos && i + 1 < extras.size() &&
+                          (extras[i + 1] == "True" || extras[i + 1] == "False");
+      const std::string v = eq != std::string::npos ? word.substr(eq + 1) : valued ? extras[++i] : "True";
+      if (v != "True" && v != "False") throw ConfigError("fairseq-train: " + word + ": expected True or False");
+      args[name] = v == "True";
+      continue;
+    }
+    std::string value;
+    if (eq != std::string::npos) {
+      value = word.substr(eq + 1);
+    } else if (i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) {
+      value = extras[++i];
+    } else {
+      throw ConfigError("fairseq-train: " + word + " needs a value (give the data directory before the options)");
+    }
+    // Numbers and lists ([3,7,15]) as fairseq's parser types them; other values as text.
+    const auto parsed = nlohmann::json::parse(value, nullptr, false);
+    args[name] = !parsed.is_discarded() && (parsed.is_number() || parsed.is_array() || parsed.is_boolean()) ? parsed
+                                                                                                             : nlohmann::json(value);
+  }
+  return args;
+}
+
 }  // namespace
 
 void add_fairseq_interactive(CLI::App& app, int& exit_code) {
@@ -259,6 +312,99 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
     a->checkpoint = import_models(*a, import, tmp.path(), &models);
     run_generate(*a, models.source_lang, models.target_lang, detokenize);
     exit_code = 0;
+  });
+}
+
+void add_fairseq_train(CLI::App& app, int& exit_code) {
+  auto a = std::make_shared<TrainArgs>();
+  auto given = std::make_shared<FairseqFlagValues>();
+  auto* sub = app.add_subcommand(
+      "fairseq-train",
+      "fairseq-train's command line: train a transformer, lightconv or fconv model of fairseq's --arch and options "
+      "on a fairseq-preprocess directory, with fairseq's defaults (docs/fairseq.md)");
+  sub->allow_extras();
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one counts
+  sub->add_option("data", a->data, "the fairseq-preprocess directory")->required();
+  sub->add_option("--arch,-a", a->arch, "a fairseq arch: transformer, transformer_iwslt_de_en, lightconv_iwslt_de_en, ...")
+      ->required();
+  sub->add_option("--save-dir", a->save_dir, "where checkpoints go (training resumes from its checkpoint_last.pt)")
+      ->capture_default_str();
+  sub->add_option("--max-epoch", a->max_epoch, "stop after this many epochs (0: no limit)");
+  sub->add_option("--max-update", a->max_update, "stop after this many updates (0: no limit)");
+  sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
+  sub->add_option("--update-freq", a->update_freq, "accumulate gradients over N batches")->capture_default_str();
+  sub->add_option("--patience", a->patience, "stop after N validations without a better one (-1: off)");
+  sub->add_option("--criterion", a->criterion, "cross_entropy or label_smoothed_cross_entropy")
+      ->check(CLI::IsMember({"cross_entropy", "label_smoothed_cross_entropy"}))
+      ->capture_default_str();
+  sub->add_option("--task", a->task, "translation")->check(CLI::IsMember({"translation"}));
+  sub->add_option("--source-lang,-s", a->source_lang, "source language (must be the data's)");
+  sub->add_option("--target-lang,-t", a->target_lang, "target language (must be the data's)");
+  sub->add_option("--log-format", a->log_format, "simple or json")->check(CLI::IsMember({"simple", "json", "none"}));
+  sub->add_option("--num-workers", a->num_workers,
+                  "accepted for fairseq's scripts: leanseq reads its memory-mapped batches in the training thread");
+  sub->add_option("--bpe", a->bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
+      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
+  sub->add_option("--sentencepiece-model", a->spm, "the data's SentencePiece model: checkpoints carry it");
+  sub->add_option("--tokenizer", a->tokenizer, "moses")->check(CLI::IsMember({"moses"}));
+  sub->add_option("--bpe-codes", a->bpe_codes, "the data's subword-nmt codes: checkpoints carry them");
+  sub->add_flag("--cpu", a->cpu, "train on the CPU (leanseq's default device)");
+  add_fairseq_training_flags(sub, given);
+  sub->callback([a, given, sub, &exit_code] {
+    auto values = interop::fairseq_config_values(fairseq_model_args(a->arch, sub->remaining()), "fairseq-train");
+    const std::string from = "fairseq-train";
+    auto set = [&](const std::string& key, const std::string& v) { values.set(key, v, from); };
+    // fairseq's defaults for what its command line leaves out.
+    if (!given->count("--optimizer")) throw ConfigError("fairseq-train: --optimizer is required (adam or nag), as in fairseq");
+    if (!given->count("--max-tokens") && !given->count("--batch-size")) {
+      throw ConfigError("fairseq-train: give --max-tokens or --batch-size, as fairseq asks");
+    }
+    set("optim.lr", "0.25");
+    set("optim.lr_scheduler", "fixed");
+    set("optim.warmup_updates", given->count("--lr-scheduler") && given->at("--lr-scheduler") == "inverse_sqrt" ? "4000" : "0");
+    set("optim.warmup_init_lr", "-1");
+    set("optim.adam_beta1", "0.9");
+    set("optim.adam_beta2", "0.999");
+    set("optim.adam_eps", "1e-08");
+    set("optim.weight_decay", "0");
+    set("optim.clip_norm", "0");
+    set("optim.shrink_on_plateau", "false");
+    set("batch.max_tokens", "1000000000");
+    set("batch.max_sentences", "0");
+    set("checkpoint.no_epoch_checkpoints", "false");
+    if (given->count("--label-smoothing") && a->criterion != "label_smoothed_cross_entropy") {
+      throw ConfigError("fairseq-train: --label-smoothing goes with --criterion label_smoothed_cross_entropy");
+    }
+    set("criterion.label_smoothing", "0");
+    apply_fairseq_training_flags(*given, values);
+    set("data", a->data);
+    set("save_dir", a->save_dir);
+    set("seed", std::to_string(a->seed));
+    set("optim.update_freq", std::to_string(a->update_freq));
+    set("stop.max_epoch", std::to_string(a->max_epoch));
+    set("stop.max_update", std::to_string(a->max_update));
+    if (a->patience >= 0) set("stop.patience", std::to_string(a->patience));
+    if (a->cpu) set("device", "cpu");
+    if (!a->log_format.empty()) set("log.format", a->log_format == "json" ? "json" : "text");
+    if (a->bpe == "sentencepiece") {
+      if (a->spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
+      set("text.spm_model", a->spm);
+    } else if (a->bpe == "subword_nmt" || !a->tokenizer.empty()) {
+      if (a->tokenizer.empty()) throw ConfigError("--bpe subword_nmt: leanseq applies it after --tokenizer moses");
+      set("text.tokenizer", "moses");
+      if (!a->bpe_codes.empty()) set("text.bpe_codes", a->bpe_codes);
+    }
+    const auto meta = data::load_prepared(a->data);
+    if ((!a->source_lang.empty() && a->source_lang != meta.src_lang) ||
+        (!a->target_lang.empty() && a->target_lang != meta.tgt_lang)) {
+      throw ConfigError("fairseq-train: " + a->data + " holds " + meta.src_lang + "-" + meta.tgt_lang + ", not " +
+                        a->source_lang + "-" + a->target_lang);
+    }
+    const auto cfg = checkpoint::resolve_run_config(values);
+    // As fairseq, a run goes on from the save directory's last checkpoint when there is one.
+    const bool resume = std::filesystem::exists(a->save_dir + "/checkpoint_last.pt");
+    if (resume) log::info("resuming from " + a->save_dir + "/checkpoint_last.pt, as fairseq-train does");
+    exit_code = train_seq2seq(cfg, resume);
   });
 }
 

@@ -46,6 +46,22 @@ void print_keys(const std::vector<ConfigKey>& keys) {
 }
 }  // namespace
 
+int train_seq2seq(const checkpoint::RunConfig& cfg, bool resume) {
+  train::Trainer trainer(cfg, resume);
+  auto out = trainer.run();
+  std::string comm;
+  if (out.comm_seconds > 0 && out.num_updates > 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; all-reduce %.1f ms per update (%.1f%% of training time)",
+                  1000.0 * out.comm_seconds / static_cast<double>(out.num_updates),
+                  100.0 * out.comm_seconds / out.train_seconds);
+    comm = buf;
+  }
+  log::info("done: " + std::to_string(out.num_updates) + " updates, " +
+            std::to_string(static_cast<int64_t>(out.train_tokens_per_second)) + " target tokens/s" + comm);
+  return out.signal ? 128 + out.signal : 0;
+}
+
 void add_train(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
   auto fairseq = std::make_shared<FairseqFlagValues>();
@@ -159,19 +175,7 @@ void add_train(CLI::App& app, int& exit_code) {
       exit_code = out.signal ? 128 + out.signal : 0;
       return;
     }
-    train::Trainer trainer(*cfg, a->resume);
-    auto out = trainer.run();
-    std::string comm;
-    if (out.comm_seconds > 0 && out.num_updates > 0) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "; all-reduce %.1f ms per update (%.1f%% of training time)",
-                    1000.0 * out.comm_seconds / static_cast<double>(out.num_updates),
-                    100.0 * out.comm_seconds / out.train_seconds);
-      comm = buf;
-    }
-    log::info("done: " + std::to_string(out.num_updates) + " updates, " +
-              std::to_string(static_cast<int64_t>(out.train_tokens_per_second)) + " target tokens/s" + comm);
-    exit_code = out.signal ? 128 + out.signal : 0;
+    exit_code = train_seq2seq(*cfg, a->resume);
   });
 }
 

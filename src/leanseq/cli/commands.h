@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "leanseq/checkpoint/run_config.h"
+
 namespace leanseq::cli {
 
 // The command line the executable was started with (set by main), for commands that start
@@ -31,6 +33,11 @@ void add_tokenize(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
 void add_fairseq_interactive(CLI::App& app, int& exit_code);
 void add_fairseq_generate(CLI::App& app, int& exit_code);
+void add_fairseq_train(CLI::App& app, int& exit_code);
+
+// Trains a translation model or language model to the end (or a signal) and logs its speed; the
+// process exit code (128 + the signal when one stopped it). `train` and `fairseq-train` run it.
+int train_seq2seq(const checkpoint::RunConfig& cfg, bool resume);
 
 // Learning curves (validation loss, validation BLEU where logged, training loss) of training logs
 // (train_log.jsonl) against `x` ("minutes" or "update"), one series per log, as a PNG or SVG

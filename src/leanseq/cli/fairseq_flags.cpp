@@ -62,7 +62,8 @@ void add_fairseq_training_flags(CLI::App* sub, const std::shared_ptr<FairseqFlag
     const std::string name = f.flag;
     if (f.takes_value) {
       sub->add_option_function<std::string>(name, [given, name](const std::string& v) { (*given)[name] = v; }, f.help)
-          ->group("fairseq's spellings");
+          ->group("fairseq's spellings")
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     } else {
       sub->add_flag_function(name, [given, name](int64_t) { (*given)[name] = "true"; }, f.help)
           ->group("fairseq's spellings");

@@ -280,9 +280,26 @@ json fairseq_model_args(const PyRef& root, const std::string& origin) {
   throw CheckpointError(origin + ": neither 'args' nor 'cfg.model' holds the model's options: not a fairseq checkpoint");
 }
 
+std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::string& arch) {
+  const Family* family = family_of(arch);
+  if (!family) throw ConfigError("fairseq arch '" + arch + "': leanseq trains the transformer, lightconv and fconv families");
+  std::vector<std::pair<std::string, bool>> out;
+  for (const auto& f : family->fields) out.emplace_back(f.fairseq, f.fallback.is_boolean());
+  for (const auto& r : family->refusals) {
+    bool known = false;
+    for (const auto& o : out) known = known || o.first == r.fairseq;
+    if (!known) out.emplace_back(r.fairseq, false);
+  }
+  return out;
+}
+
 ConfigValues fairseq_config_values(const json& raw_args, const std::string& origin) {
   json args = json::object();
   for (auto it = raw_args.begin(); it != raw_args.end(); ++it) args[it.key()] = normalised(it.value());
+  // fairseq's build_model shares the decoder's output projection whenever all embeddings are shared.
+  if (args.contains("share_all_embeddings") && args["share_all_embeddings"] == true) {
+    args["share_decoder_input_output_embed"] = true;
+  }
   std::string arch;
   if (args.contains("arch") && args["arch"].is_string()) arch = args["arch"];
   if (arch.empty() && args.contains("_name") && args["_name"].is_string()) arch = args["_name"];
@@ -311,7 +328,7 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
     }
     return f.fallback;
   };
-  for (const auto& f : family->fields) values.set(f.leanseq, as_text(value_of(f)), from);
+  for (const auto& f : family->fields) values.set(f.leanseq, as_text(normalised(value_of(f))), from);
   return values;
 }
 

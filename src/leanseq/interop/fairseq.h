@@ -36,6 +36,17 @@ ConfigValues fairseq_config_values(const nlohmann::json& args, const std::string
 std::map<std::string, torch::Tensor> fairseq_state_dict(std::map<std::string, torch::Tensor> tensors,
                                                         const std::string& family, bool tied_output);
 
+// The model options fairseq-train takes for `arch`'s family (their fairseq names: encoder_embed_dim,
+// share_all_embeddings, ...: those leanseq maps and those it refuses unless they leave the network
+// as it builds it), each with whether it is a flag without a value; ConfigError for an arch whose
+// family leanseq does not build.
+std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::string& arch);
+
+// The defaults a fairseq 0.12 named architecture sets beyond its family's (transformer_iwslt_de_en:
+// 512/1024, 4 heads, 6+6 layers; fconv_iwslt_de_en: ...), as fairseq options; ConfigError naming
+// the archs leanseq knows for another (interop/fairseq_archs.cpp).
+nlohmann::json fairseq_arch_defaults(const std::string& arch);
+
 struct FairseqImportOptions {
   std::string checkpoint;   // fairseq's .pt
   std::string data_dir;     // holds dict.<src>.txt and dict.<tgt>.txt
