@@ -106,3 +106,40 @@ TEST(FairseqDataBin, TrainReadsItWithTheTextPipelineItIsGiven) {
   EXPECT_EQ(run_command(train + " --set text.tokenizer=mosses", out), 2) << out;
   EXPECT_NE(out.find("text.tokenizer 'mosses' is not moses"), std::string::npos) << out;
 }
+
+// fairseq-preprocess's command line, run by leanseq on the fixture's text, writes the very bytes
+// fairseq 0.12.2 wrote: dictionaries (counts, ties, padding, --nwordssrc) and binarized splits,
+// separate and joined, with one thread or three.
+TEST(FairseqDataBin, FairseqPreprocessWritesFairseqsBytes) {
+  const auto dir = temp_dir("fairseq-preprocess");
+  const std::vector<std::pair<std::string, std::string>> runs = {{"", "--workers 1"},
+                                                                 {"/joined-nwords36", "--joined-dictionary --nwordssrc 36 --workers 3"}};
+  for (const auto& [sub, flags] : runs) {
+    const std::string out_dir = dir + "/out" + std::to_string(sub.size());
+    std::string out;
+    ASSERT_EQ(run_command(kCli + " fairseq-preprocess -s src -t tgt --trainpref " + kDir + "/text/train --validpref " +
+                              kDir + "/text/valid --destdir " + out_dir + " " + flags,
+                          out),
+              0)
+        << out;
+    size_t compared = 0;
+    for (const auto& e : std::filesystem::directory_iterator(kDir + sub)) {
+      const auto ext = e.path().extension().string();
+      if (ext != ".bin" && ext != ".idx" && ext != ".txt") continue;
+      const auto name = e.path().filename().string();
+      EXPECT_EQ(read_text(out_dir + "/" + name), read_text(e.path().string())) << sub << " " << name;
+      ++compared;
+    }
+    EXPECT_EQ(compared, 10u) << sub;
+  }
+  std::string out;
+  EXPECT_EQ(run_command(kCli + " fairseq-preprocess -s src -t tgt --trainpref " + kDir + "/text/train --destdir " + dir +
+                            "/bad --dataset-impl lazy",
+                        out),
+            2);
+  EXPECT_NE(out.find("--dataset-impl"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " fairseq-preprocess -s src -t tgt --trainpref " + dir + "/missing --destdir " + dir + "/bad",
+                        out),
+            1);
+  EXPECT_NE(out.find("missing.src: file not found"), std::string::npos) << out;
+}

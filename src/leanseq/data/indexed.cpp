@@ -15,6 +15,7 @@
 namespace leanseq::data {
 namespace {
 constexpr char kMagic[8] = {'L', 'S', 'Q', 'I', 'D', 'X', '0', '1'};
+constexpr char kFairseqMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
 
 void write_file(const std::string& path, const void* data, size_t bytes, const void* header,
                 size_t header_bytes) {
@@ -81,7 +82,6 @@ void IndexedWriter::save(const std::string& prefix) {
 }
 
 namespace {
-constexpr char kFairseqMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
 
 // fairseq's dtype codes (fairseq 0.12 data/indexed_dataset.py) of the integer types token ids are
 // stored in: {bytes, signed}; {0, false} for the others.
@@ -215,6 +215,55 @@ IndexedDataset::IndexedDataset(IndexedDataset&& o) noexcept
 
 IndexedDataset::~IndexedDataset() {
   if (map_) ::munmap(map_, map_size_);
+}
+
+FairseqIndexedWriter::FairseqIndexedWriter(std::string prefix, int64_t vocab_size)
+    : prefix_(std::move(prefix)), elem_bytes_(vocab_size < 65500 ? 2 : 4) {
+  bin_ = std::make_unique<io::FileWriter>(prefix_ + ".bin.part");
+}
+
+FairseqIndexedWriter::~FairseqIndexedWriter() {
+  if (finished_) return;
+  std::error_code ec;
+  bin_.reset();
+  std::filesystem::remove(prefix_ + ".bin.part", ec);
+}
+
+void FairseqIndexedWriter::add(const std::vector<int64_t>& ids) {
+  if (ids.size() > static_cast<size_t>(INT32_MAX)) throw DataError(prefix_ + ": a sentence of more than 2^31 ids");
+  for (int64_t id : ids) {
+    if (elem_bytes_ == 2) {
+      const auto v = static_cast<uint16_t>(id);
+      bin_->write(&v, 2);
+    } else {
+      const auto v = static_cast<int32_t>(id);
+      bin_->write(&v, 4);
+    }
+  }
+  sizes_.push_back(static_cast<int32_t>(ids.size()));
+}
+
+void FairseqIndexedWriter::finish() {
+  bin_->close();
+  std::string header(kFairseqMagic, 9);
+  auto put = [&header](uint64_t v, int bytes) {
+    for (int k = 0; k < bytes; ++k) header.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
+  };
+  put(1, 8);                           // version
+  put(elem_bytes_ == 2 ? 8 : 4, 1);    // uint16 or int32
+  put(sizes_.size(), 8);
+  std::vector<int64_t> pointers(sizes_.size());
+  int64_t at = 0;
+  for (size_t i = 0; i < sizes_.size(); ++i) pointers[i] = at, at += int64_t{sizes_[i]} * elem_bytes_;
+  io::atomic_write(prefix_ + ".idx", [&](const std::string& tmp) {
+    io::FileWriter out(tmp);
+    out.write(header.data(), header.size());
+    out.write(sizes_.data(), sizes_.size() * sizeof(int32_t));
+    out.write(pointers.data(), pointers.size() * sizeof(int64_t));
+    out.close();
+  });
+  std::filesystem::rename(prefix_ + ".bin.part", prefix_ + ".bin");
+  finished_ = true;
 }
 
 std::vector<int64_t> IndexedDataset::get(size_t i) const {

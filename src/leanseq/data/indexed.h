@@ -37,6 +37,28 @@ class IndexedWriter {
   int64_t count_ = 0, total_tokens_ = 0;
 };
 
+// Writes fairseq-preprocess's format (fairseq 0.12's MMapIndexedDataset), which fairseq-train
+// reads: <prefix>.bin holds the ids as uint16 when the vocabulary has fewer than 65 500 symbols
+// (fairseq's best_fitting_int_dtype), else int32, streamed as they come; <prefix>.idx, written by
+// finish(), a 26-byte header, the int32 sizes (kept in memory: 4 bytes per sentence) and the int64
+// byte pointers. Both files appear only when finish() succeeds.
+class FairseqIndexedWriter {
+ public:
+  FairseqIndexedWriter(std::string prefix, int64_t vocab_size);
+  ~FairseqIndexedWriter();
+  FairseqIndexedWriter(const FairseqIndexedWriter&) = delete;
+  FairseqIndexedWriter& operator=(const FairseqIndexedWriter&) = delete;
+  void add(const std::vector<int64_t>& ids);
+  void finish();
+
+ private:
+  std::string prefix_;
+  int elem_bytes_;
+  std::unique_ptr<io::FileWriter> bin_;
+  std::vector<int32_t> sizes_;
+  bool finished_ = false;
+};
+
 // Reads leanseq's format and fairseq-preprocess's (MMapIndexedDataset: ids as uint16, int32, ...,
 // as its index says); DataError naming the file for anything else, or a damaged or truncated one.
 class IndexedDataset {
