@@ -1,6 +1,7 @@
 #include "leanseq/data/dictionary.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -18,7 +19,10 @@ Dictionary::Dictionary() {
 int64_t Dictionary::add(const std::string& symbol, int64_t count) {
   auto it = index_.find(symbol);
   if (it != index_.end()) {
-    counts_[it->second] += count;
+    // Saturating: counts read from a file may be as large as int64 allows, and a symbol listed
+    // twice adds them up.
+    auto& c = counts_[it->second];
+    c = count > 0 && c > std::numeric_limits<int64_t>::max() - count ? std::numeric_limits<int64_t>::max() : c + count;
     return it->second;
   }
   int64_t id = size();
