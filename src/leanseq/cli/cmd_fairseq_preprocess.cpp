@@ -31,8 +31,7 @@ int64_t for_each_line(const std::string& path, Fn&& fn) {
   std::string line;
   int64_t n = 0;
   while (in.next(line)) {
-    ++n;
-    if (io::utf8_invalid_offset(line) >= 0) throw DataError(path + ":" + std::to_string(n) + ": invalid UTF-8");
+    io::check_utf8_line(path, ++n, line);
     fn(line);
   }
   return n;

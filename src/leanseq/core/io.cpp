@@ -53,18 +53,21 @@ long utf8_invalid_offset(const std::string& s) {
   return -1;
 }
 
+void check_utf8_line(const std::string& path, int64_t line_no, const std::string& line) {
+  const long bad = utf8_invalid_offset(line);
+  if (bad >= 0) {
+    throw DataError(path + ":" + std::to_string(line_no) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
+                    " of the line (expected UTF-8 text)");
+  }
+}
+
 namespace {
 std::vector<std::string> read_stream(std::istream& in, const std::string& path) {
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    long bad = utf8_invalid_offset(line);
-    if (bad >= 0) {
-      throw DataError(path + ":" + std::to_string(lines.size() + 1) +
-                      ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
-                      " of the line (expected UTF-8 text)");
-    }
+    check_utf8_line(path, static_cast<int64_t>(lines.size()) + 1, line);
     lines.push_back(std::move(line));
   }
   return lines;

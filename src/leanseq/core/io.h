@@ -1,5 +1,6 @@
 // File helpers: whole-file reads, line reading with UTF-8 validation, atomic writes.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@ std::vector<std::string> split_lines(const std::string& text, const std::string&
 
 // Returns the byte offset of the first invalid UTF-8 sequence, or -1 when `s` is valid.
 long utf8_invalid_offset(const std::string& s);
+// DataError "<path>:<line_no>: invalid UTF-8 at byte N of the line" when `line` is not UTF-8.
+void check_utf8_line(const std::string& path, int64_t line_no, const std::string& line);
 
 bool file_exists(const std::string& path);
 

@@ -24,19 +24,12 @@ int64_t for_each_pair(const std::string& name, const std::string& prefix, const 
   if (!what.empty()) {
     progress = std::make_unique<Progress>(what + " " + name, (src ? src->size() : 0) + tgt.size(), "", stderr_is_terminal());
   }
-  auto check = [](const std::string& path, int64_t line_no, const std::string& line) {
-    const long bad = io::utf8_invalid_offset(line);
-    if (bad >= 0) {
-      throw DataError(path + ":" + std::to_string(line_no) + ": invalid UTF-8 at byte " + std::to_string(bad + 1) +
-                      " of the line (expected UTF-8 text)");
-    }
-  };
   std::string s, t;
   int64_t ns = 0, nt = 0;
   for (;;) {
     const bool has_s = !lm && src->next(s), has_t = tgt.next(t);
-    if (has_s) check(sp, ++ns, s);
-    if (has_t) check(tp, ++nt, t);
+    if (has_s) io::check_utf8_line(sp, ++ns, s);
+    if (has_t) io::check_utf8_line(tp, ++nt, t);
     if (has_t && (lm || has_s)) {
       if (keep.empty() || keep[static_cast<size_t>(nt - 1)]) fn(lm ? std::string() : s, t);
       if (progress && nt % 4096 == 0) progress->update((src ? src->bytes_read() : 0) + tgt.bytes_read());
