@@ -31,9 +31,14 @@
 namespace leanseq::cli {
 
 namespace {
-// What names the fairseq models and their text pipeline, as both commands take it.
-struct ModelFlags {
-  std::string data, path, source_lang, target_lang, bpe, spm, tokenizer, bpe_codes;
+// fairseq's flags that name the text pipeline (its --bpe and --tokenizer), as every command takes them.
+struct PipelineFlags {
+  std::string bpe, spm, tokenizer, bpe_codes;
+};
+
+// What names the fairseq models and their text pipeline, as fairseq-interactive and -generate take it.
+struct ModelFlags : PipelineFlags {
+  std::string data, path, source_lang, target_lang;
   bool cpu = false;
 };
 
@@ -44,17 +49,21 @@ struct GenerateArgs : TranslateArgs, ModelFlags {
   bool quiet = false;
 };
 
+void add_pipeline_flags(CLI::App* sub, PipelineFlags& p) {
+  sub->add_option("--bpe", p.bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
+      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
+  sub->add_option("--sentencepiece-model", p.spm, "the SentencePiece model of --bpe sentencepiece");
+  sub->add_option("--tokenizer", p.tokenizer, "moses (the input is Moses-tokenized, the output detokenized)")
+      ->check(CLI::IsMember({"moses"}));
+  sub->add_option("--bpe-codes", p.bpe_codes, "subword-nmt codes of --bpe subword_nmt");
+}
+
 void add_model_flags(CLI::App* sub, ModelFlags& m) {
   sub->add_option("data", m.data, "the data directory with dict.<src>.txt and dict.<tgt>.txt")->required();
   sub->add_option("--path", m.path, "fairseq checkpoint(s); A.pt:B.pt decodes an ensemble")->required();
   sub->add_option("--source-lang,-s", m.source_lang, "source language (default: the checkpoint's)");
   sub->add_option("--target-lang,-t", m.target_lang, "target language (default: the checkpoint's)");
-  sub->add_option("--bpe", m.bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
-      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
-  sub->add_option("--sentencepiece-model", m.spm, "the SentencePiece model of --bpe sentencepiece");
-  sub->add_option("--tokenizer", m.tokenizer, "moses (the input is Moses-tokenized, the output detokenized)")
-      ->check(CLI::IsMember({"moses"}));
-  sub->add_option("--bpe-codes", m.bpe_codes, "subword-nmt codes of --bpe subword_nmt");
+  add_pipeline_flags(sub, m);
   sub->add_flag("--cpu", m.cpu, "decode on the CPU (leanseq's default device)");
 }
 
@@ -94,33 +103,44 @@ class PrivateDirectory {
  private:
   std::string path_;
 };
-// The text pipeline the flags name into `import` (ConfigError for a wrong combination); false when
-// they name none and `optional` (fairseq-generate without --bpe prints subwords: Moses without
-// codes stands in, its detokenization unused).
-bool set_pipeline(const ModelFlags& m, interop::FairseqImportOptions& import, bool optional) {
-  if (!m.spm.empty() && m.bpe != "sentencepiece") throw ConfigError("--sentencepiece-model goes with --bpe sentencepiece");
-  if (!m.bpe_codes.empty() && m.bpe != "subword_nmt") throw ConfigError("--bpe-codes goes with --bpe subword_nmt");
-  if (m.bpe == "sentencepiece") {
-    if (m.spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
-    if (!m.tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt, not sentencepiece");
-    import.spm = m.spm;
-    return true;
+// The pipeline the flags name, checked (ConfigError for a wrong combination): a SentencePiece
+// model, or Moses with optional subword-nmt codes; all empty when they name none.
+struct Pipeline {
+  std::string spm, tokenizer, bpe_codes;
+  bool given() const { return !spm.empty() || !tokenizer.empty(); }
+};
+
+Pipeline pipeline_of(const PipelineFlags& f) {
+  if (!f.spm.empty() && f.bpe != "sentencepiece") throw ConfigError("--sentencepiece-model goes with --bpe sentencepiece");
+  if (!f.bpe_codes.empty() && f.bpe != "subword_nmt") throw ConfigError("--bpe-codes goes with --bpe subword_nmt");
+  if (f.bpe == "sentencepiece") {
+    if (f.spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
+    if (!f.tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt, not sentencepiece");
+    return {f.spm, "", ""};
   }
-  if (m.bpe == "subword_nmt" || !m.tokenizer.empty()) {
-    if (m.bpe == "subword_nmt" && m.bpe_codes.empty()) throw ConfigError("--bpe subword_nmt needs --bpe-codes");
-    if (m.tokenizer.empty()) {
+  if (f.bpe == "subword_nmt" || !f.tokenizer.empty()) {
+    if (f.bpe == "subword_nmt" && f.bpe_codes.empty()) throw ConfigError("--bpe subword_nmt needs --bpe-codes");
+    if (f.tokenizer.empty()) {
       throw ConfigError("--bpe subword_nmt: leanseq applies it after Moses tokenization; add --tokenizer moses");
     }
-    import.tokenizer = "moses";
-    import.bpe_codes = m.bpe == "subword_nmt" ? m.bpe_codes : "";
-    return true;
+    return {"", "moses", f.bpe_codes};
   }
-  if (!optional) {
+  return {};
+}
+
+// The text pipeline the flags name into `import`; false when they name none and `optional`
+// (fairseq-generate without --bpe prints subwords: Moses without codes stands in, its
+// detokenization unused).
+bool set_pipeline(const ModelFlags& m, interop::FairseqImportOptions& import, bool optional) {
+  const auto p = pipeline_of(m);
+  if (!p.given() && !optional) {
     throw ConfigError("give the text pipeline: --bpe sentencepiece --sentencepiece-model M, or --tokenizer moses "
                       "[--bpe subword_nmt --bpe-codes C]");
   }
-  import.tokenizer = "moses";
-  return false;
+  import.spm = p.spm;
+  import.tokenizer = p.given() ? p.tokenizer : "moses";
+  import.bpe_codes = p.bpe_codes;
+  return p.given();
 }
 
 // Imports every --path checkpoint into `dir`; their paths, colon-separated, and the first one's
@@ -215,9 +235,9 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
   std::cout << std::flush;
 }
 
-struct TrainArgs {
+struct TrainArgs : PipelineFlags {
   std::string data, arch, save_dir = "checkpoints", criterion = "cross_entropy", task = "translation";
-  std::string source_lang, target_lang, log_format, bpe, spm, tokenizer, bpe_codes;
+  std::string source_lang, target_lang, log_format;
   int64_t max_epoch = 0, max_update = 0, seed = 1, update_freq = 1, patience = -1, num_workers = 1;
   bool cpu = false;
 };
@@ -343,11 +363,7 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->add_option("--log-format", a->log_format, "simple or json")->check(CLI::IsMember({"simple", "json", "none"}));
   sub->add_option("--num-workers", a->num_workers,
                   "accepted for fairseq's scripts: leanseq reads its memory-mapped batches in the training thread");
-  sub->add_option("--bpe", a->bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
-      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
-  sub->add_option("--sentencepiece-model", a->spm, "the data's SentencePiece model: checkpoints carry it");
-  sub->add_option("--tokenizer", a->tokenizer, "moses")->check(CLI::IsMember({"moses"}));
-  sub->add_option("--bpe-codes", a->bpe_codes, "the data's subword-nmt codes: checkpoints carry them");
+  add_pipeline_flags(sub, *a);  // the data's: checkpoints carry it
   sub->add_flag("--cpu", a->cpu, "train on the CPU (leanseq's default device)");
   add_fairseq_training_flags(sub, given);
   sub->callback([a, given, sub, &exit_code] {
@@ -386,14 +402,10 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
     if (a->patience >= 0) set("stop.patience", std::to_string(a->patience));
     if (a->cpu) set("device", "cpu");
     if (!a->log_format.empty()) set("log.format", a->log_format == "json" ? "json" : "text");
-    if (a->bpe == "sentencepiece") {
-      if (a->spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
-      set("text.spm_model", a->spm);
-    } else if (a->bpe == "subword_nmt" || !a->tokenizer.empty()) {
-      if (a->tokenizer.empty()) throw ConfigError("--bpe subword_nmt: leanseq applies it after --tokenizer moses");
-      set("text.tokenizer", "moses");
-      if (!a->bpe_codes.empty()) set("text.bpe_codes", a->bpe_codes);
-    }
+    const auto pipeline = pipeline_of(*a);
+    if (!pipeline.spm.empty()) set("text.spm_model", pipeline.spm);
+    if (!pipeline.tokenizer.empty()) set("text.tokenizer", pipeline.tokenizer);
+    if (!pipeline.bpe_codes.empty()) set("text.bpe_codes", pipeline.bpe_codes);
     const auto meta = data::load_prepared(a->data);
     if ((!a->source_lang.empty() && a->source_lang != meta.src_lang) ||
         (!a->target_lang.empty() && a->target_lang != meta.tgt_lang)) {
