@@ -86,14 +86,12 @@ int main(int argc, char** argv) {
     write(out / "indexed/two.idx", std::string("\x05\x00", 2) + read(tmp / "x.idx"));
   }
   {
-    // fairseq-preprocess's index: magic, version 1, dtype uint16 (8), 2 sentences of 3 ids (the
-    // .bin's 12 bytes: 3 units of 4), their sizes and byte pointers.
-    std::string idx("MMIDIDX\0\0", 9);
-    auto put = [&idx](uint64_t v, int bytes) {
-      for (int k = 0; k < bytes; ++k) idx.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-    };
-    put(1, 8), put(8, 1), put(2, 8), put(3, 4), put(3, 4), put(0, 8), put(6, 8);
-    write(out / "indexed/fairseq.idx", std::string("\x03\x00", 2) + idx);
+    // fairseq-preprocess's format: 2 sentences of 3 uint16 ids (the .bin's 12 bytes: 3 units of 4).
+    leanseq::data::FairseqIndexedWriter w((tmp / "f").string(), 100);
+    w.add({5, 6, 2});
+    w.add({7, 8, 2});
+    w.finish();
+    write(out / "indexed/fairseq.idx", std::string("\x03\x00", 2) + read(tmp / "f.idx"));
   }
   // request
   write(out / "request/texts.json", R"({"texts": ["a1 a2", "a3"], "beam": 2, "lenpen": 1.0, "max_len_b": 10})");

@@ -14,6 +14,7 @@
 #include "leanseq/checkpoint/file.h"
 #include "leanseq/core/config.h"
 #include "leanseq/data/dictionary.h"
+#include "leanseq/data/indexed.h"
 
 using leanseq::test::kCli;
 using leanseq::test::read_text;
@@ -285,30 +286,19 @@ TEST(ImportFairseqFixture, FairseqInteractiveCommandLineGivesFairseqsLines) {
 }
 
 namespace {
-// A split as fairseq-preprocess writes it (fairseq 0.12's mmap format, uint16 ids, each sentence
-// ending with </s>), from subword lines and a fairseq dictionary: what fairseq-generate read when
+// A split as fairseq-preprocess writes it (data::FairseqIndexedWriter, whose bytes the FairseqDataBin
+// tests compare with fairseq's), from subword lines and a fairseq dictionary: what fairseq-generate read when
 // the fixtures were made (test.tok.de, and the T lines of its output).
 void write_fairseq_split(const std::string& prefix, const std::vector<std::string>& lines, const std::string& dict_path) {
   const auto dict = leanseq::data::Dictionary::load(dict_path);
-  std::string bin, sizes, pointers;
-  auto put = [](std::string& out, uint64_t v, int bytes) {
-    for (int k = 0; k < bytes; ++k) out.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-  };
-  uint64_t at = 0;
+  leanseq::data::FairseqIndexedWriter out(prefix, dict.size());
   for (const auto& line : lines) {
-    std::istringstream words(line);
-    uint32_t n = 0;
-    for (std::string w; words >> w; ++n) put(bin, static_cast<uint64_t>(dict.index(w)), 2);
-    put(bin, leanseq::data::Dictionary::kEos, 2);
-    ++n;
-    put(sizes, n, 4);
-    put(pointers, at, 8);
-    at += 2 * n;
+    std::istringstream in(line);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    out.add(dict.encode(words));
   }
-  std::string idx("MMIDIDX\0\0", 9);
-  put(idx, 1, 8), put(idx, 8, 1), put(idx, lines.size(), 8);
-  std::ofstream(prefix + ".idx", std::ios::binary) << idx << sizes << pointers;
-  std::ofstream(prefix + ".bin", std::ios::binary) << bin;
+  out.finish();
 }
 }  // namespace
 
