@@ -170,10 +170,7 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
   const torch::Device device = checkpoint::resolve_device(a.device, "--device");
   check_decoding_flags(a);
   a.opt.search.need_attn = a.alignment;
-  const auto paths = colon_separated_paths(a.checkpoint, "--path");
-  auto lt = runtime::load_translator(paths.front());
-  runtime::add_ensemble(lt, paths, device);
-  apply_compute_type(lt, a, device);
+  auto lt = load_for_decoding(a.checkpoint, "--path", a.compute_type, device);
   const auto& tr = *lt.translator;
   const auto [src_text, tgt_text] = runtime::text_pipelines(lt.loaded.vocab, a.path);
   const std::string prefix = a.data + "/" + a.gen_subset + "." + src_lang + "-" + tgt_lang + ".";

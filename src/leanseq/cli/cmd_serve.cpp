@@ -10,7 +10,6 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
-#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
@@ -109,10 +108,7 @@ void add_serve(CLI::App& app, int& exit_code) {
     std::vector<serve::ServedModel> served;
     std::string described;
     for (const auto& spec : specs) {
-      const auto paths = colon_separated_paths(spec.checkpoint, "--checkpoint");
-      auto lt = runtime::load_translator(paths.front());
-      runtime::add_ensemble(lt, paths, device);
-      apply_compute_type(lt, spec.compute_type, device);
+      auto lt = load_for_decoding(spec.checkpoint, "--checkpoint", spec.compute_type, device);
       serve::ModelInfo info{spec.name, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
       described += (described.empty() ? "" : ", ") + spec.name + " (" + info.source_lang + "->" + info.target_lang + ", " +
                    std::to_string(spec.workers) + " worker" + (spec.workers > 1 ? "s" : "") + ")";

@@ -17,10 +17,8 @@
 #include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/progress.h"
-#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/decode/stream.h"
-#include "leanseq/interop/torch_file.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
 
@@ -107,17 +105,6 @@ std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t 
   }
   return os.str();
 }
-// A checkpoint leanseq cannot read that is a fairseq one gets the command that imports it.
-runtime::LoadedTranslator load_translator_or_explain(const std::string& path) {
-  try {
-    return runtime::load_translator(path);
-  } catch (const CheckpointError&) {
-    if (!interop::is_torch_pickle_file(path)) throw;
-    throw CheckpointError(path + " is a fairseq checkpoint: import it first with 'leanseq import-fairseq --checkpoint " +
-                          path + " --data-dir <the directory of its dict.*.txt> --spm <its SentencePiece model> --out " +
-                          path.substr(0, path.rfind(".pt")) + ".leanseq.pt', then translate with that file");
-  }
-}
 }  // namespace
 
 void add_translate(CLI::App& app, int& exit_code) {
@@ -172,11 +159,7 @@ void run_translate(TranslateArgs& a) {
   if (!a.prefix_file.empty() && !a.opt.prefix.empty()) throw ConfigError("--prefix and --prefix-file: give one of them");
   a.opt.search.need_attn = a.alignment;
   // A:B:C decodes the models as an ensemble.
-  const auto paths = colon_separated_paths(a.checkpoint, "--checkpoint");
-  auto lt = load_translator_or_explain(paths.front());
-  runtime::add_ensemble(lt, paths, device);
-  apply_compute_type(lt, a, device);
-  if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
+  auto lt = load_for_decoding(a.checkpoint, "--checkpoint", a.compute_type, device);
   log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() : "decoding on " + device.str());
   decode::TranslationStats stats;
   io::LineReader in(a.input);

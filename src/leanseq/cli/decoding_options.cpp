@@ -4,7 +4,9 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/interop/torch_file.h"
 #include "leanseq/kernels/int8_gemm.h"
 
 namespace leanseq::cli {
@@ -74,15 +76,31 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->group("Performance");
 }
 
-void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device) {
-  apply_compute_type(lt, f.compute_type, device);
+namespace {
+// A checkpoint leanseq cannot read that is a fairseq one gets the command that imports it.
+runtime::LoadedTranslator load_translator_or_explain(const std::string& path) {
+  try {
+    return runtime::load_translator(path);
+  } catch (const CheckpointError&) {
+    if (!interop::is_torch_pickle_file(path)) throw;
+    throw CheckpointError(path + " is a fairseq checkpoint: import it first with 'leanseq import-fairseq --checkpoint " +
+                          path + " --data-dir <the directory of its dict.*.txt> --spm <its SentencePiece model> --out " +
+                          path.substr(0, path.rfind(".pt")) + ".leanseq.pt', then translate with that file");
+  }
 }
+}  // namespace
 
-void apply_compute_type(runtime::LoadedTranslator& lt, kernels::ComputeTypeRequest request, const torch::Device& device) {
+runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::string& key,
+                                            kernels::ComputeTypeRequest request, const torch::Device& device) {
+  const auto paths = colon_separated_paths(spec, key);
+  auto lt = load_translator_or_explain(paths.front());
+  runtime::add_ensemble(lt, paths, device);
   const auto resolved = runtime::set_compute_type(lt, request, device);
   if (!resolved.notice.empty()) log::warn(resolved.notice);
   const bool int8 = resolved.type == kernels::ComputeType::int8;
   log::info("compute type " + kernels::compute_type_name(resolved.type) + (int8 ? " (" + kernels::int8_products_summary() + ")" : ""));
+  if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
+  return lt;
 }
 
 void check_decoding_flags(DecodingFlags& f) {

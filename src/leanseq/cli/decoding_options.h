@@ -25,7 +25,10 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
 // ConfigError for combinations the flags cannot take; applies --greedy, seeds the sampler.
 void check_decoding_flags(DecodingFlags& f);
 // Packs the loaded models for --compute-type and logs the type in use (and a fallback's notice).
-void apply_compute_type(runtime::LoadedTranslator& lt, const DecodingFlags& f, const torch::Device& device);
-void apply_compute_type(runtime::LoadedTranslator& lt, kernels::ComputeTypeRequest request, const torch::Device& device);
+// The checkpoint(s) of `spec` (A.pt:B.pt: an ensemble; `key` names the flag in errors) loaded on
+// `device` with the products `request` asks for, both logged; a fairseq file gets the command that
+// imports it. translate, serve and fairseq-generate load their models so.
+runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::string& key,
+                                            kernels::ComputeTypeRequest request, const torch::Device& device);
 
 }  // namespace leanseq::cli
