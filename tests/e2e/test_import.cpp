@@ -153,6 +153,43 @@ TEST(ImportFairseqFixture, AMosesAndBpeModelTranslatesRawTextThroughThatPipeline
       << out;
 }
 
+// A fairseq transformer trained on Moses + fastBPE data (tests/fixtures/fairseq-fastbpe, made by its
+// make.sh): fairseq-interactive --tokenizer moses --bpe fastbpe's lines, from raw text; import-fairseq
+// takes the same codes; each BPE flag refuses the other tool's codes.
+TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
+  const std::string src = leanseq::test::tests_path("fixtures/fairseq-fastbpe");
+  const std::string flags = src + " --path " + src + "/model.pt --cpu --beam 5 --source-lang de --target-lang en " +
+                            "--tokenizer moses --bpe fastbpe --bpe-codes " + src + "/bpecodes";
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " fairseq-interactive " + flags + " < " + src + "/input.de 2>/dev/null", out), 0) << out;
+  compare("fastBPE fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
+  const auto dir = temp_dir("import-fastbpe");
+  ASSERT_EQ(run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src +
+                            " --tokenizer moses --bpe-codes " + src + "/bpecodes -s de -t en --out " + dir + "/m.pt",
+                        out),
+            0)
+      << out;
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + dir + "/m.pt --beam 5 --output-format fairseq < " + src +
+                            "/input.de 2>/dev/null",
+                        out),
+            0)
+      << out;
+  compare("fastBPE import-fairseq + translate", read_text(src + "/interactive.beam5.txt"), out, true);
+  // fairseq's Moses splits "saftig-grünes" as "saftig @-@ grünes" (--moses-no-dash-splits: not).
+  ASSERT_EQ(run_command("echo 'saftig-grünes Gras' | " + kCli + " fairseq-interactive " + flags +
+                            " --moses-no-dash-splits 2>/dev/null",
+                        out),
+            0)
+      << out;
+  EXPECT_NE(out.find("S-0\tsa@@ f@@ ti@@ g@@ -@@ grü@@ n@@ es Gras\n"), std::string::npos) << out;
+  const std::string subword_nmt = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers/bpecodes");
+  if (subword_nmt.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/tokenizers");
+  EXPECT_EQ(run_command(kCli + " fairseq-interactive " + flags + " --bpe-codes " + subword_nmt + " < /dev/null", out), 2);
+  EXPECT_NE(out.find("holds subword-nmt's codes, not fastBPE's"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " fairseq-interactive " + flags + " --bpe subword_nmt < /dev/null", out), 2);
+  EXPECT_NE(out.find("holds fastBPE's codes"), std::string::npos) << out;
+}
+
 TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {
   const std::string fconv = leanseq::test::shared_path("fixtures/fairseq-pt/fconv");
   const std::string tok = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
@@ -274,10 +311,15 @@ TEST(ImportFairseqFixture, FairseqInteractiveCommandLineGivesFairseqsLines) {
       EXPECT_FALSE(lines(out).empty());
     }
   }
+  // Without --bpe and --tokenizer, as in fairseq, the input is the model's subwords.
   const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer");
   std::string out;
-  EXPECT_EQ(run_command(kCli + " fairseq-interactive " + src + " --path " + src + "/model.pt < /dev/null", out), 2);
-  EXPECT_NE(out.find("give the text pipeline"), std::string::npos) << out;
+  ASSERT_EQ(run_command(kCli + " fairseq-interactive " + src + " --path " + src + "/model.pt -s de -t en --beam 5 < " + src +
+                            "/test.tok.de 2>/dev/null",
+                        out),
+            0)
+      << out;
+  compare("fairseq-interactive on subwords", read_text(src + "/interactive.beam5.txt"), out, false);
   EXPECT_EQ(run_command(kCli + " fairseq-interactive " + src + " --path " + src + "/model.pt --bpe sentencepiece " +
                             "--sentencepiece-model " + src + "/spm.model --fp16 < /dev/null",
                         out),

@@ -84,14 +84,53 @@ TEST(Bpe, MergesInOrderKeepsGlossariesAndReadsBothVersions) {
   }
 }
 
+TEST(Bpe, FastBpeCodesSegmentAsFastBpeDoes) {
+  // fastBPE's "a b count" lines: version 0.2's merges ("</w>" on a word's last character).
+  const auto bpe = Bpe::from_text("l o 40\nlo w</w> 30\nn e 20\nne w</w> 10\n", "codes");
+  EXPECT_TRUE(bpe.fastbpe());
+  EXPECT_EQ(bpe.apply_line("low lows new newer"), "low lo@@ w@@ s new ne@@ w@@ e@@ r");
+  EXPECT_FALSE(Bpe::from_text("#version: 0.2\nl o\n", "codes").fastbpe());
+  for (const char* bad : {"l o 40\nlo w\n", "l o 40\nlo w x1\n", "l o 40\nlo  w 3\n"}) {
+    try {
+      Bpe::from_text(bad, "codes.fast");
+      ADD_FAILURE() << "a malformed fastBPE line was accepted: " << bad;
+    } catch (const leanseq::DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("codes.fast:2: a fastBPE merge"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Moses, TokenizerSpecsAreFairseqsFlags) {
+  using leanseq::text::parse_tokenizer_spec;
+  EXPECT_EQ(parse_tokenizer_spec("moses", "t").text(), "moses");
+  EXPECT_TRUE(parse_tokenizer_spec("moses", "t").dash_splits);  // fairseq's default
+  EXPECT_EQ(parse_tokenizer_spec("moses no-escape  no-dash-splits", "t").text(), "moses no-dash-splits no-escape");
+  EXPECT_FALSE(parse_tokenizer_spec("none", "t").moses);
+  for (const char* bad : {"", "Moses", "moses no-escape no-escape", "none no-escape", "moses dash"}) {
+    EXPECT_THROW(parse_tokenizer_spec(bad, "t"), leanseq::ConfigError) << bad;
+  }
+  // fairseq's --tokenizer moses splits hyphens inside words by default; the "none" pipeline takes
+  // the tokens as they are.
+  MosesBpePipeline split("en", parse_tokenizer_spec("moses", "t"), "", "t");
+  EXPECT_EQ(split.encode("a well-known \"fact\""),
+            (std::vector<std::string>{"a", "well", "@-@", "known", "&quot;", "fact", "&quot;"}));
+  EXPECT_EQ(split.decode({"a", "well", "@-@", "known", "&quot;", "fact", "&quot;"}), "a well-known \"fact\"");
+  MosesBpePipeline keep("en", parse_tokenizer_spec("moses no-dash-splits no-escape", "t"), "", "t");
+  EXPECT_EQ(keep.encode("a well-known \"fact\""), (std::vector<std::string>{"a", "well-known", "\"", "fact", "\""}));
+  MosesBpePipeline none("en", parse_tokenizer_spec("none", "t"), "", "t");
+  EXPECT_EQ(none.encode(" a  well-known \"fact\" "), (std::vector<std::string>{"a", "well-known", "\"fact\""}));
+  EXPECT_EQ(none.decode({"a", "well-known"}), "a well-known");
+}
+
 TEST(MosesFixture, ThePipelineOfImportedModelsEncodesAndDecodesAsFairseq) {
-  // What translate does with a model imported with --tokenizer moses --bpe-codes: raw text to
-  // BPE pieces (fairseq's encode_fn), pieces to text (its decode_fn).
+  // What translate does with a model imported with --tokenizer moses --moses-no-dash-splits
+  // --bpe-codes (the vectors' setting): raw text to BPE pieces (fairseq's encode_fn), pieces to
+  // text (its decode_fn).
   const std::string dir = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
   if (dir.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/tokenizers");
   const std::string codes = leanseq::test::read_text(dir + "/bpecodes");
   for (const std::string lang : {"en", "de"}) {
-    MosesBpePipeline pipeline(lang, codes, "bpecodes");
+    MosesBpePipeline pipeline(lang, leanseq::text::parse_tokenizer_spec("moses no-dash-splits", "t"), codes, "bpecodes");
     const auto input = lines(dir + "/input." + lang), segmented = lines(dir + "/" + lang + ".bpe"),
                detok = lines(dir + "/" + lang + ".moses.detok");
     for (size_t i = 0; i < input.size(); ++i) {

@@ -13,8 +13,8 @@ void RunConfig::visit(ConfigVisitor& v) {
           "epoch, in turn)");
   v.field("text.spm_model", text_spm_model,
           "SentencePiece model of a data directory that has none (fairseq-preprocess's): checkpoints carry it");
-  v.field("text.tokenizer", text_tokenizer, "instead of text.spm_model: moses (Moses tokenization, then text.bpe_codes)");
-  v.field("text.bpe_codes", text_bpe_codes, "subword-nmt BPE codes applied after text.tokenizer: moses (empty: none)");
+  v.field("text.tokenizer", text_tokenizer, "instead of text.spm_model: moses (fairseq's Moses tokenizer; 'moses no-dash-splits', 'moses no-escape'), or none (the text comes tokenized), then text.bpe_codes");
+  v.field("text.bpe_codes", text_bpe_codes, "BPE codes (subword-nmt's or fastBPE's) applied after text.tokenizer (empty: none)");
   visit_loop(v);
   if (model) {
     PrefixedVisitor pv("model", v);

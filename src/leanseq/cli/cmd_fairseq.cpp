@@ -14,7 +14,9 @@
 
 #include <iostream>
 
+#include "leanseq/checkpoint/file.h"
 #include "leanseq/checkpoint/loop_options.h"
+#include "leanseq/checkpoint/model.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/fairseq_flags.h"
 #include "leanseq/cli/translate.h"
@@ -26,7 +28,10 @@
 #include "leanseq/data/prepare.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/interop/fairseq.h"
+#include "leanseq/interop/torch_file.h"
 #include "leanseq/runtime/inference.h"
+#include "leanseq/text/bpe.h"
+#include "leanseq/text/moses_bpe.h"
 
 namespace leanseq::cli {
 
@@ -34,6 +39,7 @@ namespace {
 // fairseq's flags that name the text pipeline (its --bpe and --tokenizer), as every command takes them.
 struct PipelineFlags {
   std::string bpe, spm, tokenizer, bpe_codes;
+  bool moses_no_dash_splits = false, moses_no_escape = false;
 };
 
 // What names the fairseq models and their text pipeline, as fairseq-interactive and -generate take it.
@@ -50,12 +56,14 @@ struct GenerateArgs : TranslateArgs, ModelFlags {
 };
 
 void add_pipeline_flags(CLI::App* sub, PipelineFlags& p) {
-  sub->add_option("--bpe", p.bpe, "sentencepiece (with --sentencepiece-model) or subword_nmt (with --bpe-codes)")
-      ->check(CLI::IsMember({"sentencepiece", "subword_nmt"}));
+  sub->add_option("--bpe", p.bpe, "sentencepiece (with --sentencepiece-model), subword_nmt or fastbpe (with --bpe-codes)")
+      ->check(CLI::IsMember({"sentencepiece", "subword_nmt", "fastbpe"}));
   sub->add_option("--sentencepiece-model", p.spm, "the SentencePiece model of --bpe sentencepiece");
   sub->add_option("--tokenizer", p.tokenizer, "moses (the input is Moses-tokenized, the output detokenized)")
       ->check(CLI::IsMember({"moses"}));
-  sub->add_option("--bpe-codes", p.bpe_codes, "subword-nmt codes of --bpe subword_nmt");
+  sub->add_option("--bpe-codes", p.bpe_codes, "the codes of --bpe subword_nmt (subword-nmt's) or fastbpe (fastBPE's)");
+  sub->add_flag("--moses-no-dash-splits", p.moses_no_dash_splits, "Moses leaves hyphens inside words alone");
+  sub->add_flag("--moses-no-escape", p.moses_no_escape, "Moses does not escape & | < > ' \" [ ]");
 }
 
 void add_model_flags(CLI::App* sub, ModelFlags& m) {
@@ -104,60 +112,96 @@ class PrivateDirectory {
   std::string path_;
 };
 // The pipeline the flags name, checked (ConfigError for a wrong combination): a SentencePiece
-// model, or Moses with optional subword-nmt codes; all empty when they name none.
+// model, or a tokenizer (text::TokenizerSpec: fairseq's Moses, or none) with optional subword-nmt
+// or fastBPE codes; `given` false when they name none (the text is the model's subwords).
 struct Pipeline {
-  std::string spm, tokenizer, bpe_codes;
-  bool given() const { return !spm.empty() || !tokenizer.empty(); }
+  std::string spm, tokenizer = "none", bpe_codes;
+  bool given = false;
 };
 
 Pipeline pipeline_of(const PipelineFlags& f) {
   if (!f.spm.empty() && f.bpe != "sentencepiece") throw ConfigError("--sentencepiece-model goes with --bpe sentencepiece");
-  if (!f.bpe_codes.empty() && f.bpe != "subword_nmt") throw ConfigError("--bpe-codes goes with --bpe subword_nmt");
+  const bool bpe = f.bpe == "subword_nmt" || f.bpe == "fastbpe";
+  if (!f.bpe_codes.empty() && !bpe) throw ConfigError("--bpe-codes goes with --bpe subword_nmt or fastbpe");
+  if ((f.moses_no_dash_splits || f.moses_no_escape) && f.tokenizer != "moses") {
+    throw ConfigError("--moses-no-dash-splits and --moses-no-escape go with --tokenizer moses");
+  }
   if (f.bpe == "sentencepiece") {
     if (f.spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
-    if (!f.tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt, not sentencepiece");
-    return {f.spm, "", ""};
+    if (!f.tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt or fastbpe, not sentencepiece");
+    return {f.spm, "", "", true};
   }
-  if (f.bpe == "subword_nmt" || !f.tokenizer.empty()) {
-    if (f.bpe == "subword_nmt" && f.bpe_codes.empty()) throw ConfigError("--bpe subword_nmt needs --bpe-codes");
-    if (f.tokenizer.empty()) {
-      throw ConfigError("--bpe subword_nmt: leanseq applies it after Moses tokenization; add --tokenizer moses");
-    }
-    return {"", "moses", f.bpe_codes};
+  if (bpe && f.bpe_codes.empty()) throw ConfigError("--bpe " + f.bpe + " needs --bpe-codes");
+  // Each reads only its own codes format: subword-nmt and fastBPE refuse the other's file.
+  if (bpe && text::Bpe::from_file(f.bpe_codes).fastbpe() != (f.bpe == "fastbpe")) {
+    throw ConfigError("--bpe " + f.bpe + ": " + f.bpe_codes + " holds " +
+                      (f.bpe == "fastbpe" ? "subword-nmt's codes, not fastBPE's ('a b count' lines)"
+                                          : "fastBPE's codes ('a b count' lines): give --bpe fastbpe"));
   }
-  return {};
+  text::TokenizerSpec t;
+  t.moses = f.tokenizer == "moses";
+  t.dash_splits = !f.moses_no_dash_splits;
+  t.escape = !f.moses_no_escape;
+  return {"", t.text(), f.bpe_codes, bpe || t.moses};
 }
 
-// The text pipeline the flags name into `import`; false when they name none and `optional`
-// (fairseq-generate without --bpe prints subwords: Moses without codes stands in, its
-// detokenization unused).
-bool set_pipeline(const ModelFlags& m, interop::FairseqImportOptions& import, bool optional) {
+// The text pipeline the flags name into `import` (none: the text is the model's subwords);
+// whether they named one.
+bool set_pipeline(const ModelFlags& m, interop::FairseqImportOptions& import) {
   const auto p = pipeline_of(m);
-  if (!p.given() && !optional) {
-    throw ConfigError("give the text pipeline: --bpe sentencepiece --sentencepiece-model M, or --tokenizer moses "
-                      "[--bpe subword_nmt --bpe-codes C]");
-  }
   import.spm = p.spm;
-  import.tokenizer = p.given() ? p.tokenizer : "moses";
+  import.tokenizer = p.tokenizer;
   import.bpe_codes = p.bpe_codes;
-  return p.given();
+  return p.given;
 }
 
-// Imports every --path checkpoint into `dir`; their paths, colon-separated, and the first one's
-// languages.
+// A leanseq checkpoint (one fairseq-train wrote) copied to `out` with the text pipeline of `p`.
+void copy_with_pipeline(const std::string& path, const Pipeline& p, const std::string& out) {
+  const auto ck = checkpoint::read_checkpoint(path);
+  const auto loaded = checkpoint::load_model(ck, path);
+  auto vocab = ck.vocab;
+  vocab.src_spm = vocab.tgt_spm = p.spm.empty() ? "" : checkpoint::read_bytes(p.spm);
+  vocab.tokenizer = p.tokenizer;
+  vocab.bpe_codes = p.bpe_codes.empty() ? "" : checkpoint::read_bytes(p.bpe_codes);
+  checkpoint::save_checkpoint(out, ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr, ck.storage);
+}
+
+// Every --path checkpoint as a leanseq one in `dir`: a fairseq file imported, a leanseq file as it
+// is or (when the flags name a text pipeline, which replaces its own) copied with that pipeline.
+// Their paths, colon-separated, and the first one's languages.
 std::string import_models(const ModelFlags& m, interop::FairseqImportOptions import, const std::string& dir,
                           interop::FairseqImportResult* first) {
+  const auto pipeline = pipeline_of(m);
   import.data_dir = m.data;
   import.source_lang = m.source_lang;
   import.target_lang = m.target_lang;
   std::string imported;
   const auto paths = colon_separated_paths(m.path, "--path");
   for (size_t i = 0; i < paths.size(); ++i) {
-    import.checkpoint = paths[i];
-    import.out = dir + "/" + std::to_string(i) + ".pt";
-    const auto r = interop::import_fairseq(import);
+    interop::FairseqImportResult r;
+    std::string path = dir + "/" + std::to_string(i) + ".pt";
+    if (interop::is_torch_pickle_file(paths[i])) {
+      import.checkpoint = paths[i];
+      import.out = path;
+      r = interop::import_fairseq(import);
+    } else {
+      const auto vocab = checkpoint::read_checkpoint(paths[i]).vocab;
+      r.source_lang = vocab.src_lang;
+      r.target_lang = vocab.tgt_lang;
+      if ((!m.source_lang.empty() && m.source_lang != r.source_lang) ||
+          (!m.target_lang.empty() && m.target_lang != r.target_lang)) {
+        throw ConfigError(paths[i] + " translates " + r.source_lang + "-" + r.target_lang + ", not " +
+                          (m.source_lang.empty() ? r.source_lang : m.source_lang) + "-" +
+                          (m.target_lang.empty() ? r.target_lang : m.target_lang));
+      }
+      if (pipeline.given) {
+        copy_with_pipeline(paths[i], pipeline, path);
+      } else {
+        path = paths[i];
+      }
+    }
     if (i == 0 && first) *first = r;
-    imported += (imported.empty() ? "" : ":") + import.out;
+    imported += (imported.empty() ? "" : ":") + path;
   }
   return imported;
 }
@@ -290,6 +334,7 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
       "fairseq-interactive",
       "fairseq-interactive's command line: translate with fairseq checkpoints (imported on the fly) and print its "
       "S/H/D/P lines (docs/fairseq.md)");
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one counts
   add_model_flags(sub, *a);
   sub->add_option("--input", a->input, "file to translate, one sentence per line ('-': stdin)")->capture_default_str();
   sub->add_option("--buffer-size", a->buffer_size, "lines read and translated together")
@@ -300,7 +345,7 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
   sub->callback([a, &exit_code] {
     if (a->cpu) a->device = "cpu";
     interop::FairseqImportOptions import;
-    set_pipeline(*a, import, false);
+    set_pipeline(*a, import);
     PrivateDirectory tmp;
     a->checkpoint = import_models(*a, import, tmp.path(), nullptr);
     run_translate(*a);
@@ -314,6 +359,7 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
       "fairseq-generate",
       "fairseq-generate's command line: decode a binarized split of a fairseq-preprocess directory with fairseq "
       "checkpoints (imported on the fly); its S/T/H/D/P lines and BLEU (docs/fairseq.md)");
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one counts
   add_model_flags(sub, *a);
   sub->add_option("--gen-subset", a->gen_subset, "the split to decode: <subset>.<src>-<tgt>.<lang> in the data directory")
       ->capture_default_str();
@@ -323,7 +369,7 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
   sub->callback([a, &exit_code] {
     if (a->cpu) a->device = "cpu";
     interop::FairseqImportOptions import;
-    const bool detokenize = set_pipeline(*a, import, true);
+    const bool detokenize = set_pipeline(*a, import);
     PrivateDirectory tmp;
     interop::FairseqImportResult models;
     a->checkpoint = import_models(*a, import, tmp.path(), &models);
@@ -400,6 +446,7 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
     if (a->cpu) set("device", "cpu");
     if (!a->log_format.empty()) set("log.format", a->log_format == "json" ? "json" : "text");
     const auto pipeline = pipeline_of(*a);
+    // Without --bpe/--tokenizer, as fairseq's, the checkpoints read and write the data's subwords.
     if (!pipeline.spm.empty()) set("text.spm_model", pipeline.spm);
     if (!pipeline.tokenizer.empty()) set("text.tokenizer", pipeline.tokenizer);
     if (!pipeline.bpe_codes.empty()) set("text.bpe_codes", pipeline.bpe_codes);

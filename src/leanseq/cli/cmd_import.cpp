@@ -19,15 +19,27 @@ void add_import_fairseq(CLI::App& app, int& exit_code) {
       ->required();
   sub->add_option("--output,--out,-o", o->out, "the leanseq checkpoint to write")->required();
   auto* spm = sub->add_option("--spm", o->spm, "the SentencePiece model the data was encoded with (both languages)");
-  auto* tokenizer = sub->add_option("--tokenizer", o->tokenizer,
-                                    "moses: the data was Moses-tokenized (fairseq's --tokenizer moses)")
-                        ->check(CLI::IsMember({"moses"}));
-  sub->add_option("--bpe-codes", o->bpe_codes, "subword-nmt codes the Moses tokens were segmented with")
+  auto* tokenizer =
+      sub->add_option("--tokenizer", o->tokenizer,
+                      "moses: fairseq's --tokenizer moses (dash splits and escaping, as fairseq's defaults); none: the "
+                      "text comes tokenized")
+          ->check(CLI::IsMember({"moses", "none"}));
+  auto no_dash_splits = std::make_shared<bool>(false), no_escape = std::make_shared<bool>(false);
+  sub->add_flag("--moses-no-dash-splits", *no_dash_splits, "fairseq's: Moses leaves hyphens inside words alone")
+      ->needs(tokenizer);
+  sub->add_flag("--moses-no-escape", *no_escape, "fairseq's: Moses does not escape & | < > ' \" [ ]")->needs(tokenizer);
+  sub->add_option("--bpe-codes", o->bpe_codes,
+                  "BPE codes the tokens were segmented with: subword-nmt's, or fastBPE's ('a b count' lines)")
       ->needs(tokenizer);
   spm->excludes(tokenizer);
-  sub->add_option("--source-lang", o->source_lang, "source language (default: the checkpoint's)");
-  sub->add_option("--target-lang", o->target_lang, "target language (default: the checkpoint's)");
-  sub->callback([o, &exit_code] {
+  sub->add_option("--source-lang,-s", o->source_lang, "source language (default: the checkpoint's)");
+  sub->add_option("--target-lang,-t", o->target_lang, "target language (default: the checkpoint's)");
+  sub->callback([o, no_dash_splits, no_escape, &exit_code] {
+    if ((*no_dash_splits || *no_escape) && o->tokenizer != "moses") {
+      throw ConfigError("import-fairseq: --moses-no-dash-splits and --moses-no-escape go with --tokenizer moses");
+    }
+    if (*no_dash_splits) o->tokenizer += " no-dash-splits";
+    if (*no_escape) o->tokenizer += " no-escape";
     const auto r = interop::import_fairseq(*o);
     log::info("imported fairseq " + r.fairseq_arch + " (" + r.source_lang + "->" + r.target_lang + ", " +
               std::to_string(r.parameters) + " parameters, dictionaries of " + std::to_string(r.src_vocab) + " and " +

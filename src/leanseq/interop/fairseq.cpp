@@ -14,6 +14,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/text/bpe.h"
+#include "leanseq/text/moses_bpe.h"
 
 namespace leanseq::interop {
 
@@ -463,14 +464,14 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   vocab.tgt_dict = padded_dictionary(read_file(tgt_path, "target dictionary"), rows("decoder.embed_tokens.weight"), tgt_path);
   vocab.joint = vocab.src_dict == vocab.tgt_dict;
   if (opt.spm.empty() == opt.tokenizer.empty()) {
-    throw ConfigError("import-fairseq: give the model's text pipeline: --spm MODEL, or --tokenizer moses [--bpe-codes CODES]");
+    throw ConfigError("import-fairseq: give the model's text pipeline: --spm MODEL, or --tokenizer moses|none "
+                      "[--bpe-codes CODES]");
   }
-  if (!opt.bpe_codes.empty() && opt.tokenizer.empty()) throw ConfigError("import-fairseq: --bpe-codes goes with --tokenizer moses");
+  if (!opt.bpe_codes.empty() && opt.tokenizer.empty()) throw ConfigError("import-fairseq: --bpe-codes goes with --tokenizer");
   if (!opt.spm.empty()) {
     vocab.src_spm = vocab.tgt_spm = read_file(opt.spm, "SentencePiece model");
   } else {
-    if (opt.tokenizer != "moses") throw ConfigError("import-fairseq: --tokenizer must be moses, got '" + opt.tokenizer + "'");
-    vocab.tokenizer = opt.tokenizer;
+    vocab.tokenizer = text::parse_tokenizer_spec(opt.tokenizer, "import-fairseq --tokenizer").text();
     if (!opt.bpe_codes.empty()) {
       vocab.bpe_codes = read_file(opt.bpe_codes, "BPE codes");
       text::Bpe::from_text(vocab.bpe_codes, opt.bpe_codes);  // a malformed file is refused now, not at translation

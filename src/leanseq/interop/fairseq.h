@@ -52,8 +52,9 @@ struct FairseqImportOptions {
   std::string data_dir;     // holds dict.<src>.txt and dict.<tgt>.txt
   std::string out;          // the leanseq checkpoint to write
   std::string spm;          // SentencePiece model of both sides, or:
-  std::string tokenizer;    // "moses": Moses tokenization (of source_lang and target_lang text)
-  std::string bpe_codes;    // with subword-nmt BPE from these codes (optional with --tokenizer moses)
+  std::string tokenizer;    // "moses" (fairseq's, with its dash splits and escaping), "moses no-dash-splits",
+                            // "moses no-escape", both, or "none": text::parse_tokenizer_spec
+  std::string bpe_codes;    // with BPE from these codes, subword-nmt's or fastBPE's (optional with --tokenizer moses)
   std::string source_lang, target_lang;  // default: the checkpoint's task options
 };
 

@@ -44,11 +44,16 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
 
 std::pair<std::shared_ptr<const data::TextPipeline>, std::shared_ptr<const data::TextPipeline>> text_pipelines(
     const checkpoint::VocabFiles& v, const std::string& origin) {
-  if (v.tokenizer == "moses") {
-    return {std::make_shared<text::MosesBpePipeline>(v.src_lang, v.bpe_codes, origin + " (BPE codes)"),
-            std::make_shared<text::MosesBpePipeline>(v.tgt_lang, v.bpe_codes, origin + " (BPE codes)")};
+  if (!v.tokenizer.empty()) {
+    text::TokenizerSpec spec;
+    try {
+      spec = text::parse_tokenizer_spec(v.tokenizer, origin);
+    } catch (const ConfigError& e) {
+      throw CheckpointError(e.what());
+    }
+    return {std::make_shared<text::MosesBpePipeline>(v.src_lang, spec, v.bpe_codes, origin + " (BPE codes)"),
+            std::make_shared<text::MosesBpePipeline>(v.tgt_lang, spec, v.bpe_codes, origin + " (BPE codes)")};
   }
-  if (!v.tokenizer.empty()) throw CheckpointError(origin + ": unknown text pipeline '" + v.tokenizer + "'");
   auto src_spm = spm_from_bytes(v.src_spm, origin);
   return {src_spm, v.tgt_spm == v.src_spm ? src_spm : spm_from_bytes(v.tgt_spm, origin)};
 }

@@ -33,6 +33,18 @@ std::vector<std::string> code_points(const std::string& s) {
 
 const std::string kEndOfWord = "</w>";
 
+// "a b 123": two non-empty subwords and a decimal count, one space apart (fastBPE's codes).
+bool is_fastbpe_line(const std::string& item) {
+  const auto a = item.find(' ');
+  if (a == 0 || a == std::string::npos) return false;
+  const auto b = item.find(' ', a + 1);
+  if (b == std::string::npos || b == a + 1 || b + 1 == item.size()) return false;
+  for (size_t i = b + 1; i < item.size(); ++i) {
+    if (item[i] < '0' || item[i] > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const std::vector<std::string>& glossaries,
@@ -45,6 +57,7 @@ Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const st
   bool first = true;
   while (std::getline(in, line)) {
     ++number;
+    const std::string item = strip(line);
     if (first) {
       first = false;
       if (line.rfind("#version:", 0) == 0) {
@@ -52,10 +65,21 @@ Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const st
         bpe.word_final_suffix_ = v != "0.1";
         continue;
       }
-      bpe.word_final_suffix_ = false;  // no header: version 0.1
+      // fastBPE's learnbpe writes "a b count" and no header; its merges are those of version 0.2.
+      bpe.fastbpe_ = is_fastbpe_line(item);
+      bpe.word_final_suffix_ = bpe.fastbpe_;  // else no header: version 0.1
     }
-    const std::string item = strip(line);
     if (item.empty() && in.peek() == std::char_traits<char>::eof()) break;  // the final newline
+    if (bpe.fastbpe_) {
+      if (!is_fastbpe_line(item)) {
+        throw DataError(origin + ":" + std::to_string(number) + ": a fastBPE merge must be two subwords and a count, got '" +
+                        item + "'");
+      }
+      const auto space = item.find(' ');
+      bpe.ranks_.emplace(std::make_pair(item.substr(0, space), item.substr(space + 1, item.rfind(' ') - space - 1)),
+                         static_cast<int>(rank++));
+      continue;
+    }
     const auto space = item.find(' ');
     if (space == std::string::npos || item.find(' ', space + 1) != std::string::npos) {
       throw DataError(origin + ":" + std::to_string(number) + ": a BPE merge must be two subwords separated by a space, got '" +

@@ -1,5 +1,6 @@
 // subword-nmt's BPE segmentation (apply_bpe), for the models that fairseq users trained on Moses +
-// BPE data: merge operations from a codes file (versions 0.1 and 0.2), applied in their order to
+// BPE data: merge operations from a codes file (subword-nmt's versions 0.1 and 0.2, or fastBPE's
+// "a b count" lines, which segment as version 0.2 does), applied in their order to
 // each whitespace-separated word; every subword but a word's last gets the separator ("@@"), so
 // that "@@ " joins them back. Glossaries (regular expressions) are never split: a word that matches
 // one whole is kept, and matches inside a word are cut out and kept.
@@ -26,6 +27,8 @@ class Bpe {
   std::string apply_line(const std::string& line) const;
   // The subwords of one word (without separators).
   std::vector<std::string> encode_word(const std::string& word) const;
+  // Whether the codes were fastBPE's (else subword-nmt's).
+  bool fastbpe() const { return fastbpe_; }
   // "@@ " joins removed: the words back ("Män@@ ner" -> "Männer").
   std::string remove(const std::string& segmented) const;
 
@@ -33,6 +36,7 @@ class Bpe {
   std::vector<std::string> segment_word(const std::string& word) const;
   std::map<std::pair<std::string, std::string>, int> ranks_;
   bool word_final_suffix_ = true;  // codes version 0.2 (else 0.1: "</w>" as a separate symbol)
+  bool fastbpe_ = false;
   std::string separator_ = "@@";
   std::vector<std::regex> glossaries_;
   std::vector<std::string> glossary_texts_;

@@ -17,6 +17,7 @@
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/runtime/inference.h"
+#include "leanseq/text/moses_bpe.h"
 #include "leanseq/train/adam.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/evaluate.h"
@@ -112,19 +113,18 @@ struct TranslationTask::Impl {
       return;
     }
     if (!cfg.text_spm_model.empty() && (!cfg.text_tokenizer.empty() || !cfg.text_bpe_codes.empty())) {
-      throw ConfigError("text.spm_model or text.tokenizer: moses (with text.bpe_codes), not both");
+      throw ConfigError("text.spm_model or text.tokenizer (with text.bpe_codes), not both");
     }
     if (!cfg.text_spm_model.empty()) {
       vocab.src_spm = vocab.tgt_spm = checkpoint::read_bytes(cfg.text_spm_model);
-    } else if (cfg.text_tokenizer == "moses") {
-      vocab.tokenizer = "moses";
+    } else if (!cfg.text_tokenizer.empty()) {
+      vocab.tokenizer = text::parse_tokenizer_spec(cfg.text_tokenizer, "text.tokenizer").text();
       if (!cfg.text_bpe_codes.empty()) vocab.bpe_codes = checkpoint::read_bytes(cfg.text_bpe_codes);
     } else {
-      throw ConfigError(
-          meta.dir + " was written by fairseq-preprocess and holds no text pipeline: give its SentencePiece model "
-                     "(--set text.spm_model=PATH), or --set text.tokenizer=moses with --set text.bpe_codes=CODES for "
-                     "Moses and subword-nmt BPE" +
-          (cfg.text_tokenizer.empty() ? "" : " (text.tokenizer '" + cfg.text_tokenizer + "' is not moses)"));
+      throw ConfigError(meta.dir + " was written by fairseq-preprocess and holds no text pipeline: give its "
+                                   "SentencePiece model (--set text.spm_model=PATH), or --set text.tokenizer=moses with "
+                                   "--set text.bpe_codes=CODES for Moses and BPE, or --set text.tokenizer=none when "
+                                   "the checkpoints are to read and write the data's subwords");
     }
     runtime::text_pipelines(vocab, cfg.data);  // a model or codes file that does not load is refused now
   }
