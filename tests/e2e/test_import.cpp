@@ -363,16 +363,25 @@ TEST(ImportFairseqFixture, FairseqGenerateCommandLineGivesFairseqsLinesAndBleu) 
     }
     write_fairseq_split(data + "/test.de-en.de", source, data + "/dict.de.txt");
     write_fairseq_split(data + "/test.de-en.en", target, data + "/dict.en.txt");
-    for (const auto& [file, flags] : std::vector<std::pair<std::string, std::string>>{
-             {"gen.beam5.txt", "--beam 5"}, {"gen.nbest3_lenpen1.2.txt", "--beam 5 --nbest 3 --lenpen 1.2"}}) {
+    std::vector<std::pair<std::string, std::string>> runs{{src + "/gen.beam5.txt", "--beam 5"},
+                                                          {src + "/gen.nbest3_lenpen1.2.txt", "--beam 5 --nbest 3 --lenpen 1.2"}};
+    if (std::string(fixture) == "transformer") {  // fairseq-generate's other flags (tests/fixtures/fairseq-generate-flags)
+      const std::string flags = leanseq::test::tests_path("fixtures/fairseq-generate-flags");
+      runs.push_back({flags + "/gen.beam5.post_sentencepiece.txt", "--beam 5 --post-process sentencepiece"});
+      runs.push_back({flags + "/gen.beam5.prefix2.txt", "--beam 5 --prefix-size 2"});
+      runs.push_back({flags + "/gen.beam5.bpe_sentencepiece.txt",
+                      "--beam 5 --bpe sentencepiece --sentencepiece-model " + src + "/spm.model"});
+      runs.push_back({flags + "/gen.beam5.remove_bpe.txt", "--remove-bpe --beam 5"});
+    }
+    for (const auto& [file, flags] : runs) {
       std::string out;
       ASSERT_EQ(run_command(kCli + " fairseq-generate " + data + " --path " + src + "/model.pt --cpu --gen-subset test " +
                                 "--batch-size 16 -s de -t en " + flags + " 2>/dev/null",
                             out),
                 0)
           << out;
-      const std::string expected = read_text(src + "/" + file);
-      compare(std::string(fixture) + " fairseq-generate " + file, expected, out, false);
+      const std::string expected = read_text(file);
+      compare(std::string(fixture) + " fairseq-generate " + file, expected, out, true);
       auto last = [](const std::string& text) {
         const auto at = text.rfind("Generate test");
         return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);

@@ -9,6 +9,7 @@
 #include "leanseq/text/bpe.h"
 #include "leanseq/text/moses.h"
 #include "leanseq/text/moses_bpe.h"
+#include "leanseq/text/post_process.h"
 #include "support/fixtures.h"
 
 using namespace leanseq::text;
@@ -98,6 +99,21 @@ TEST(Bpe, FastBpeCodesSegmentAsFastBpeDoes) {
       EXPECT_NE(std::string(e.what()).find("codes.fast:2: a fastBPE merge"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(PostProcess, FairseqsSymbolsRemoveTheirMarks) {
+  // As fairseq 0.12's data_utils.post_process.
+  using leanseq::text::fairseq_post_process;
+  EXPECT_EQ(fairseq_post_process("\xe2\x96\x81Hel lo \xe2\x96\x81world .", "sentencepiece"), "Hello world.");
+  EXPECT_EQ(fairseq_post_process("_Hel lo _world", "wordpiece"), "Hello world");
+  EXPECT_EQ(fairseq_post_process("h i | y o u |", "letter"), "hi you");
+  EXPECT_EQ(fairseq_post_process("<SIL> a  <SIL> b <SIL>", "silence"), "a b");
+  EXPECT_EQ(fairseq_post_process("hel lo_EOW world_EOW", "_EOW"), "hello world");
+  EXPECT_EQ(fairseq_post_process("wor@@ ld is@@", "subword_nmt"), "world is");
+  EXPECT_EQ(fairseq_post_process("wor@@ ld is@@", "@@ "), "world is");
+  EXPECT_EQ(fairseq_post_process("wor@@ ld is@@", "@@"), "wor ld is");
+  EXPECT_EQ(fairseq_post_process(" a  b ", "none"), " a  b ");
+  EXPECT_THROW(fairseq_post_process("a", "bpe"), leanseq::ConfigError);
 }
 
 TEST(Moses, TokenizerSpecsAreFairseqsFlags) {

@@ -32,6 +32,7 @@
 #include "leanseq/runtime/inference.h"
 #include "leanseq/text/bpe.h"
 #include "leanseq/text/moses_bpe.h"
+#include "leanseq/text/post_process.h"
 
 namespace leanseq::cli {
 
@@ -52,6 +53,7 @@ struct InteractiveArgs : TranslateArgs, ModelFlags {};
 
 struct GenerateArgs : TranslateArgs, ModelFlags {
   std::string gen_subset = "test";
+  int64_t prefix_size = 0;
   bool quiet = false;
 };
 
@@ -73,6 +75,20 @@ void add_model_flags(CLI::App* sub, ModelFlags& m) {
   sub->add_option("--target-lang,-t", m.target_lang, "target language (default: the checkpoint's)");
   add_pipeline_flags(sub, m);
   sub->add_flag("--cpu", m.cpu, "decode on the CPU (leanseq's default device)");
+}
+
+// fairseq's --post-process (alias --remove-bpe; without a value: subword_nmt, set by
+// post_process_default after parsing).
+CLI::Option* add_post_process_flag(CLI::App* sub, TranslateArgs& a) {
+  return sub->add_option("--post-process,--remove-bpe", a.post_process,
+                  "remove the subword marks from S/T/H/D lines and score words: sentencepiece, subword_nmt (the "
+                  "default without a value), '@@ ', '@@', wordpiece, letter, silence, _EOW, none")
+      ->expected(0, 1)
+      ->check(CLI::IsMember(text::fairseq_post_process_symbols()) | CLI::IsMember({""}));
+}
+
+void post_process_default(const CLI::Option* flag, TranslateArgs& a) {
+  if (flag->count() && a.post_process.empty()) a.post_process = "subword_nmt";
 }
 
 // A directory of its own under $TMPDIR (or /tmp), leanseq-fairseq-<pid>-XXXXXX, removed with
@@ -208,8 +224,10 @@ std::string import_models(const ModelFlags& m, interop::FairseqImportOptions imp
 
 // fairseq-generate's output for the split: per sentence (in the order of the split, where fairseq
 // prints its batches' order) S (source), T (reference, <unk> escaped as <<unk>>), then H/D/P/A of
-// each hypothesis; at the end fairseq's BLEU line, BLEU4 on the subwords of the best hypotheses
-// against the references (an <unk> of a reference matches nothing), without smoothing.
+// each hypothesis; at the end fairseq's BLEU line, BLEU4 of the best hypotheses against the
+// references (an <unk> of a reference matches nothing), without smoothing: on the subwords, or with
+// --post-process on the words of the T and D lines. --prefix-size N: each translation starts with
+// the first N tokens of its reference.
 void run_generate(GenerateArgs& a, const std::string& src_lang, const std::string& tgt_lang, bool detokenize) {
   const torch::Device device = checkpoint::resolve_device(a.device, "--device");
   check_decoding_flags(a);
@@ -217,6 +235,8 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
   auto lt = load_for_decoding(a.checkpoint, "--path", a.compute_type, device);
   const auto& tr = *lt.translator;
   const auto [src_text, tgt_text] = runtime::text_pipelines(lt.loaded.vocab, a.path);
+  const data::TextPipeline* src_detok = detokenize ? src_text.get() : nullptr;
+  const data::TextPipeline* tgt_detok = detokenize ? tgt_text.get() : nullptr;
   const std::string prefix = a.data + "/" + a.gen_subset + "." + src_lang + "-" + tgt_lang + ".";
   data::IndexedDataset sources(prefix + src_lang);
   std::unique_ptr<data::IndexedDataset> targets;
@@ -227,35 +247,50 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
                       " has " + std::to_string(sources.size()));
     }
   }
-  auto words = [](const data::Dictionary& dict, std::vector<int64_t> ids, bool escape_unk) {
+  if (a.prefix_size > 0 && !targets) {
+    throw ConfigError("--prefix-size takes the prefixes from the references, and " + prefix + tgt_lang + " is missing");
+  }
+  auto without_eos = [](std::vector<int64_t> ids) {
     if (!ids.empty() && ids.back() == data::Dictionary::kEos) ids.pop_back();
+    return ids;
+  };
+  auto words = [](const data::Dictionary& dict, const std::vector<int64_t>& ids, bool escape_unk) {
     std::vector<std::string> out;
     for (int64_t id : ids) out.push_back(escape_unk && id == data::Dictionary::kUnk ? "<<unk>>" : dict.symbol(id));
     return out;
   };
-  auto join = [](const std::vector<std::string>& w) {
-    std::string s;
-    for (const auto& x : w) s += (s.empty() ? "" : " ") + x;
-    return s;
-  };
   std::vector<std::string> hyps, refs;
   constexpr size_t kChunk = 1024;
   for (size_t from = 0; from < sources.size(); from += kChunk) {
-    std::vector<std::vector<int64_t>> chunk;
-    for (size_t i = from; i < std::min(sources.size(), from + kChunk); ++i) chunk.push_back(sources.get(i));
-    const auto results = lt.translator->translate_ids(chunk, a.opt);
-    for (size_t k = 0; k < results.size(); ++k) {
-      const size_t i = from + k;
-      const std::string id = std::to_string(i);
-      const auto src = words(tr.src_dict(), chunk[k], false);
-      std::string out = "S-" + id + "\t" + (detokenize ? src_text->decode(src) : join(src)) + "\n";
-      if (targets) {
-        const auto ref = words(tr.tgt_dict(), targets->get(i), true);
-        refs.push_back(join(ref));
-        out += "T-" + id + "\t" + (detokenize ? tgt_text->decode(ref) : refs.back()) + "\n";
-        hyps.push_back(results[k].empty() ? "" : join(results[k].front().pieces));
+    std::vector<std::vector<int64_t>> chunk, references, prefixes;
+    for (size_t i = from; i < std::min(sources.size(), from + kChunk); ++i) {
+      chunk.push_back(sources.get(i));
+      if (targets) references.push_back(without_eos(targets->get(i)));
+      if (a.prefix_size > 0) {
+        const auto& r = references.back();
+        prefixes.emplace_back(r.begin(), r.begin() + std::min<int64_t>(a.prefix_size, static_cast<int64_t>(r.size())));
       }
-      out += fairseq_hypothesis_lines(results[k], id, detokenize, a.alignment);
+    }
+    const auto results = lt.translator->translate_ids(chunk, a.opt, nullptr, a.prefix_size > 0 ? &prefixes : nullptr);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const std::string id = std::to_string(from + k);
+      std::string out =
+          "S-" + id + "\t" + fairseq_line(words(tr.src_dict(), without_eos(chunk[k]), false), a.post_process, src_detok) +
+          "\n";
+      if (targets) {
+        const auto ref = words(tr.tgt_dict(), references[k], true);
+        const std::string t = fairseq_line(ref, a.post_process, tgt_detok);
+        out += "T-" + id + "\t" + t + "\n";
+        const auto& best = results[k];
+        if (a.post_process.empty()) {  // fairseq scores the ids
+          refs.push_back(fairseq_line(ref, "", nullptr));
+          hyps.push_back(best.empty() ? "" : fairseq_line(best.front().pieces, "", nullptr));
+        } else {  // the words of the T and D lines
+          refs.push_back(t);
+          hyps.push_back(best.empty() ? "" : fairseq_line(best.front().pieces, a.post_process, tgt_detok));
+        }
+      }
+      out += fairseq_hypothesis_lines(results[k], id, tgt_detok, a.post_process, a.alignment);
       if (!a.quiet) std::cout << out;
     }
   }
@@ -342,8 +377,10 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_flag("--print-alignment", a->alignment, "A lines: the source position each target token attends most");
   add_decoding_flags(sub, *a);
-  sub->callback([a, &exit_code] {
+  auto* post_process = add_post_process_flag(sub, *a);
+  sub->callback([a, post_process, &exit_code] {
     if (a->cpu) a->device = "cpu";
+    post_process_default(post_process, *a);
     interop::FairseqImportOptions import;
     set_pipeline(*a, import);
     PrivateDirectory tmp;
@@ -365,9 +402,13 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_flag("--quiet", a->quiet, "print the BLEU line only");
   sub->add_flag("--print-alignment", a->alignment, "A lines: the source position each target token attends most");
+  sub->add_option("--prefix-size", a->prefix_size, "each translation starts with the first N tokens of its reference")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  auto* post_process = add_post_process_flag(sub, *a);
   add_decoding_flags(sub, *a);
-  sub->callback([a, &exit_code] {
+  sub->callback([a, post_process, &exit_code] {
     if (a->cpu) a->device = "cpu";
+    post_process_default(post_process, *a);
     interop::FairseqImportOptions import;
     const bool detokenize = set_pipeline(*a, import);
     PrivateDirectory tmp;

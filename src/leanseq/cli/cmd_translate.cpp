@@ -21,6 +21,7 @@
 #include "leanseq/decode/stream.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
+#include "leanseq/text/post_process.h"
 
 namespace leanseq::cli {
 
@@ -54,25 +55,37 @@ std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size
                            const decode::Translator& tr, const TranslateArgs& a) {
   auto src = tr.encode_source(line, a.opt.input_format);
   src.pop_back();  // </s>
-  std::string s;
-  for (const auto& w : tr.src_dict().decode(src)) s += (s.empty() ? "" : " ") + w;
   const std::string id = std::to_string(index);
-  return "S-" + id + "\t" + s + "\n" +
-         fairseq_hypothesis_lines(hyps, id, a.opt.input_format == decode::InputFormat::raw, a.alignment);
+  return "S-" + id + "\t" + fairseq_line(tr.src_dict().decode(src), a.post_process, nullptr) + "\n" +
+         fairseq_hypothesis_lines(hyps, id, a.opt.input_format == decode::InputFormat::raw ? &tr.tgt_text() : nullptr,
+                                  a.post_process, a.alignment);
 }
 
 }  // namespace
 
+std::string fairseq_line(const std::vector<std::string>& pieces, const std::string& post_process,
+                         const data::TextPipeline* detokenizer) {
+  std::string s;
+  for (const auto& p : pieces) s += (s.empty() ? "" : " ") + p;
+  if (!post_process.empty()) s = text::fairseq_post_process(s, post_process);
+  if (!detokenizer) return s;
+  std::vector<std::string> words;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) words.push_back(w);
+  return detokenizer->decode(words);
+}
+
 std::string fairseq_hypothesis_lines(const std::vector<decode::TranslationHyp>& hyps, const std::string& id,
-                                     bool detokenized, bool alignment) {
+                                     const data::TextPipeline* detokenizer, const std::string& post_process,
+                                     bool alignment) {
   std::ostringstream os;
   const double ln2 = std::log(2.0);
   for (const auto& h : hyps) {
     const std::string score = score_text(static_cast<double>(static_cast<float>(h.hyp.score)) / ln2);
-    std::string pieces;
-    for (const auto& p : h.pieces) pieces += (pieces.empty() ? "" : " ") + p;
-    os << "H-" << id << "\t" << score << "\t" << pieces << "\n";
-    os << "D-" << id << "\t" << score << "\t" << (detokenized ? h.text : pieces) << "\n";
+    const std::string hypo = fairseq_line(h.pieces, post_process, nullptr);
+    os << "H-" << id << "\t" << score << "\t" << hypo << "\n";
+    os << "D-" << id << "\t" << score << "\t" << (detokenizer ? fairseq_line(h.pieces, post_process, detokenizer) : hypo)
+       << "\n";
     os << "P-" << id << "\t";
     for (size_t t = 0; t < h.hyp.positional_scores.size(); ++t) {
       char buf[32];

@@ -59,6 +59,7 @@ class Translator {
   const data::Dictionary& tgt_dict() const { return tgt_dict_; }
   const data::Dictionary& src_dict() const { return src_dict_; }
   std::vector<std::string> source_pieces(const std::string& line) const { return src_text_->encode(line); }
+  const data::TextPipeline& tgt_text() const { return *tgt_text_; }
 
  private:
   std::shared_ptr<models::Seq2SeqModel> model_;

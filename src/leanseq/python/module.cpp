@@ -359,9 +359,5 @@ PYBIND11_MODULE(_leanseq, m) {
         return d;
       },
       py::arg("checkpoint"), py::arg("data_dir"), py::arg("out"), py::arg("spm") = "", py::arg("tokenizer") = "",
-      py::arg("bpe_codes") = "", py::arg("source_lang") = "", py::arg("target_lang") = "",
-      "A fairseq checkpoint as a leanseq one at `out`; its text pipeline: `spm` (a SentencePiece model), or "
-      "`tokenizer` ('moses': fairseq's Moses with its dash splits and escaping; 'moses no-dash-splits', 'moses "
-      "no-escape'; 'none': the text comes tokenized) with optional `bpe_codes` (subword-nmt's or fastBPE's). "
-      "Returns the archs, languages and parameter count.");
+      py::arg("bpe_codes") = "", py::arg("source_lang") = "", py::arg("target_lang") = "");
 }

@@ -166,6 +166,10 @@ class Translator:
 def import_fairseq(checkpoint: str, data_dir: str, out: str, spm: Optional[str] = None,
                    tokenizer: Optional[str] = None, bpe_codes: Optional[str] = None,
                    source_lang: Optional[str] = None, target_lang: Optional[str] = None) -> dict:
-    """``leanseq import-fairseq``: a fairseq checkpoint as a leanseq checkpoint at ``out``."""
+    """``leanseq import-fairseq``: a fairseq checkpoint as a leanseq checkpoint at ``out``.
+
+    Its text pipeline: ``spm`` (a SentencePiece model), or ``tokenizer`` ("moses": fairseq's Moses
+    with its dash splits and escaping; "moses no-dash-splits", "moses no-escape"; "none": the text
+    comes tokenized) with optional ``bpe_codes`` (subword-nmt's or fastBPE's)."""
     return _leanseq.import_fairseq(checkpoint, data_dir, out, spm or "", tokenizer or "", bpe_codes or "",
                                    source_lang or "", target_lang or "")

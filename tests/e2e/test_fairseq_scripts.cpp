@@ -1,0 +1,87 @@
+// A fairseq user's script, with leanseq's program in place of fairseq's: each fixture's train.sh
+// (../shared/fixtures/fairseq-pt/*/train.sh) has its fairseq-preprocess and fairseq-train lines run
+// unchanged but for the program name and a smaller --max-update, on a slice of Multi30k encoded with
+// the fixture's SentencePiece model, then fairseq-generate --path ckpt/checkpoint_last.pt and
+// fairseq-interactive on that checkpoint.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "e2e/task.h"
+
+using leanseq::test::kCli;
+using leanseq::test::read_text;
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+
+namespace {
+
+// The line of `script` that starts with `program` and a space ("" when there is none).
+std::string line_of(const std::string& script, const std::string& program) {
+  std::istringstream in(script);
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind(program + " ", 0) == 0) return l;
+  }
+  return "";
+}
+
+int count_lines_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string l; std::getline(in, l);) n += l.rfind(prefix, 0) == 0;
+  return n;
+}
+
+}  // namespace
+
+TEST(FairseqScripts, EachFixturesTrainShRunsWithLeanseqsProgramNames) {
+  const std::string fixtures = leanseq::test::shared_path("fixtures/fairseq-pt");
+  const std::string multi30k = leanseq::test::shared_path("data/multi30k");
+  if (fixtures.empty() || multi30k.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt and data/multi30k");
+  const std::string spm_helper = std::filesystem::path(kCli).parent_path().string() + "/leanseq-spm";
+  const auto dir = temp_dir("fairseq-scripts");
+  std::set<std::string> seen;
+  for (const char* fixture : {"transformer", "transformer_legacy", "lightconv_glu", "dynamicconv", "fconv"}) {
+    const std::string src = fixtures + "/" + fixture, script = read_text(src + "/train.sh");
+    const std::string preprocess = line_of(script, "fairseq-preprocess"), train = line_of(script, "fairseq-train");
+    ASSERT_FALSE(preprocess.empty() || train.empty()) << fixture;
+    if (!seen.insert(preprocess + "\n" + train).second) continue;  // transformer_legacy: transformer's lines
+    const std::string run = dir + "/" + fixture;
+    std::filesystem::create_directories(run);
+    // train.sh's spm_encode, on the first 1000/100/50 lines of train/valid/test2016.
+    const std::string encode = "enc() { sed 's/^/E\\t/' | " + spm_helper + " serve " + src +
+                               "/spm.model | tail -n +2 | cut -f2-; }; for l in de en; do head -n 1000 " + multi30k +
+                               "/train.$l | enc > train.sp.$l && head -n 100 " + multi30k +
+                               "/valid.$l | enc > valid.sp.$l && head -n 50 " + multi30k +
+                               "/test2016.$l | enc > test50.sp.$l || exit 1; done";
+    std::string out;
+    ASSERT_EQ(run_command("cd " + run + " && " + encode, out), 0) << out;
+    ASSERT_EQ(run_command("cd " + run + " && " + kCli + " " + preprocess, out), 0) << fixture << ": " << out;
+    ASSERT_EQ(run_command("cd " + run + " && " + kCli + " " + train + " --max-update 10", out), 0) << fixture << ": " << out;
+    EXPECT_NE(out.find("done: 10 updates"), std::string::npos) << out;
+    // fairseq-generate on the binarized test50 split: 50 sentences, S/T/H/D/P each, and the BLEU line.
+    ASSERT_EQ(run_command("cd " + run + " && " + kCli +
+                              " fairseq-generate bin --path ckpt/checkpoint_last.pt --beam 5 --max-len-b 20 "
+                              "2>/dev/null",
+                          out),
+              0)
+        << fixture << ": " << out;
+    for (const char* kind : {"S-", "T-", "H-", "D-", "P-"}) EXPECT_EQ(count_lines_starting(out, kind), 50) << kind << out;
+    EXPECT_EQ(count_lines_starting(out, "Generate test with beam=5: BLEU4 = "), 1) << out;
+    // fairseq-interactive on raw text through the SentencePiece model: detokenized D lines.
+    ASSERT_EQ(run_command("cd " + run + " && head -n 5 " + multi30k + "/test2016.de | " + kCli +
+                              " fairseq-interactive bin --path ckpt/checkpoint_last.pt --beam 5 --max-len-b 20 "
+                              "--bpe sentencepiece --sentencepiece-model " + src + "/spm.model 2>/dev/null",
+                          out),
+              0)
+        << fixture << ": " << out;
+    EXPECT_EQ(count_lines_starting(out, "D-"), 5) << out;
+    std::istringstream lines(out);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.rfind("D-", 0) == 0) EXPECT_EQ(l.find("\xe2\x96\x81"), std::string::npos) << "not detokenized: " << l;
+    }
+  }
+  EXPECT_EQ(seen.size(), 4u);
+}
