@@ -190,6 +190,28 @@ TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
   EXPECT_NE(out.find("holds fastBPE's codes"), std::string::npos) << out;
 }
 
+// A fairseq transformer with --layernorm-embedding and --decoder-output-dim 32
+// (tests/fixtures/fairseq-options, made by its make.sh): fairseq-generate's tokens, scores and BLEU line.
+TEST(ImportFairseqFixture, LayernormEmbeddingAndDecoderOutputDimDecodeAsFairseq) {
+  const std::string src = leanseq::test::tests_path("fixtures/fairseq-options");
+  std::string out;
+  ASSERT_EQ(run_command(kCli + " fairseq-generate " + src + " --path " + src + "/model.pt --cpu --gen-subset test " +
+                            "--beam 5 --batch-size 16 2>/dev/null",
+                        out),
+            0)
+      << out;
+  const std::string expected = read_text(src + "/gen.beam5.txt");
+  const auto theirs = parse(expected), ours = parse(out);
+  ASSERT_EQ(theirs.size(), 30u);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (const auto& [id, hyps] : theirs) {
+    EXPECT_EQ(ours.at(id).front().tokens, hyps.front().tokens) << "sentence " << id;
+    EXPECT_NEAR(ours.at(id).front().score, hyps.front().score, 1e-4) << "sentence " << id;
+  }
+  const auto bleu = [](const std::string& text) { return text.substr(text.rfind("Generate test")); };
+  EXPECT_EQ(bleu(out), bleu(expected));
+}
+
 TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {
   const std::string fconv = leanseq::test::shared_path("fixtures/fairseq-pt/fconv");
   const std::string tok = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
@@ -457,6 +479,12 @@ TEST(ImportFairseqFixture, FairseqTrainCommandLineBuildsTheModelFairseqBuilt) {
                         out),
             2);
   EXPECT_NE(out.find("fairseq's --fp16 is not supported"), std::string::npos) << out;
+  // An option that leanseq builds for one family only is refused for the other, defaults counted.
+  EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch lightconv --optimizer adam --max-tokens 100 " +
+                            "--decoder-output-dim 32 --tokenizer moses",
+                        out),
+            2);
+  EXPECT_NE(out.find("fairseq option decoder_output_dim=32 changes the network"), std::string::npos) << out;
   EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch transformer_align --optimizer adam --max-tokens 100", out),
             2);
   EXPECT_NE(out.find("transformer_align"), std::string::npos) << out;

@@ -90,16 +90,24 @@ TEST(FairseqOptions, MapEveryShapingOptionAndRefuseWhatIsNotBuilt) {
   EXPECT_EQ(v.values.at("model.decoder.embed_dim"), "64");  // fairseq's default: the encoder's
   EXPECT_EQ(v.values.at("model.decoder.conv_dim"), "64");
   EXPECT_EQ(v.values.at("model.decoder.conv_type"), "lightweight");
-  nlohmann::json t = {{"arch", "transformer"}, {"layernorm_embedding", true}};
+  // Built: the transformer's layernorm_embedding and decoder_output_dim (its default: decoder_embed_dim).
+  v = fairseq_config_values({{"arch", "transformer"}, {"layernorm_embedding", true}, {"decoder_output_dim", 32},
+                             {"decoder_embed_dim", 64}, {"decoder_input_dim", 48}},
+                            "m.pt");
+  EXPECT_EQ(v.values.at("model.layernorm_embedding"), "true");
+  EXPECT_EQ(v.values.at("model.decoder.output_dim"), "32");
+  EXPECT_EQ(fairseq_config_values({{"arch", "transformer"}, {"decoder_embed_dim", 64}}, "m.pt").values.at("model.decoder.output_dim"),
+            "64");
+  // Refused by name: what leanseq does not build, also where a default makes the difference.
+  nlohmann::json t = {{"arch", "transformer"}, {"cross_self_attention", true}};
   try {
     fairseq_config_values(t, "m.pt");
-    ADD_FAILURE() << "layernorm_embedding accepted";
+    ADD_FAILURE() << "cross_self_attention accepted";
   } catch (const leanseq::CheckpointError& e) {
-    EXPECT_NE(std::string(e.what()).find("m.pt: fairseq option layernorm_embedding=true"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("m.pt: fairseq option cross_self_attention=true"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(fairseq_config_values({{"arch", "transformer"}, {"decoder_output_dim", 32}, {"decoder_embed_dim", 64}}, "m.pt"),
-               leanseq::CheckpointError);
-  EXPECT_NO_THROW(fairseq_config_values({{"arch", "transformer"}, {"decoder_output_dim", 64}, {"decoder_embed_dim", 64}}, "m.pt"));
+  EXPECT_THROW(fairseq_config_values({{"arch", "lightconv"}, {"decoder_output_dim", 32}}, "m.pt"), leanseq::CheckpointError);
+  EXPECT_NO_THROW(fairseq_config_values({{"arch", "lightconv"}, {"decoder_output_dim", 512}}, "m.pt"));
   EXPECT_THROW(fairseq_config_values({{"arch", "transformer_lm"}}, "m.pt"), leanseq::CheckpointError);
   EXPECT_THROW(fairseq_config_values({{"arch", "bart_large"}}, "m.pt"), leanseq::CheckpointError);
 }

@@ -85,6 +85,27 @@ TEST(Transformer, DisanEncoderDecodesIncrementallyAndIgnoresPads) {
   EXPECT_THROW(cfg->validate(), ConfigError);
 }
 
+// fairseq's --layernorm-embedding and --decoder-output-dim: their parameters under fairseq's
+// names, and step-by-step decoding still equals the teacher-forced pass.
+TEST(Transformer, LayernormEmbeddingAndDecoderOutputDimDecodeIncrementally) {
+  auto cfg = registry().preset_config("transformer_tiny");
+  auto& tc = static_cast<TransformerConfig&>(*cfg);
+  tc.layernorm_embedding = true;
+  tc.share_decoder_input_output_embed = false;
+  tc.decoder.output_dim = 16;
+  auto model = build_model(*cfg, {30, 30, false});
+  const auto params = model->named_parameters();
+  for (const char* name : {"encoder.layernorm_embedding.weight", "decoder.layernorm_embedding.bias",
+                           "decoder.project_out_dim.weight"}) {
+    EXPECT_NE(params.find(name), nullptr) << name;
+  }
+  EXPECT_EQ(params["decoder.project_out_dim.weight"].sizes(), (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(params["decoder.output_projection.weight"].sizes(), (std::vector<int64_t>{30, 16}));
+  for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  tc.share_decoder_input_output_embed = true;  // a 16-wide output cannot share 32-wide embeddings
+  EXPECT_THROW(cfg->validate(), ConfigError);
+}
+
 TEST(Transformer, ParameterNamesFollowFairseq) {
   auto model = build_model(*registry().preset_config("transformer_tiny"), {30, 30, true});
   auto names = model->named_parameters().keys();

@@ -451,7 +451,12 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->add_flag("--cpu", a->cpu, "train on the CPU (leanseq's default device)");
   add_fairseq_training_flags(sub, given);
   sub->callback([a, given, sub, &exit_code] {
-    auto values = interop::fairseq_config_values(fairseq_model_args(a->arch, sub->remaining()), "fairseq-train");
+    ConfigValues values;
+    try {
+      values = interop::fairseq_config_values(fairseq_model_args(a->arch, sub->remaining()), "fairseq-train");
+    } catch (const CheckpointError& e) {  // an option leanseq does not build: a usage error here
+      throw ConfigError(e.what());
+    }
     const std::string from = "fairseq-train";
     auto set = [&](const std::string& key, const std::string& v) { values.set(key, v, from); };
     // fairseq's defaults for what its command line leaves out.

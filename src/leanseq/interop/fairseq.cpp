@@ -103,21 +103,22 @@ const Family& transformer_family() {
        {"share_decoder_input_output_embed", "model.share_decoder_input_output_embed", false},
        {"share_all_embeddings", "model.share_all_embeddings", false},
        {"no_scale_embedding", "model.no_scale_embedding", false},
+       {"layernorm_embedding", "model.layernorm_embedding", false},
+       {"decoder_output_dim", "model.decoder.output_dim", "decoder_embed_dim"},
        {"max_source_positions", "model.max_source_positions", 1024},
        {"max_target_positions", "model.max_target_positions", 1024}},
       {{"activation_fn", [](const json& v, const json&) { return v.is_null() || v == "relu" || v == "gelu"; }},
        {"adaptive_softmax_cutoff", is_none},
        {"adaptive_input", is_false},
        {"tie_adaptive_weights", is_false},
-       {"layernorm_embedding", is_false},
        {"no_token_positional_embeddings", is_false},
        {"cross_self_attention", is_false},
        {"no_cross_attention", is_false},
        {"no_decoder_final_norm", is_false},
        {"encoder_layers_to_keep", is_none},
        {"decoder_layers_to_keep", is_none},
-       {"decoder_output_dim", equals_option("decoder_embed_dim")},
-       {"decoder_input_dim", equals_option("decoder_embed_dim")},
+       // fairseq 0.12 sizes the decoder's embeddings by decoder_embed_dim whatever this says.
+       {"decoder_input_dim", [](const json&, const json&) { return true; }},
        {"quant_noise_pq", is_zero},
        {"merge_src_tgt_embed", is_false},
        {"char_inputs", is_false},
@@ -310,15 +311,6 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
     throw CheckpointError(origin + ": fairseq arch '" + arch +
                           "' is not supported (import takes the transformer, lightconv and fconv translation models)");
   }
-  for (const auto& r : family->refusals) {
-    if (args.contains(r.fairseq) && !r.supported(args[r.fairseq], args)) {
-      throw CheckpointError(origin + ": fairseq option " + r.fairseq + "=" + as_text(args[r.fairseq]) +
-                            " changes the network in a way leanseq does not build");
-    }
-  }
-  ConfigValues values;
-  const std::string from = origin + " (fairseq options)";
-  values.set("arch", family->name, from);
   std::function<json(const Field&)> value_of = [&](const Field& f) -> json {
     if (args.contains(f.fairseq) && !args[f.fairseq].is_null()) return args[f.fairseq];
     if (f.fallback.is_string()) {  // another option's value, when that is an option of this family
@@ -329,6 +321,18 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
     }
     return f.fallback;
   };
+  // A refusal compares with the values the network gets, defaults included.
+  json effective = args;
+  for (const auto& f : family->fields) effective[f.fairseq] = value_of(f);
+  for (const auto& r : family->refusals) {
+    if (args.contains(r.fairseq) && !r.supported(args[r.fairseq], effective)) {
+      throw CheckpointError(origin + ": fairseq option " + r.fairseq + "=" + as_text(args[r.fairseq]) +
+                            " changes the network in a way leanseq does not build");
+    }
+  }
+  ConfigValues values;
+  const std::string from = origin + " (fairseq options)";
+  values.set("arch", family->name, from);
   for (const auto& f : family->fields) values.set(f.leanseq, as_text(normalised(value_of(f))), from);
   return values;
 }

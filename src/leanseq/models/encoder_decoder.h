@@ -21,7 +21,8 @@ using DecoderLayerFn = std::function<nn::AttentionResult(size_t, const torch::Te
 // attention of the last layer.
 inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const DecoderLayerFn& layer, bool need_attn,
                                     torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight,
-                                    const nn::PackedWeight& output_packed) {
+                                    const nn::PackedWeight& output_packed,
+                                    const torch::Tensor& project_out = torch::Tensor()) {
   DecoderOut out;
   for (size_t i = 0; i < layers; ++i) {
     auto r = layer(i, x, need_attn && i + 1 == layers);
@@ -29,6 +30,7 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
     if (r.weights.defined()) out.attn = r.weights;
   }
   if (layer_norm) x = layer_norm(x);
+  if (project_out.defined()) x = kernels::linear(x, project_out, {});
   out.logits = nn::linear(x, output_weight, {}, output_packed);
   return out;
 }

@@ -46,6 +46,11 @@ void TransformerConfig::visit(ConfigVisitor& v) {
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
   v.field("no_scale_embedding", no_scale_embedding, "do not scale embeddings by sqrt(dim)");
+  v.field("layernorm_embedding", layernorm_embedding,
+          "a LayerNorm over the embeddings plus positions, on both sides (fairseq's --layernorm-embedding)");
+  v.field("decoder.output_dim", decoder.output_dim,
+          "the decoder's output dimension: a projection to it before the output layer when it differs from "
+          "decoder.embed_dim (fairseq's --decoder-output-dim; 0: decoder.embed_dim)");
   v.field("max_source_positions", max_source_positions, "longest source in tokens");
   v.field("max_target_positions", max_target_positions, "longest target in tokens");
 }
@@ -89,6 +94,15 @@ void TransformerConfig::validate() const {
   }
   if (encoder.embed_dim != decoder.embed_dim) {
     throw ConfigError("model: encoder.embed_dim and decoder.embed_dim must be equal (encoder-decoder attention)");
+  }
+  if (decoder.output_dim < 0) throw ConfigError("model.decoder.output_dim must be 0 (decoder.embed_dim) or positive");
+  if (decoder.output_dim > 0 && decoder.output_dim != decoder.embed_dim &&
+      (share_decoder_input_output_embed || share_all_embeddings)) {
+    throw ConfigError("model.decoder.output_dim " + std::to_string(decoder.output_dim) + " differs from decoder.embed_dim " +
+                      std::to_string(decoder.embed_dim) + ": the output layer cannot share the embeddings");
+  }
+  if (layernorm_embedding && encoder_type == "disan") {
+    throw ConfigError("model.layernorm_embedding goes with the transformer encoder, not disan");
   }
   if (activation_fn != "relu" && activation_fn != "gelu") {
     throw ConfigError("model: activation_fn must be relu or gelu, got '" + activation_fn + "'");
@@ -144,6 +158,8 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerConfig& cfg, tor
   a2 = s.a2.make(*this, s.layers, s.embed_dim, false, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
+  layernorm_embedding = nn::optional_layer_norm(cfg.layernorm_embedding, s.embed_dim);
+  if (layernorm_embedding) register_module("layernorm_embedding", layernorm_embedding);
 }
 
 EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMaps* maps) {
@@ -155,6 +171,7 @@ EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMa
     return {x, padding_mask, {}};
   }
   auto x = nn::scaled_plus_positions(embed_tokens(src), embed_scale_, embed_positions(src));
+  if (layernorm_embedding) x = layernorm_embedding(x);
   x = nn::maybe_dropout(x, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
   auto mask = nn::mask_if_any(padding_mask);
@@ -187,14 +204,27 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);
   if (layer_norm) register_module("layer_norm", layer_norm);
+  layernorm_embedding = nn::optional_layer_norm(cfg.layernorm_embedding, s.embed_dim);
+  if (layernorm_embedding) register_module("layernorm_embedding", layernorm_embedding);
+  const int64_t output_dim = s.output_dim > 0 ? s.output_dim : s.embed_dim;
+  if (output_dim != s.embed_dim) {
+    project_out = register_module("project_out_dim", std::make_shared<torch::nn::Module>())
+                      ->register_parameter("weight", torch::randn({output_dim, s.embed_dim}) *
+                                                         std::pow(static_cast<double>(s.embed_dim), -0.5));
+  }
   output_weight = nn::register_output_projection(
-      *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, s.embed_dim);
+      *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, output_dim);
+}
+
+torch::Tensor TransformerDecoderImpl::embed(const torch::Tensor& tokens, const torch::Tensor& positions) {
+  auto x = nn::scaled_plus_positions(embed_tokens(tokens), embed_scale_, positions);
+  if (layernorm_embedding) x = layernorm_embedding(x);
+  return nn::maybe_dropout(x, dropout_, is_training());
 }
 
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
                                            AttentionMaps* maps) {
-  auto x = nn::scaled_plus_positions(embed_tokens(prev_tokens), embed_scale_, embed_positions(prev_tokens));
-  x = nn::maybe_dropout(x, dropout_, is_training());
+  auto x = embed(prev_tokens, embed_positions(prev_tokens));
   auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
   auto enc_mask = nn::mask_if_any(enc.padding_mask);
   nn::SharedAttention shared;
@@ -210,14 +240,13 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
         }
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed);
+      need_attn, layer_norm, output_weight, output_packed, project_out);
 }
 
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                         bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto x = nn::scaled_plus_positions(embed_tokens(tokens), embed_scale_, embed_positions->at_steps(state.steps, n, B, tokens.device()));
-  x = nn::maybe_dropout(x, dropout_, is_training());
+  auto x = embed(tokens, embed_positions->at_steps(state.steps, n, B, tokens.device()));
   auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   nn::SharedAttention shared;
   auto out = run_decoder_stack(
@@ -228,7 +257,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed);
+      need_attn, layer_norm, output_weight, output_packed, project_out);
   state.steps += n;
   return out;
 }

@@ -26,6 +26,7 @@ struct TransformerSideConfig {
   bool average_attention = false;   // decoder only: AAN instead of self-attention
   bool average_attention_ffn = true;  // decoder only: the FFN over the average (ffn_embed_dim wide)
   bool average_attention_fold = false;  // decoder only: decoding steps fold the gate into the FFN's products
+  int64_t output_dim = 0;  // decoder only: fairseq's decoder_output_dim, projected to before the output (0: embed_dim)
   A2Blocks a2;  // A2 double-attention blocks after some layers (causal in the decoder)
 };
 
@@ -37,6 +38,7 @@ struct TransformerConfig : ModelConfig {
   double dropout = 0.1, attention_dropout = 0.0, activation_dropout = 0.0;
   std::string activation_fn = "relu";
   bool share_decoder_input_output_embed = false, share_all_embeddings = false, no_scale_embedding = false;
+  bool layernorm_embedding = false;  // fairseq's: LayerNorm over embeddings + positions, both sides
   int64_t max_source_positions = 1024, max_target_positions = 1024;
 
   void visit(ConfigVisitor& v) override;
@@ -65,6 +67,7 @@ class TransformerEncoderImpl : public torch::nn::Module {
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
+  torch::nn::LayerNorm layernorm_embedding{nullptr};  // model.layernorm_embedding only
   nn::DiSAEncoder disa{nullptr};             // encoder.type disan
   std::vector<nn::DoubleAttention> a2;       // per layer; null where none follows it
 
@@ -84,6 +87,8 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
+  torch::nn::LayerNorm layernorm_embedding{nullptr};  // model.layernorm_embedding only
+  torch::Tensor project_out;                // decoder.project_out_dim.weight [output_dim, C], when output_dim differs
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
   nn::PackedWeight output_packed;           // output_weight in the compute type, when one is set
   void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, {}, type); }
@@ -93,6 +98,8 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   // Whether layer i returns encoder attention when the pass needs it: the layers of the last
   // encoder-attention block (they share its owner's).
   bool returns_attn(size_t i) const { return i >= last_encoder_attn_owner_; }
+  // Embeddings scaled, plus positions, through layernorm_embedding when there is one, then dropout.
+  torch::Tensor embed(const torch::Tensor& tokens, const torch::Tensor& positions);
   double embed_scale_, dropout_;
   size_t last_encoder_attn_owner_ = 0;  // first layer of the last encoder-attention block
 };
