@@ -138,6 +138,30 @@ TEST(Moses, TokenizerSpecsAreFairseqsFlags) {
   EXPECT_EQ(none.decode({"a", "well-known"}), "a well-known");
 }
 
+// sacremoses' own outputs (tests/fixtures/moses-sacremoses, made by its make.sh) with fairseq's
+// settings: German and English nonbreaking prefixes (ordinals, dates, abbreviations before names and
+// numbers, its German list's numbers), and CJK text as zh, ja, ko and en tokenize and detokenize it.
+TEST(MosesFixture, NonbreakingPrefixesAndCjkAsSacremoses) {
+  const std::string dir = leanseq::test::tests_path("fixtures/moses-sacremoses");
+  auto check = [&](const std::string& lang, const std::string& input, const std::string& name) {
+    MosesOptions o;
+    o.lang = lang;
+    o.aggressive_dash_splits = true;
+    const MosesTokenizer tokenizer(o);
+    const MosesDetokenizer detokenizer(lang);
+    const auto in = lines(dir + "/" + input), tok = lines(dir + "/" + name + ".tok");
+    ASSERT_EQ(in.size(), tok.size()) << name;
+    for (size_t i = 0; i < in.size(); ++i) EXPECT_EQ(tokenizer.tokenize(in[i]), tok[i]) << name << " line " << i + 1;
+    if (input != "input.cjk") return;
+    const auto detok = lines(dir + "/" + name + ".detok");
+    ASSERT_EQ(detok.size(), tok.size()) << name;
+    for (size_t i = 0; i < tok.size(); ++i) EXPECT_EQ(detokenizer.detokenize(tok[i]), detok[i]) << name << " line " << i + 1;
+  };
+  check("de", "input.de", "de");
+  check("en", "input.en", "en");
+  for (const char* lang : {"zh", "ja", "ko", "en"}) check(lang, "input.cjk", std::string("cjk.") + lang);
+}
+
 TEST(MosesFixture, ThePipelineOfImportedModelsEncodesAndDecodesAsFairseq) {
   // What translate does with a model imported with --tokenizer moses --moses-no-dash-splits
   // --bpe-codes (the vectors' setting): raw text to BPE pieces (fairseq's encode_fn), pieces to

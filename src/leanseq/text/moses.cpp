@@ -2,6 +2,7 @@
 
 #include <unicode/regex.h>
 #include <unicode/uchar.h>
+#include <unicode/uniset.h>
 #include <unicode/unistr.h>
 
 #include <fstream>
@@ -16,9 +17,21 @@ namespace {
 
 using icu::UnicodeString;
 
-// Perl's Unicode classes as ICU writes them, for use inside [...].
-const char* const kAlnum = "\\p{Alphabetic}\\p{Nd}";
-const char* const kAlpha = "\\p{Alphabetic}";
+// The Moses classes as sacremoses has them (its perluniprops tables, for use inside [...]): letters
+// and digits of the Basic Multilingual Plane, without the unified and compatibility ideographs and the
+// Hangul syllables, which the tables lack; zh, ja and ko add their scripts' characters (sacremoses'
+// Han, Hiragana + Katakana + Han, Hangul: Script_Extensions, so also their punctuation like "。").
+std::string moses_class(const std::string& base, const std::string& lang) {
+  std::string c = "[[" + base +
+                  "]--[\\x{3400}-\\x{4DBF}\\x{4E00}-\\x{9FFF}\\x{AC00}-\\x{D7A3}\\x{F900}-\\x{FAFF}"
+                  "\\x{10000}-\\x{10FFFF}]]";
+  if (lang == "zh") c += "\\p{scx=Hani}";
+  if (lang == "ja") c += "\\p{scx=Hira}\\p{scx=Kana}\\p{scx=Hani}";
+  if (lang == "ko") c += "\\p{scx=Hang}";
+  return c;
+}
+std::string alnum_class(const std::string& lang) { return moses_class("\\p{Alphabetic}\\p{Nd}", lang); }
+std::string alpha_class(const std::string& lang) { return moses_class("\\p{Alphabetic}", lang); }
 const char* const kNumber = "\\p{N}";
 
 // One substitution: every match of `pattern` replaced by `replacement` ($1: the first group).
@@ -68,30 +81,65 @@ UChar32 first_code_point(const std::string& s) {
   return UnicodeString::fromUTF8(s).char32At(0);
 }
 
-// Written for leanseq: abbreviations after which a period does not end a sentence. Entries
-// followed by #NUMERIC_ONLY# count only before a number.
+// Abbreviations after which a period does not end a sentence, as sacremoses' lists for English and
+// German hold them (fairseq's models were trained on its output), its quirks included (German keeps
+// "Hr" out and every number from 1 to 99 in). An entry with #NUMERIC_ONLY counts only before a number.
+// Titles both lists share:
+const char* const kTitles =
+    "Adj Adm Adv Asst Bart Bldg Brig Bros Capt Cmdr Col Comdr Con Corp Cpl DR Dr Ens Gen Gov Hon Hosp Insp Lt MM MR "
+    "MRS MS Maj Messrs Mlle Mme Mr Mrs Ms Msgr Op Ord Pfc Ph Prof Pvt Rep Reps Res Rev Rt Sen Sens Sfc Sgt Sr St "
+    "Supt Surg";
+// English beyond the titles and the capital letters:
 const char* const kPrefixesEn =
-    "A B C D E F G H I J K L M N O P Q R S T U V W X Y Z "
-    "Adj Adm Adv Asst Bart Bldg Brig Bros Capt Cmdr Col Comdr Con Corp Cpl DR Dr Drs Ens Gen Gov Hon Hr Hosp "
-    "Insp Lt MM MR MRS MS Maj Messrs Mlle Mme Mr Mrs Ms Msgr Op Ord Pfc Ph Prof Pvt Rep Reps Res Rev Rt Sen Sens "
-    "Sfc Sgt Sr St Supt Surg Jr v vs i.e rev e.g etc Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec "
-    "No#NUMERIC_ONLY Nos Art#NUMERIC_ONLY Nr pp#NUMERIC_ONLY";
+    "Drs Hr v vs i.e rev e.g Rs No#NUMERIC_ONLY Nos Art#NUMERIC_ONLY Nr pp#NUMERIC_ONLY "
+    "Jan Feb Mar Apr Jun Jul Aug Sep Oct Nov Dec";
+// German beyond the titles, the letters, the Roman numerals to XX (both cases) and the numbers to 99:
 const char* const kPrefixesDe =
-    "A B C D E F G H I J K L M N O P Q R S T U V W X Y Z Ä Ö Ü "
-    "a b c d e f g h i j k l m n o p q r s t u v w x y z ä ö ü "
-    "Abs Abt Adr Anm Aufl Bd Bde Bsp Bzw bzw ca Chr d.h Dipl Dr Fa Fam Frl Gebr ggf Hr Hrn Ing inkl Jh Jhd jr "
-    "Kap Kfm Kl Mio Mrd Nr#NUMERIC_ONLY Prof Red Reg rd sog St Std Str Tel usw u.a u.ä vgl vs z.B z.T zB zz evtl "
-    "Jan Feb Mär Apr Jun Jul Aug Sep Sept Okt Nov Dez Mo Di Mi Do Fr Sa So Art#NUMERIC_ONLY Nrn";
+    "Mio Mrd bzw vs usw d.h z.B u.a etc MwSt ggf d.J D.h m.E vgl I.F z.T sogen ff u.E g.U g.g.A c.-\u00e0-d "
+    "Buchst u.s.w sog u.\u00e4 Std evtl Zt Chr u.U o.\u00e4 Ltd b.A z.Zt spp sen SA k.o jun i.H.v dgl dergl Co "
+    "zzt usf s.p.a Dkr bzgl BSE No Nos Art Nr pp ca Ca";
+
+std::string roman(int n) {
+  static const char* const tens[] = {"", "X", "XX"};
+  static const char* const ones[] = {"", "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX"};
+  return std::string(tens[n / 10]) + ones[n % 10];
+}
+
+// The built-in list of `lang` (en, de; others have none), entries as a nonbreaking_prefix file's lines.
+std::vector<std::string> builtin_prefixes(const std::string& lang) {
+  std::vector<std::string> out;
+  if (lang != "en" && lang != "de") return out;
+  for (char c = 'A'; c <= 'Z'; ++c) out.emplace_back(1, c);
+  for (const auto& w : split_spaces(kTitles)) out.push_back(w);
+  if (lang == "en") {
+    for (const auto& w : split_spaces(kPrefixesEn)) {
+      const auto mark = w.find("#NUMERIC_ONLY");
+      out.push_back(mark == std::string::npos ? w : w.substr(0, mark) + " #NUMERIC_ONLY#");
+    }
+    return out;
+  }
+  for (char c = 'a'; c <= 'z'; ++c) out.emplace_back(1, c);
+  for (int n = 1; n <= 20; ++n) {
+    out.push_back(roman(n));
+    std::string lower = roman(n);
+    for (auto& ch : lower) ch = static_cast<char>(ch - 'A' + 'a');
+    out.push_back(lower);
+  }
+  for (int n = 1; n <= 99; ++n) out.push_back(std::to_string(n));
+  for (const auto& w : split_spaces(kPrefixesDe)) out.push_back(w);
+  return out;
+}
 
 }  // namespace
 
 struct MosesTokenizer::Rules {
   std::vector<Substitution> start, comma, apostrophe, escape;
+  icu::UnicodeSet alpha;  // the language's Moses letters (the any-letter test of nonbreaking prefixes)
   Substitution pad_not_alnum, dash, multidot_1, multidot_2, multidot_3, spaces, junk, trim, trailing_dot_apostrophe,
       restore_2, restore_1;
   Rules(const std::string& lang, bool aggressive)
-      : pad_not_alnum(std::string("([^") + kAlnum + "\\s\\.'`,\\-])", " $1 "),
-        dash(std::string("([") + kAlnum + "])\\-(?=[" + kAlnum + "])", "$1 @-@ "),
+      : pad_not_alnum("([^" + alnum_class(lang) + "\\s\\.'`,\\-])", " $1 "),
+        dash("([" + alnum_class(lang) + "])\\-(?=[" + alnum_class(lang) + "])", "$1 @-@ "),
         multidot_1("\\.([\\.]+)", " DOTMULTI$1"),
         multidot_2("DOTMULTI\\.([^\\.])", "DOTDOTMULTI $1"),
         multidot_3("DOTMULTI\\.", "DOTDOTMULTI"),
@@ -102,10 +150,15 @@ struct MosesTokenizer::Rules {
         restore_2("DOTDOTMULTI", "DOTMULTI."),
         restore_1("DOTMULTI", ".") {
     (void)aggressive;
+    UErrorCode status = U_ZERO_ERROR;
+    std::string set = "[" + alpha_class(lang) + "]";
+    set.replace(set.find("]--["), 4, "]-[");  // a UnicodeSet writes a difference with one '-'
+    alpha.applyPattern(UnicodeString::fromUTF8(set), status);
+    if (U_FAILURE(status)) throw Error(std::string("the Moses letter class does not compile: ") + u_errorName(status));
     comma.emplace_back(std::string("([^") + kNumber + "])[,]", "$1 , ");
     comma.emplace_back(std::string("[,]([^") + kNumber + "])", " , $1");
     comma.emplace_back(std::string("([") + kNumber + "])[,]$", "$1 , ");
-    const std::string a = kAlpha, n = kNumber;
+    const std::string a = alpha_class(lang), n = kNumber;
     if (lang == "en") {
       apostrophe.emplace_back("([^" + a + "])[']([^" + a + "])", "$1 ' $2");
       apostrophe.emplace_back("([^" + a + n + "])[']([" + a + "])", "$1 ' $2");
@@ -139,11 +192,7 @@ MosesTokenizer::MosesTokenizer(MosesOptions opt) : opt_(std::move(opt)) {
       entries.push_back(line.substr(b, e - b + 1));
     }
   } else {
-    const char* builtin = opt_.lang == "de" ? kPrefixesDe : opt_.lang == "en" ? kPrefixesEn : "";
-    for (auto w : split_spaces(builtin)) {
-      const auto mark = w.find("#NUMERIC_ONLY");
-      entries.push_back(mark == std::string::npos ? w : w.substr(0, mark) + " #NUMERIC_ONLY#");
-    }
+    entries = builtin_prefixes(opt_.lang);
   }
   for (const auto& e : entries) {
     prefixes_.insert(e);
@@ -164,7 +213,7 @@ std::string MosesTokenizer::handle_nonbreaking_prefixes(const std::string& text)
     const std::string prefix = token.substr(0, token.size() - 1);
     bool any_alpha = false;
     const UnicodeString u = UnicodeString::fromUTF8(prefix);
-    for (int32_t k = 0; k < u.length(); k = u.moveIndex32(k, 1)) any_alpha |= u_hasBinaryProperty(u.char32At(k), UCHAR_ALPHABETIC);
+    for (int32_t k = 0; k < u.length(); k = u.moveIndex32(k, 1)) any_alpha |= rules_->alpha.contains(u.char32At(k));
     const bool numeric_only = numeric_only_.count(prefix) > 0;
     const bool next_lower = i + 1 < tokens.size() && u_hasBinaryProperty(first_code_point(tokens[i + 1]), UCHAR_LOWERCASE);
     if ((prefix.find('.') != std::string::npos && any_alpha) || (prefixes_.count(prefix) && !numeric_only) || next_lower) {
@@ -218,10 +267,18 @@ MosesDetokenizer::~MosesDetokenizer() = default;
 MosesDetokenizer::MosesDetokenizer(MosesDetokenizer&&) noexcept = default;
 
 namespace {
+// The code points sacremoses' detokenizer joins without spaces: Hangul Jamo, CJK radicals to Yi,
+// Phags-pa, Hangul syllables, compatibility ideographs and forms, halfwidth forms from U+FF65 (not
+// the fullwidth punctuation before it), Tangut, Kana supplements, Nushu and the supplementary
+// ideographic plane.
 bool is_cjk(UChar32 c) {
-  return (c >= 0x1100 && c <= 0x11FF) || (c >= 0x2E80 && c <= 0x2FDF) || (c >= 0x2FF0 && c <= 0x9FFF) ||
-         (c >= 0xA960 && c <= 0xA97F) || (c >= 0xAC00 && c <= 0xD7FF) || (c >= 0xF900 && c <= 0xFAFF) ||
-         (c >= 0xFE30 && c <= 0xFE4F) || (c >= 0xFF00 && c <= 0xFFEF) || (c >= 0x20000 && c <= 0x2FA1F);
+  static const UChar32 ranges[][2] = {{0x1100, 0x11FF},   {0x2E80, 0xA4CF},   {0xA840, 0xA87F},   {0xAC00, 0xD7AF},
+                                      {0xF900, 0xFAFF},   {0xFE30, 0xFE4F},   {0xFF65, 0xFFDC},   {0x17000, 0x18AFF},
+                                      {0x1B000, 0x1B12F}, {0x1B170, 0x1B2FF}, {0x20000, 0x2FFFF}};
+  for (const auto& r : ranges) {
+    if (c >= r[0] && c <= r[1]) return true;
+  }
+  return false;
 }
 UChar32 last_code_point(const std::string& s) {
   const UnicodeString u = UnicodeString::fromUTF8(s);
