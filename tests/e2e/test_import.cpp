@@ -394,6 +394,7 @@ TEST(ImportFairseqFixture, FairseqGenerateCommandLineGivesFairseqsLinesAndBleu) 
       runs.push_back({flags + "/gen.beam5.bpe_sentencepiece.txt",
                       "--beam 5 --bpe sentencepiece --sentencepiece-model " + src + "/spm.model"});
       runs.push_back({flags + "/gen.beam5.remove_bpe.txt", "--remove-bpe --beam 5"});
+      runs.push_back({flags + "/gen.beam5.score_reference.txt", "--beam 5 --score-reference"});
     }
     for (const auto& [file, flags] : runs) {
       std::string out;

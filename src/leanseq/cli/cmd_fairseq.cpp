@@ -54,7 +54,7 @@ struct InteractiveArgs : TranslateArgs, ModelFlags {};
 struct GenerateArgs : TranslateArgs, ModelFlags {
   std::string gen_subset = "test";
   int64_t prefix_size = 0;
-  bool quiet = false;
+  bool quiet = false, score_reference = false;
 };
 
 void add_pipeline_flags(CLI::App* sub, PipelineFlags& p) {
@@ -222,12 +222,47 @@ std::string import_models(const ModelFlags& m, interop::FairseqImportOptions imp
   return imported;
 }
 
+// fairseq-generate --score-reference: each reference as the one hypothesis of its source, scored as
+// fairseq's SequenceScorer scores it (per-token log-probabilities, </s> last; their mean).
+std::vector<std::vector<decode::TranslationHyp>> scored_references(decode::Translator& tr,
+                                                                   const std::vector<std::vector<int64_t>>& sources,
+                                                                   const std::vector<std::vector<int64_t>>& references,
+                                                                   decode::TranslateOptions opt) {
+  auto line = [](const data::Dictionary& dict, const std::vector<int64_t>& ids) {
+    std::string s;
+    for (int64_t id : ids) {
+      if (id != data::Dictionary::kEos) s += (s.empty() ? "" : " ") + dict.symbol(id);
+    }
+    return s;
+  };
+  std::vector<std::string> src, ref;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    src.push_back(line(tr.src_dict(), sources[i]));
+    ref.push_back(line(tr.tgt_dict(), references[i]));
+  }
+  opt.input_format = decode::InputFormat::tokens;
+  const auto scores = tr.score(src, ref, opt);
+  std::vector<std::vector<decode::TranslationHyp>> out(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    decode::TranslationHyp h;
+    for (int64_t id : references[i]) h.pieces.push_back(tr.tgt_dict().symbol(id));
+    h.hyp.tokens = references[i];
+    h.hyp.tokens.push_back(data::Dictionary::kEos);
+    h.hyp.positional_scores = scores[i];
+    double sum = 0;
+    for (float v : scores[i]) sum += v;
+    h.hyp.score = scores[i].empty() ? 0.0 : sum / static_cast<double>(scores[i].size());
+    out[i].push_back(std::move(h));
+  }
+  return out;
+}
+
 // fairseq-generate's output for the split: per sentence (in the order of the split, where fairseq
 // prints its batches' order) S (source), T (reference, <unk> escaped as <<unk>>), then H/D/P/A of
 // each hypothesis; at the end fairseq's BLEU line, BLEU4 of the best hypotheses against the
 // references (an <unk> of a reference matches nothing), without smoothing: on the subwords, or with
 // --post-process on the words of the T and D lines. --prefix-size N: each translation starts with
-// the first N tokens of its reference.
+// the first N tokens of its reference; --score-reference: the references, scored, instead.
 void run_generate(GenerateArgs& a, const std::string& src_lang, const std::string& tgt_lang, bool detokenize) {
   const torch::Device device = checkpoint::resolve_device(a.device, "--device");
   check_decoding_flags(a);
@@ -247,8 +282,9 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
                       " has " + std::to_string(sources.size()));
     }
   }
-  if (a.prefix_size > 0 && !targets) {
-    throw ConfigError("--prefix-size takes the prefixes from the references, and " + prefix + tgt_lang + " is missing");
+  if ((a.prefix_size > 0 || a.score_reference) && !targets) {
+    throw ConfigError(std::string(a.score_reference ? "--score-reference scores" : "--prefix-size takes the prefixes from") +
+                      " the references, and " + prefix + tgt_lang + " is missing");
   }
   auto without_eos = [](std::vector<int64_t> ids) {
     if (!ids.empty() && ids.back() == data::Dictionary::kEos) ids.pop_back();
@@ -271,7 +307,9 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
         prefixes.emplace_back(r.begin(), r.begin() + std::min<int64_t>(a.prefix_size, static_cast<int64_t>(r.size())));
       }
     }
-    const auto results = lt.translator->translate_ids(chunk, a.opt, nullptr, a.prefix_size > 0 ? &prefixes : nullptr);
+    const auto results = a.score_reference ? scored_references(*lt.translator, chunk, references, a.opt)
+                                           : lt.translator->translate_ids(chunk, a.opt, nullptr,
+                                                                          a.prefix_size > 0 ? &prefixes : nullptr);
     for (size_t k = 0; k < results.size(); ++k) {
       const std::string id = std::to_string(from + k);
       std::string out =
@@ -404,6 +442,7 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
   sub->add_flag("--print-alignment", a->alignment, "A lines: the source position each target token attends most");
   sub->add_option("--prefix-size", a->prefix_size, "each translation starts with the first N tokens of its reference")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_flag("--score-reference", a->score_reference, "print each reference, scored by the model, instead of translating");
   auto* post_process = add_post_process_flag(sub, *a);
   add_decoding_flags(sub, *a);
   sub->callback([a, post_process, &exit_code] {
