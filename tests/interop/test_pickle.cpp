@@ -108,6 +108,13 @@ TEST(FairseqOptions, MapEveryShapingOptionAndRefuseWhatIsNotBuilt) {
   }
   EXPECT_THROW(fairseq_config_values({{"arch", "lightconv"}, {"decoder_output_dim", 32}}, "m.pt"), leanseq::CheckpointError);
   EXPECT_NO_THROW(fairseq_config_values({{"arch", "lightconv"}, {"decoder_output_dim", 512}}, "m.pt"));
+  // transformer_align decodes as the transformer: its alignment options choose printed attention only.
+  v = fairseq_config_values({{"arch", "transformer_wmt_en_de_big_align"}, {"alignment_layer", 4}, {"alignment_heads", 1},
+                             {"full_context_alignment", true}, {"encoder_embed_dim", 1024}},
+                            "m.pt");
+  EXPECT_EQ(v.values.at("arch"), "transformer");
+  EXPECT_EQ(v.values.at("model.encoder.embed_dim"), "1024");
+  EXPECT_THROW(fairseq_config_values({{"arch", "transformer"}, {"alignment_layer", 4}}, "m.pt"), leanseq::CheckpointError);
   EXPECT_THROW(fairseq_config_values({{"arch", "transformer_lm"}}, "m.pt"), leanseq::CheckpointError);
   EXPECT_THROW(fairseq_config_values({{"arch", "bart_large"}}, "m.pt"), leanseq::CheckpointError);
 }

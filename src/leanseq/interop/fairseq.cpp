@@ -188,9 +188,15 @@ const Family& fconv_family() {
 }
 
 // The family of a fairseq arch name, or nullptr.
+// transformer_align, transformer_wmt_en_de_big_align: a transformer trained with an alignment loss.
+bool is_alignment_arch(const std::string& arch) {
+  return arch.rfind("transformer", 0) == 0 && arch.size() > 6 && arch.compare(arch.size() - 6, 6, "_align") == 0;
+}
+
+// The family leanseq builds for a fairseq arch (nullptr: none; transformer_align's is for import only).
 const Family* family_of(const std::string& arch) {
   auto starts = [&](const char* p) { return arch.rfind(p, 0) == 0; };
-  if (starts("transformer_lm") || starts("transformer_align") || arch.find("xlm") != std::string::npos) return nullptr;
+  if (starts("transformer_lm") || is_alignment_arch(arch) || arch.find("xlm") != std::string::npos) return nullptr;
   if (arch == "transformer" || starts("transformer_")) return &transformer_family();
   if (starts("lightconv_lm")) return nullptr;
   if (arch == "lightconv" || starts("lightconv_")) return &lightconv_family();
@@ -307,9 +313,16 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
   if (arch.empty() && args.contains("_name") && args["_name"].is_string()) arch = args["_name"];
   if (arch.empty()) throw CheckpointError(origin + ": the model options name no arch");
   const Family* family = family_of(arch);
+  // transformer_align translates as the transformer does; its alignment options only choose which
+  // attention fairseq prints as A lines (leanseq prints its own: the last layer's, heads averaged).
+  if (is_alignment_arch(arch)) {
+    family = &transformer_family();
+    for (const char* k : {"alignment_layer", "alignment_heads", "full_context_alignment"}) args.erase(k);
+  }
   if (!family) {
     throw CheckpointError(origin + ": fairseq arch '" + arch +
-                          "' is not supported (import takes the transformer, lightconv and fconv translation models)");
+                          "' is not supported (import takes the transformer, transformer_align, lightconv and fconv "
+                          "translation models)");
   }
   std::function<json(const Field&)> value_of = [&](const Field& f) -> json {
     if (args.contains(f.fairseq) && !args[f.fairseq].is_null()) return args[f.fairseq];
