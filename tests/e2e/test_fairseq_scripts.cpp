@@ -85,3 +85,27 @@ TEST(FairseqScripts, EachFixturesTrainShRunsWithLeanseqsProgramNames) {
   }
   EXPECT_EQ(seen.size(), 4u);
 }
+
+// fairseq-train's checkpoint flags: --keep-last-epochs keeps the newest epoch checkpoints, and
+// --restore-file resumes another save directory's checkpoint (model, optimizer, progress); a missing
+// one is a usage error naming it (fairseq would start afresh).
+TEST(FairseqScripts, KeepLastEpochsAndRestoreFile) {
+  const std::string data = leanseq::test::tests_path("fixtures/fairseq-data-bin");
+  const auto dir = temp_dir("fairseq-restore");
+  const std::string train = "cd " + dir + " && " + kCli + " fairseq-train " + data +
+                            " --arch transformer --encoder-embed-dim 16 --encoder-ffn-embed-dim 32 --encoder-layers 1 "
+                            "--decoder-layers 1 --encoder-attention-heads 2 --decoder-attention-heads 2 "
+                            "--optimizer adam --lr 0.001 --max-tokens 400 ";
+  std::string out;
+  ASSERT_EQ(run_command(train + "--max-epoch 4 --keep-last-epochs 2 --save-dir a", out), 0) << out;
+  for (const char* kept : {"checkpoint3.pt", "checkpoint4.pt", "checkpoint_last.pt", "checkpoint_best.pt"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/a/" + kept)) << kept;
+  }
+  for (const char* gone : {"checkpoint1.pt", "checkpoint2.pt"}) EXPECT_FALSE(std::filesystem::exists(dir + "/a/" + gone)) << gone;
+  ASSERT_EQ(run_command(train + "--max-epoch 5 --restore-file a/checkpoint3.pt --save-dir b", out), 0) << out;
+  EXPECT_NE(out.find("resumed from a/checkpoint3.pt at epoch 4"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/b/checkpoint5.pt"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/b/checkpoint3.pt"));
+  EXPECT_EQ(run_command(train + "--max-epoch 5 --restore-file a/nothing.pt --save-dir c", out), 2) << out;
+  EXPECT_NE(out.find("checkpoint.restore_file: a/nothing.pt does not exist"), std::string::npos) << out;
+}

@@ -42,7 +42,10 @@ void TrainLoopOptions::visit_loop(ConfigVisitor& v) {
           "classify: accuracy; fairseq's --patience; 0: never)");
   v.field("checkpoint.save_interval_updates", save_interval_updates, "also save every N updates");
   v.field("checkpoint.keep_interval_updates", keep_interval_updates, "keep the last N update checkpoints (-1: all)");
+  v.field("checkpoint.keep_last_epochs", keep_last_epochs, "keep the last N epoch checkpoints (-1: all)");
   v.field("checkpoint.no_epoch_checkpoints", no_epoch_checkpoints, "only keep checkpoint_last/best");
+  v.field("checkpoint.restore_file", restore_file,
+          "resume from this checkpoint (model, optimizer, progress) instead of <save_dir>/checkpoint_last.pt");
   v.field("log.interval", log_interval, "log every N updates");
   v.field("log.format", log_format, "auto, text or json");
   v.field("valid.interval_updates", validate_interval_updates, "also validate every N updates (0: per epoch only)");

@@ -44,7 +44,9 @@ struct TrainLoopOptions {
   // checkpoints
   int64_t save_interval_updates = 0;   // also save checkpoint_<epoch>_<updates>.pt every N updates
   int64_t keep_interval_updates = -1;  // keep only the last N of those (-1: all)
+  int64_t keep_last_epochs = -1;       // keep only the last N checkpoint<epoch>.pt (-1: all)
   bool no_epoch_checkpoints = false;
+  std::string restore_file;            // resume from this checkpoint instead of <save_dir>/checkpoint_last.pt
 
   int64_t log_interval = 100;
   std::string log_format = "auto";         // auto (bar on a TTY, text otherwise) | text | json

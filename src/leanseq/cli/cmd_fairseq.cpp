@@ -521,6 +521,10 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
     }
     set("criterion.label_smoothing", "0");
     apply_fairseq_training_flags(*given, values);
+    // fairseq's --restore-file default names <save-dir>/checkpoint_last.pt, where a run resumes anyway.
+    if (given->count("--restore-file") && given->at("--restore-file") == "checkpoint_last.pt") {
+      set("checkpoint.restore_file", "");
+    }
     set("data", a->data);
     set("save_dir", a->save_dir);
     set("seed", std::to_string(a->seed));

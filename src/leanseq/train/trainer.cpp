@@ -134,10 +134,14 @@ struct Trainer::Impl {
     const auto env = DistributedEnv::from_environment();
     device = checkpoint::resolve_device(opt.device, "device", env ? env->local_rank : 0);
     io::make_dirs(opt.save_dir);
-    const std::string last = opt.save_dir + "/checkpoint_last.pt";
+    // checkpoint.restore_file, when set, is where the run resumes from (fairseq's --restore-file).
+    const std::string last = opt.restore_file.empty() ? opt.save_dir + "/checkpoint_last.pt" : opt.restore_file;
+    if (!opt.restore_file.empty() && !io::file_exists(last)) {
+      throw ConfigError("checkpoint.restore_file: " + last + " does not exist");
+    }
     join_process_group(env);
     std::optional<checkpoint::Checkpoint> ck;
-    if (resume && io::file_exists(last)) ck = checkpoint::read_checkpoint(last, device);
+    if ((resume || !opt.restore_file.empty()) && io::file_exists(last)) ck = checkpoint::read_checkpoint(last, device);
     torch::manual_seed(static_cast<uint64_t>(opt.seed));
     task->setup(ck ? &*ck : nullptr, last);
     log_sums.assign(task->sum_count(), 0.0);
@@ -358,22 +362,21 @@ struct Trainer::Impl {
     if (!extra.empty()) copy_checkpoint("checkpoint_last.pt", extra);
   }
 
-  void prune_interval_checkpoints() {
-    if (opt.keep_interval_updates < 0 || !main_process()) return;
+  // Keeps the `keep` newest (-1: all) of the checkpoints checkpoint_<epoch>_<update>.pt (interval) or
+  // checkpoint<epoch>.pt (epochs), newest by that last number.
+  void prune_checkpoints(int64_t keep, bool interval) {
+    if (keep < 0 || !main_process()) return;
     std::vector<std::pair<int64_t, fs::path>> found;
     for (const auto& e : fs::directory_iterator(opt.save_dir)) {
-      std::string n = e.path().filename().string();
-      auto us = n.rfind('_');
-      if (n.rfind("checkpoint_", 0) == 0 && us != std::string::npos && n.find('_') != us && n.size() > 3 &&
-          n.substr(n.size() - 3) == ".pt") {
-        try {
-          found.emplace_back(std::stoll(n.substr(us + 1)), e.path());
-        } catch (...) {
-        }
-      }
+      const std::string n = e.path().filename().string();
+      if (n.size() < 14 || n.rfind("checkpoint", 0) != 0 || n.compare(n.size() - 3, 3, ".pt") != 0) continue;
+      const std::string number = interval ? n.substr(n.rfind('_') + 1, n.size() - 3 - n.rfind('_') - 1) : n.substr(10, n.size() - 13);
+      const bool shape = interval ? n.rfind("checkpoint_", 0) == 0 && n.find('_') != n.rfind('_') : true;
+      if (!shape || number.empty() || number.find_first_not_of("0123456789") != std::string::npos) continue;
+      found.emplace_back(std::stoll(number), e.path());
     }
     std::sort(found.begin(), found.end());
-    while (static_cast<int64_t>(found.size()) > opt.keep_interval_updates) {
+    while (static_cast<int64_t>(found.size()) > keep) {
       fs::remove(found.front().second);
       found.erase(found.begin());
     }
@@ -385,7 +388,7 @@ struct Trainer::Impl {
     if (!updated) return;
     if (opt.save_interval_updates > 0 && progress.num_updates % opt.save_interval_updates == 0) {
       validate_and_save("checkpoint_" + std::to_string(progress.epoch) + "_" + std::to_string(progress.num_updates) + ".pt");
-      prune_interval_checkpoints();
+      prune_checkpoints(opt.keep_interval_updates, true);
     } else if (opt.validate_interval_updates > 0 && progress.num_updates % opt.validate_interval_updates == 0) {
       validate_and_save("");
     }
@@ -439,6 +442,7 @@ TrainOutcome Trainer::Impl::run() {
       progress.batch_in_epoch = 0;
       ++out.epochs_done;
       validate_and_save(opt.no_epoch_checkpoints ? "" : "checkpoint" + std::to_string(finished) + ".pt", finished);
+      prune_checkpoints(opt.keep_last_epochs, false);
       if (max_epoch_passed() || out_of_patience()) stop = true;
     } else if (stop && last_validated_update != progress.num_updates) {
       validate_and_save("");
