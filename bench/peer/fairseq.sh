@@ -4,18 +4,24 @@
 # for decoding; prints one table of ratios (and its JSON). Not part of the build or the tests.
 #
 #   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/fairseq.sh [--minutes 6] [--threads 2]
-#       [--rounds 1] [--families "transformer dynamicconv fconv"] [--work /tmp/leanseq-peer]
+#       [--rounds 1] [--families "transformer dynamicconv fconv"] [--work build/peer-fairseq]
 #       [--data ../shared/data/multi30k] [--leanseq build/leanseq] [--decode-only]
 #       [--compute-type float32]
 #
 # --decode-only keeps the checkpoints and training logs of an earlier run under --work and decodes
 # and scores again (after a change to leanseq's decoding, say). --compute-type is the type of
 # leanseq's products when it translates (translate --compute-type: float32, int8, bfloat16, ...;
-# docs/fast.md); fairseq decodes in float32, its only type on a CPU.
+# docs/fast.md); fairseq decodes in float32, its only type on a CPU. Translations, decoding logs,
+# scores and the table are kept per compute type, so a --decode-only run in another type leaves
+# the earlier ones as they were.
 #
-# fairseq runs twice per family: as installed, and tuned: given the environment leanseq gives
-# itself (the OPENBLAS_CORETYPE it picks for this CPU, if any, and its idle-thread settings, read
-# from `leanseq --version`), so the table tells leanseq's own merit apart. Each fairseq model is also
+# fairseq runs twice per family: as installed (in this shell's environment, OPENBLAS_* included),
+# and tuned: with the best OpenBLAS kernels this CPU runs correctly (those OpenBLAS or leanseq
+# picks with no OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE from the environment, after a check that torch's
+# float32 products agree with float64 under them; else the environment's) and leanseq's idle-thread
+# settings, so the table tells leanseq's own merit apart. The header line says which kernels each
+# side ran. Data: Multi30k (https://github.com/multi30k/dataset, data/task1/raw: train, val and
+# test_2016_flickr, de and en, gunzipped and renamed train.*, valid.*, test2016.*). Each fairseq model is also
 # imported (leanseq import-fairseq) and decoded by leanseq: the same model decoded by both tools,
 # with the number of identical translations. README.md beside this
 # file lists what it needs and the changes fairseq_cli311.py makes so fairseq runs on Debian 12.
@@ -24,7 +30,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 minutes=6 threads=2 rounds=1 families="transformer dynamicconv fconv"
-work=/tmp/leanseq-peer data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
+work="$root/build/peer-fairseq" data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
 beam=5 batch=64 py=/usr/bin/python3 decode_only=0 compute_type=float32
 
 die() { echo "fairseq.sh: $*" >&2; exit 2; }
@@ -51,7 +57,8 @@ done
 . "$here/fairseq_setup.sh"
 check_fairseq
 [ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"
-[ -f "$data/train.de" ] || die "no Multi30k at $data (train.de, train.en, valid.*, test2016.*)"
+[ -f "$data/train.de" ] ||
+  die "no Multi30k at $data (train.de, train.en, valid.*, test2016.*): give --data; where to get it: the comment at the top of this script"
 
 [ "$decode_only" = 0 ] || [ -d "$work/runs" ] || die "--decode-only: no earlier run under $work"
 mkdir -p "$work"
@@ -60,7 +67,7 @@ log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
 build_fairseq_copy  # sets $fs
 fs_env=()  # the environment fairseq runs in, beside the threads
-fairseq() { env "${threads_env[@]}" "${fs_env[@]}" FAIRSEQ_SRC="$fs" "$py" "$here/fairseq_cli311.py" "$@"; }
+fairseq() { env "${fs_env[@]}" "${threads_env[@]}" FAIRSEQ_SRC="$fs" "$py" "$here/fairseq_cli311.py" "$@"; }
 threads_env=(OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads")
 
 # One corpus for both: leanseq prepare's SentencePiece model, dictionaries and filtered pairs;
@@ -81,11 +88,28 @@ fi
 # What leanseq gives itself, from its start-up line (e.g. "BLAS: OpenBLAS 0.3.21, Zen kernels;
 # idle threads: OPENBLAS_THREAD_TIMEOUT=4, GOMP_SPINCOUNT=1000").
 blas=$("$leanseq" --version | grep '^BLAS: ' || true)
-tuned=(OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=1000)
-coretype=$(sed -n 's/.*(OPENBLAS_CORETYPE=\([A-Za-z0-9]*\) set by leanseq.*/\1/p' <<<"$blas")
-[ -n "$coretype" ] && tuned+=("OPENBLAS_CORETYPE=$coretype")
+kernels() { sed -n 's/^BLAS: OpenBLAS [^,]*, \([A-Za-z0-9]*\) kernels.*/\1/p' <<<"$1"; }
+# The kernels with no OpenBLAS setting from the environment (OpenBLAS's own pick, or leanseq's
+# better one for this CPU), used for tuned fairseq when torch's products are right under them.
+best=$(kernels "$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$leanseq" --version | grep '^BLAS: ' || true)")
+products_right() {  # CORETYPE: torch's float32 matrix products under it agree with float64's
+  env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE="$1" "$py" -c "
+import torch
+torch.manual_seed(0)
+a, b = torch.randn(300, 257), torch.randn(257, 301)
+exact = a.double() @ b.double()
+raise SystemExit(0 if ((a @ b).double() - exact).abs().max() <= 1e-5 * exact.abs().max() else 1)" 2>/dev/null
+}
+tuned=(-u OPENBLAS_L2_SIZE OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=1000)
+if [ -n "$best" ] && products_right "$best"; then
+  tuned+=("OPENBLAS_CORETYPE=$best")
+elif [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+  tuned=(OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=1000)  # the environment's kernels, L2 size included
+  log "fairseq tuned: ${best:-no} kernels without the environment's settings fail the product check; keeping ${OPENBLAS_CORETYPE}"
+fi
+installed_kernels="${OPENBLAS_CORETYPE:-chosen by OpenBLAS}"
 log "leanseq: $blas"
-log "fairseq tuned: ${tuned[*]}"
+log "fairseq installed: OpenBLAS kernels: $installed_kernels; tuned: env ${tuned[*]}"
 
 common_fairseq=(--max-tokens 2048 --seed 1 --no-epoch-checkpoints --log-format json --log-interval 100
   --stop-time-hours "$($py -c "print($minutes / 60)")" --criterion label_smoothed_cross_entropy --label-smoothing 0.1)
@@ -104,7 +128,7 @@ recipe() {  # the fairseq flags of a family, matching configs/<family>_small_mul
   esac
 }
 
-results="$work/results"
+results="$work/results.$compute_type"
 rm -rf "$results" && mkdir -p "$results"
 leanseq_translate() {  # checkpoint hypotheses log: test2016 with the table's beam, batch and threads
   "$leanseq" translate --checkpoint "$1" --beam "$beam" --batch-size "$batch" --threads "$threads" \
@@ -119,8 +143,8 @@ run_leanseq() {  # family round
       --set checkpoint.no_epoch_checkpoints=true >"$dir/train.log" 2>&1 || die "leanseq train failed; see $dir/train.log"
   fi
   log "$1, round $2: leanseq translates test2016"
-  leanseq_translate "$dir/ckpt/checkpoint_last.pt" "$dir/hyp.en" "$dir/decode.log"
-  finish "$1" leanseq "$2" "$dir"
+  leanseq_translate "$dir/ckpt/checkpoint_last.pt" "$dir/hyp.$compute_type.en" "$dir/decode.$compute_type.log"
+  finish "$1" leanseq "$2" "$dir" "$dir/hyp.$compute_type.en" "$dir/decode.$compute_type.log"
 }
 run_fairseq() {  # family round installed|tuned
   local dir="$work/runs/$1.fairseq-$3.$2"
@@ -140,9 +164,10 @@ run_fairseq() {  # family round installed|tuned
   log "$1, round $2: leanseq imports fairseq's ($3) model and translates test2016"
   "$leanseq" import-fairseq --checkpoint "$dir/ckpt/checkpoint_last.pt" --data-dir "$work/fairseq-data" \
     --spm "$work/data/spm.model" -o "$dir/imported.pt" >"$dir/import.log" 2>&1 || die "import-fairseq failed; see $dir/import.log"
-  leanseq_translate "$dir/imported.pt" "$dir/hyp.imported.en" "$dir/decode.imported.log"
-  finish "$1" "fairseq-$3" "$2" "$dir" --same-model-log "$dir/decode.imported.log" \
-    --same-model-hyp "$dir/hyp.imported.en" --hyp "$dir/hyp.en"
+  leanseq_translate "$dir/imported.pt" "$dir/hyp.imported.$compute_type.en" "$dir/decode.imported.$compute_type.log"
+  finish "$1" "fairseq-$3" "$2" "$dir" "$dir/hyp.en" "$dir/decode.log" \
+    --same-model-log "$dir/decode.imported.$compute_type.log" --same-model-hyp "$dir/hyp.imported.$compute_type.en" \
+    --hyp "$dir/hyp.en"
 }
 fresh() {  # run directory: true when it is to be trained (again)
   if [ "$decode_only" = 1 ]; then
@@ -151,11 +176,11 @@ fresh() {  # run directory: true when it is to be trained (again)
   fi
   rm -rf "$1" && mkdir -p "$1"
 }
-finish() {  # family tool round dir [results.py record's options]
-  [ "$(wc -l <"$4/hyp.en")" = "$(wc -l <"$data/test2016.en")" ] || die "$4/hyp.en: not one line per test sentence"
-  "$leanseq" score --ref "$data/test2016.en" --hyp "$4/hyp.en" --format json >"$4/bleu.json"
+finish() {  # family tool round dir hypotheses decode-log [results.py record's options]
+  [ "$(wc -l <"$5")" = "$(wc -l <"$data/test2016.en")" ] || die "$5: not one line per test sentence"
+  "$leanseq" score --ref "$data/test2016.en" --hyp "$5" --format json >"$4/bleu.$compute_type.json"
   $py "$here/results.py" record "$results/$1.$2.$3.json" --tool "$2" --family "$1" --round "$3" \
-    --train-log "$4/train.log" --decode-log "$4/decode.log" --bleu "$4/bleu.json" "${@:5}" >&2
+    --train-log "$4/train.log" --decode-log "$6" --bleu "$4/bleu.$compute_type.json" "${@:7}" >&2
 }
 
 # Rounds alternate which tool goes first (and, for fairseq, which setting).
@@ -171,5 +196,7 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), fairseq 0.12.2, $(date +%F), $(nproc) cores," \
-  "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type; $blas; fairseq tuned: ${tuned[*]}"
+  "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type;" \
+  "leanseq: $blas (training products and float32 decoding: oneDNN's sgemm); fairseq installed: OpenBLAS kernels $installed_kernels;" \
+  "fairseq tuned: env ${tuned[*]}"
 $py "$here/results.py" table "$results"

@@ -3,7 +3,7 @@
 # memory of each tool's whole process tree, alternated rounds. Not part of the build or the tests.
 #
 #   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/prepare.sh [--pairs 3000000] [--workers 2]
-#       [--rounds 2] [--work /tmp/leanseq-prepare-peer] [--data ../shared/data/multi30k]
+#       [--rounds 2] [--work build/peer-prepare] [--data ../shared/data/multi30k]
 #       [--src de --tgt en] [--leanseq build/leanseq]
 #
 # The corpus: make_corpus.py joins random pairs of --data's train.<src>/<tgt> (Multi30k, or the
@@ -21,7 +21,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-pairs=3000000 workers=2 rounds=2 work=/tmp/leanseq-prepare-peer data="$root/../shared/data/multi30k"
+pairs=3000000 workers=2 rounds=2 work="$root/build/peer-prepare" data="$root/../shared/data/multi30k"
 src=de tgt=en leanseq="$root/build/leanseq" py=/usr/bin/python3
 
 die() { echo "prepare.sh: $*" >&2; exit 2; }
