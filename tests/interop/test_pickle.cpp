@@ -107,6 +107,10 @@ TEST(FairseqOptions, MapEveryShapingOptionAndRefuseWhatIsNotBuilt) {
     EXPECT_NE(std::string(e.what()).find("m.pt: fairseq option cross_self_attention=true"), std::string::npos) << e.what();
   }
   EXPECT_THROW(fairseq_config_values({{"arch", "lightconv"}, {"decoder_output_dim", 32}}, "m.pt"), leanseq::CheckpointError);
+  // Quantization noise changes training alone: a checkpoint trained with it decodes; training refuses it.
+  const nlohmann::json noisy = {{"arch", "transformer"}, {"quant_noise_pq", 0.1}, {"quant_noise_pq_block_size", 8}};
+  EXPECT_NO_THROW(fairseq_config_values(noisy, "m.pt"));
+  EXPECT_THROW(fairseq_config_values(noisy, "fairseq-train", true), leanseq::CheckpointError);
   EXPECT_NO_THROW(fairseq_config_values({{"arch", "lightconv"}, {"decoder_output_dim", 512}}, "m.pt"));
   // transformer_align decodes as the transformer: its alignment options choose printed attention only.
   v = fairseq_config_values({{"arch", "transformer_wmt_en_de_big_align"}, {"alignment_layer", 4}, {"alignment_heads", 1},

@@ -492,7 +492,7 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->callback([a, given, sub, &exit_code] {
     ConfigValues values;
     try {
-      values = interop::fairseq_config_values(fairseq_model_args(a->arch, sub->remaining()), "fairseq-train");
+      values = interop::fairseq_config_values(fairseq_model_args(a->arch, sub->remaining()), "fairseq-train", true);
     } catch (const CheckpointError& e) {  // an option leanseq does not build: a usage error here
       throw ConfigError(e.what());
     }

@@ -58,10 +58,12 @@ struct Field {
 };
 
 // An option leanseq does not build, refused unless it has the value that leaves the network as
-// leanseq builds it.
+// leanseq builds it; `training_only`: one that changes training alone (a decoded model is the same
+// network whatever its value), refused for fairseq-train only.
 struct Refusal {
   const char* fairseq;
   std::function<bool(const json& value, const json& args)> supported;
+  bool training_only = false;
 };
 
 bool is_false(const json& v, const json&) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); }
@@ -119,7 +121,8 @@ const Family& transformer_family() {
        {"decoder_layers_to_keep", is_none},
        // fairseq 0.12 sizes the decoder's embeddings by decoder_embed_dim whatever this says.
        {"decoder_input_dim", [](const json&, const json&) { return true; }},
-       {"quant_noise_pq", is_zero},
+       {"quant_noise_pq", is_zero, true},  // quantization noise: off at inference
+       {"quant_noise_scalar", is_zero, true},
        {"merge_src_tgt_embed", is_false},
        {"char_inputs", is_false},
        {"scale_attn", is_false},
@@ -209,11 +212,16 @@ std::string as_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) {
-    std::ostringstream os;
-    os.precision(17);
-    os << v.get<double>();
-    return os.str();
+  if (v.is_number()) {  // the shortest text that reads back as the same double
+    std::string text;
+    for (int digits = 1; digits <= 17; ++digits) {
+      std::ostringstream os;
+      os.precision(digits);
+      os << v.get<double>();
+      text = os.str();
+      if (std::stod(text) == v.get<double>()) break;
+    }
+    return text;
   }
   if (v.is_array()) {  // kernel size lists: "3,7,15"
     std::string s;
@@ -301,7 +309,7 @@ std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::strin
   return out;
 }
 
-ConfigValues fairseq_config_values(const json& raw_args, const std::string& origin) {
+ConfigValues fairseq_config_values(const json& raw_args, const std::string& origin, bool training) {
   json args = json::object();
   for (auto it = raw_args.begin(); it != raw_args.end(); ++it) args[it.key()] = normalised(it.value());
   // fairseq's build_model shares the decoder's output projection whenever all embeddings are shared.
@@ -338,9 +346,11 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
   json effective = args;
   for (const auto& f : family->fields) effective[f.fairseq] = value_of(f);
   for (const auto& r : family->refusals) {
+    if (r.training_only && !training) continue;
     if (args.contains(r.fairseq) && !r.supported(args[r.fairseq], effective)) {
       throw CheckpointError(origin + ": fairseq option " + r.fairseq + "=" + as_text(args[r.fairseq]) +
-                            " changes the network in a way leanseq does not build");
+                            (r.training_only ? " changes training in a way leanseq does not train"
+                                             : " changes the network in a way leanseq does not build"));
     }
   }
   ConfigValues values;

@@ -24,9 +24,10 @@ namespace leanseq::interop {
 nlohmann::json fairseq_model_args(const PyRef& root, const std::string& origin);
 
 // The leanseq config values (arch + model.* keys) for fairseq model options: the family from
-// args["arch"] (or "_name"), every option that shapes the network mapped. Throws ConfigError naming
-// the fairseq option and its value for what leanseq cannot build.
-ConfigValues fairseq_config_values(const nlohmann::json& args, const std::string& origin);
+// args["arch"] (or "_name"), every option that shapes the network mapped. Throws CheckpointError
+// naming the fairseq option and its value for what leanseq cannot build; with `training`, also for
+// options that change training alone (quantization noise), which a checkpoint to decode may carry.
+ConfigValues fairseq_config_values(const nlohmann::json& args, const std::string& origin, bool training = false);
 
 // A fairseq state dict of a model of leanseq `family`, renamed and reshaped for leanseq: drops
 // version/_float_tensor buffers and the copies kept for other code paths, splits legacy
