@@ -163,6 +163,13 @@ TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
   std::string out;
   ASSERT_EQ(run_command(kCli + " fairseq-interactive " + flags + " < " + src + "/input.de 2>/dev/null", out), 0) << out;
   compare("fastBPE fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
+  // --print-alignment: fairseq's hard alignments (each target token's most attended source token,
+  // never the source's </s>).
+  ASSERT_EQ(run_command(kCli + " fairseq-interactive " + flags + " --print-alignment < " + src +
+                            "/input.de 2>/dev/null | grep '^A-'",
+                        out),
+            0);
+  EXPECT_EQ(out, read_text(src + "/interactive.beam5.alignment.txt"));
   const auto dir = temp_dir("import-fastbpe");
   ASSERT_EQ(run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src +
                             " --tokenizer moses --bpe-codes " + src + "/bpecodes -s de -t en --out " + dir + "/m.pt",

@@ -84,7 +84,8 @@ std::pair<torch::Tensor, torch::Tensor> top_p(const torch::Tensor& probs, double
 
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
                                                  int64_t max_positions, int64_t vocab, const SearchOptions& opt,
-                                                 const std::vector<std::vector<int64_t>>* prefixes) {
+                                                 const std::vector<std::vector<int64_t>>* prefixes,
+                                                 const std::vector<int64_t>* src_lengths) {
   const int64_t beam = opt.beam;
   TORCH_CHECK(beam >= 1, "beam size must be at least 1");
   const int64_t max_len =
@@ -178,6 +179,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
         h.score = cs[g][j] / std::pow(static_cast<double>(step + 1), opt.lenpen);
         if (opt.need_attn) {
           auto a = attn_hist[row];  // [step + 1, S]
+          const int64_t source_eos = src_lengths ? (*src_lengths)[active[g]] - 1 : -1;
+          if (source_eos > 0) a = a.narrow(1, 0, source_eos);  // a token, not </s>, as fairseq aligns
           auto best = a.argmax(1);
           for (int64_t t = 0; t <= step; ++t) h.alignment.push_back(best[t].item<int64_t>());
         }
@@ -289,12 +292,14 @@ std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqM
   c10::InferenceMode inference;
   int64_t max_positions = std::numeric_limits<int64_t>::max();
   for (auto* m : models) max_positions = std::min(max_positions, m->max_target_positions());
+  const auto lengths_cpu = src_lengths.to(torch::kCPU).to(torch::kLong).contiguous();
+  const std::vector<int64_t> lengths(lengths_cpu.data_ptr<int64_t>(), lengths_cpu.data_ptr<int64_t>() + lengths_cpu.numel());
   if (models.size() == 1) {
     ModelStepDecoder dec(*models.front(), src, src_lengths, opt.beam, opt.temperature);
-    return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes);
+    return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths);
   }
   EnsembleStepDecoder dec(models, src, src_lengths, opt.beam, opt.temperature);
-  return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes);
+  return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths);
 }
 
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,

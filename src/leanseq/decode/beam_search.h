@@ -67,9 +67,12 @@ class StepDecoder {
 // them). max_positions bounds max_len as in fairseq (max_len <= max_positions - 1).
 // `prefixes` (one per sentence, may be empty, without </s>): target tokens every hypothesis of the
 // sentence starts with, as fairseq's prefix_tokens (forced with their own log-probabilities).
+// `src_lengths` (one per sentence, </s> included): with opt.need_attn, a hypothesis' alignment
+// points at a source token, never its </s> (fairseq's hard alignment); without, any position.
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
                                                  int64_t max_positions, int64_t vocab, const SearchOptions& opt,
-                                                 const std::vector<std::vector<int64_t>>* prefixes = nullptr);
+                                                 const std::vector<std::vector<int64_t>>* prefixes = nullptr,
+                                                 const std::vector<int64_t>* src_lengths = nullptr);
 
 // A model's log-probabilities from its logits [..., V], divided by `temperature` first.
 torch::Tensor log_probs(const torch::Tensor& logits, double temperature);
