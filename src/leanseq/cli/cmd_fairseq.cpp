@@ -4,12 +4,7 @@
 // `leanseq translate --output-format fairseq` does. fairseq-interactive translates text;
 // fairseq-generate a binarized split of DATA (fairseq-preprocess's), with its references and
 // fairseq's BLEU line. A flag they do not take is refused by name.
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
 #include <filesystem>
 
 #include <iostream>
@@ -91,42 +86,6 @@ void post_process_default(const CLI::Option* flag, TranslateArgs& a) {
   if (flag->count() && a.post_process.empty()) a.post_process = "subword_nmt";
 }
 
-// A directory of its own under $TMPDIR (or /tmp), leanseq-fairseq-<pid>-XXXXXX, removed with
-// everything in it when it goes. Those that processes no longer alive left (killed, so that their
-// destructors did not run) are removed first.
-class PrivateDirectory {
- public:
-  PrivateDirectory() {
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string parent = tmp && *tmp ? tmp : "/tmp";
-    remove_stale(parent);
-    std::string pattern = parent + "/leanseq-fairseq-" + std::to_string(::getpid()) + "-XXXXXX";
-    if (!::mkdtemp(pattern.data())) throw Error("cannot make a temporary directory from " + pattern);
-    path_ = pattern;
-  }
-  static void remove_stale(const std::string& parent) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(parent, ec)) {
-      const std::string name = e.path().filename().string(), prefix = "leanseq-fairseq-";
-      if (name.rfind(prefix, 0) != 0) continue;
-      const auto dash = name.find('-', prefix.size());
-      if (dash == std::string::npos) continue;
-      const std::string digits = name.substr(prefix.size(), dash - prefix.size());
-      if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-      const pid_t pid = static_cast<pid_t>(std::stol(digits));
-      if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
-      std::filesystem::remove_all(e.path(), ec);
-    }
-  }
-  ~PrivateDirectory() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 // The pipeline the flags name, checked (ConfigError for a wrong combination): a SentencePiece
 // model, or a tokenizer (text::TokenizerSpec: fairseq's Moses, or none) with optional subword-nmt
 // or fastBPE codes; `given` false when they name none (the text is the model's subwords).
@@ -421,7 +380,7 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
     post_process_default(post_process, *a);
     interop::FairseqImportOptions import;
     set_pipeline(*a, import);
-    PrivateDirectory tmp;
+    io::PrivateDirectory tmp("leanseq-fairseq");
     a->checkpoint = import_models(*a, import, tmp.path(), nullptr);
     run_translate(*a);
     exit_code = 0;
@@ -450,7 +409,7 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
     post_process_default(post_process, *a);
     interop::FairseqImportOptions import;
     const bool detokenize = set_pipeline(*a, import);
-    PrivateDirectory tmp;
+    io::PrivateDirectory tmp("leanseq-fairseq");
     interop::FairseqImportResult models;
     a->checkpoint = import_models(*a, import, tmp.path(), &models);
     run_generate(*a, models.source_lang, models.target_lang, detokenize);

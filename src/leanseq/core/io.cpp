@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <filesystem>
@@ -209,6 +210,34 @@ void atomic_write_text(const std::string& path, const std::string& content) {
     out.write(content.data(), content.size());
     out.close();
   });
+}
+
+PrivateDirectory::PrivateDirectory(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string parent = tmp && *tmp ? tmp : "/tmp";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {  // those of dead processes
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() + 1 || name.compare(0, prefix.size() + 1, prefix + "-") != 0) continue;
+    const auto dash = name.find('-', prefix.size() + 1);
+    if (dash == std::string::npos) continue;
+    const std::string digits = name.substr(prefix.size() + 1, dash - prefix.size() - 1);
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    fs::remove_all(e.path(), ec);
+  }
+  std::string pattern = parent + "/" + prefix + "-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (!::mkdtemp(pattern.data())) {
+    throw Error(pattern + ": cannot create a private directory: " + std::strerror(errno));
+  }
+  path_ = pattern;
+}
+
+PrivateDirectory::~PrivateDirectory() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 }  // namespace leanseq::io

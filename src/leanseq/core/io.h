@@ -62,4 +62,20 @@ void atomic_write_text(const std::string& path, const std::string& content);
 // Creates a directory and its parents (no error if it exists).
 void make_dirs(const std::string& path);
 
+// A directory of its own under $TMPDIR (or /tmp), <prefix>-<pid>-XXXXXX (mkdtemp: mode 0700),
+// removed with everything in it when it goes. Those of the same prefix that processes no longer
+// alive left (killed, so that their destructors did not run) are removed first. Error when it
+// cannot be made.
+class PrivateDirectory {
+ public:
+  explicit PrivateDirectory(const std::string& prefix);
+  ~PrivateDirectory();
+  PrivateDirectory(const PrivateDirectory&) = delete;
+  PrivateDirectory& operator=(const PrivateDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace leanseq::io

@@ -1,11 +1,5 @@
 #include "leanseq/runtime/inference.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <sstream>
 
 #include "leanseq/core/error.h"
@@ -18,19 +12,11 @@
 namespace leanseq::runtime {
 
 namespace {
-// The helper reads a model from a file: one in a private directory of its own (mkdtemp), removed
-// as soon as the helper has read it, whether or not it could load it.
+// The helper reads a model from a file: one in a private directory of its own, removed as soon as
+// the helper has read it, whether or not it could load it.
 std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, const std::string& origin) {
-  std::string dir = (std::filesystem::temp_directory_path() / "leanseq-spm-XXXXXX").string();
-  if (!::mkdtemp(dir.data())) throw Error(dir + ": cannot create a private directory: " + std::strerror(errno));
-  struct Remove {
-    std::string dir;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } remove{dir};
-  const std::string path = dir + "/spm.model";  // nobody else sees the directory: no rename needed
+  const io::PrivateDirectory dir("leanseq-spm");
+  const std::string path = dir.path() + "/spm.model";  // nobody else sees the directory: no rename needed
   io::FileWriter file(path);
   file.write(bytes.data(), bytes.size());
   file.close();
