@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -108,4 +109,60 @@ TEST(FairseqScripts, KeepLastEpochsAndRestoreFile) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/b/checkpoint3.pt"));
   EXPECT_EQ(run_command(train + "--max-epoch 5 --restore-file a/nothing.pt --save-dir c", out), 2) << out;
   EXPECT_NE(out.find("checkpoint.restore_file: a/nothing.pt does not exist"), std::string::npos) << out;
+}
+
+// --replace-unk on the fastBPE fixture with <unk> made likely (--unkpen -10): each <unk> of a
+// translation becomes the source subword its A line aligns it to, or that word's entry in the
+// dictionary file. (fairseq 0.12.2's own --replace-unk stops with a TypeError on such output: its
+// hard alignments became pairs; leanseq does what the flag meant before.)
+TEST(FairseqScripts, ReplaceUnkCopiesTheAlignedSourceSubword) {
+  const std::string src = leanseq::test::tests_path("fixtures/fairseq-fastbpe");
+  const auto dir = temp_dir("replace-unk");
+  const std::string run = "head -n 3 " + src + "/input.de | " + kCli + " fairseq-interactive " + src + " --path " + src +
+                          "/model.pt -s de -t en --tokenizer moses --bpe fastbpe --bpe-codes " + src +
+                          "/bpecodes --beam 5 --unkpen -10 --print-alignment 2>&1 ";
+  auto lines_of = [](const std::string& text, char kind) {
+    std::vector<std::vector<std::string>> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) {
+      if (l.size() < 2 || l[0] != kind || l[1] != '-') continue;
+      std::istringstream words(l.substr(l.find('\t') + 1));
+      std::vector<std::string> w;
+      for (std::string x; words >> x;) w.push_back(x);
+      if (kind == 'H') w.erase(w.begin());  // the score
+      out.push_back(w);
+    }
+    return out;
+  };
+  std::string plain, replaced, with_dict;
+  ASSERT_EQ(run_command(run, plain), 0) << plain;
+  ASSERT_EQ(run_command(run + "--replace-unk", replaced), 0) << replaced;
+  { std::ofstream(dir + "/dict.txt") << "Ein A\n\nMann MAN extra\n"; }
+  ASSERT_EQ(run_command(run + "--replace-unk " + dir + "/dict.txt", with_dict), 0) << with_dict;
+  const auto sources = lines_of(plain, 'S'), before = lines_of(plain, 'H'), after = lines_of(replaced, 'H'),
+             mapped = lines_of(with_dict, 'H'), aligned = lines_of(plain, 'A');
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(after.size(), 3u);
+  int unknowns = 0;
+  for (size_t s = 0; s < 3; ++s) {
+    ASSERT_EQ(after[s].size(), before[s].size());
+    for (size_t t = 0; t < before[s].size(); ++t) {
+      if (before[s][t] != "<unk>") {
+        EXPECT_EQ(after[s][t], before[s][t]);
+        continue;
+      }
+      ++unknowns;
+      const std::string pair = aligned[s][t];  // "src-tgt"
+      const size_t at = std::stoul(pair.substr(0, pair.find('-')));
+      EXPECT_EQ(after[s][t], sources[s][at]) << "sentence " << s << " token " << t;
+      const std::string word = sources[s][at];
+      EXPECT_EQ(mapped[s][t], word == "Ein" ? "A" : word == "Mann" ? "MAN" : word);
+    }
+  }
+  EXPECT_GT(unknowns, 10);
+  EXPECT_NE(with_dict.find("\tA "), std::string::npos) << with_dict;
+  { std::ofstream(dir + "/bad.txt") << "Ein A\nMann\n"; }
+  std::string out;
+  EXPECT_EQ(run_command(run + "--replace-unk " + dir + "/bad.txt", out), 1) << out;
+  EXPECT_NE(out.find(dir + "/bad.txt:2: a --replace-unk line is a source and a target word"), std::string::npos) << out;
 }

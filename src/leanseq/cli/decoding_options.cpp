@@ -62,6 +62,12 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->group("Input and output");
   sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)")
       ->group("Search");
+  sub->add_option("--replace-unk", f.replace_unk,
+                  "each <unk> of a translation becomes the source subword it attends most, or that subword's "
+                  "translation in DICT ('source target' lines) when one is given (fairseq's --replace-unk)")
+      ->expected(0, 1)
+      ->type_name("[DICT]")
+      ->group("Search");
   sub->add_option("--threads", f.threads, kComputeThreadsHelp)
       ->group("Performance");
   sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str()
@@ -106,6 +112,13 @@ runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::
 void check_decoding_flags(DecodingFlags& f) {
   auto& s = f.opt.search;
   if (f.greedy) s.beam = 1;
+  if (f.replace_unk) {
+    f.opt.replace_unk = true;
+    if (!f.replace_unk->empty()) {
+      f.opt.replace_unk_dict =
+          std::make_shared<const std::unordered_map<std::string, std::string>>(decode::read_replace_unk_dict(*f.replace_unk));
+    }
+  }
   decode::check_options(f.opt);
   set_compute_threads(f.threads);
   torch::manual_seed(static_cast<uint64_t>(f.seed));

@@ -3,6 +3,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <optional>
+#include <string>
+
 #include "leanseq/decode/translator.h"
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/runtime/inference.h"
@@ -16,6 +19,7 @@ struct DecodingFlags {
   int64_t threads = 0;
   std::string device = "cpu";
   kernels::ComputeTypeRequest compute_type = kernels::ComputeTypeRequest::default_;
+  std::optional<std::string> replace_unk;  // --replace-unk given: its dictionary ("" for none)
 };
 
 // --beam, --greedy, --lenpen, --max-len-a/-b, --nbest, --unk-penalty, --min-len,

@@ -42,4 +42,22 @@ bool translatable(const std::string& line, const char** why) {
   return reason == nullptr;
 }
 
+std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path) {
+  if (!io::file_exists(path)) throw DataError(path + ": --replace-unk dictionary not found");
+  std::unordered_map<std::string, std::string> dict;
+  int64_t number = 0;
+  for (const auto& line : io::read_lines(path)) {
+    ++number;
+    std::istringstream words(line);
+    std::string source, target;
+    if (!(words >> source)) continue;
+    if (!(words >> target)) {
+      throw DataError(path + ":" + std::to_string(number) + ": a --replace-unk line is a source and a target word, got '" +
+                      line + "'");
+    }
+    dict[source] = target;
+  }
+  return dict;
+}
+
 }  // namespace leanseq::decode

@@ -3,7 +3,9 @@
 // line, the server and Python share.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "leanseq/decode/beam_search.h"
 
@@ -23,7 +25,16 @@ struct TranslateOptions {
   // CTranslate2's max_input_length: no line can make a batch allocate without bound.
   int64_t max_input_length = kDefaultMaxInputLength;
   static constexpr int64_t kDefaultMaxInputLength = 1024;
+  // fairseq's --replace-unk: each <unk> of a translation becomes the source subword it is aligned to
+  // (the one it attends most), or that subword's entry in replace_unk_dict where it has one.
+  bool replace_unk = false;
+  std::shared_ptr<const std::unordered_map<std::string, std::string>> replace_unk_dict;
 };
+
+// A --replace-unk dictionary file as fairseq reads it: "source target" per line (more words are
+// ignored; a later line of a source wins; blank lines are skipped). DataError naming the file and
+// line for a line of one word.
+std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path);
 
 // ConfigError naming the first option out of its range (fairseq's names without dashes): beam 1 to
 // kMaxBeam, nbest 1 to beam, lenpen/max_len_a/temperature finite (temperature > 0), max_len_b 0 to

@@ -79,23 +79,58 @@ std::vector<int64_t> Translator::encode_prefix(const std::string& text) const {
   return tgt_dict_.encode(tgt_text_->encode(text), false);
 }
 
+namespace {
+std::vector<std::string> split_words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// fairseq's replace_unk: each <unk> of `t` (its pieces) becomes the source word of the position it
+// is aligned to, or that word's translation in the dictionary.
+void replace_unknowns(TranslationHyp& t, const std::vector<std::string>& source, const TranslateOptions& opt) {
+  for (size_t i = 0; i < t.pieces.size() && i < t.hyp.alignment.size(); ++i) {
+    if (t.hyp.tokens[i] != data::Dictionary::kUnk) continue;
+    const auto at = static_cast<size_t>(t.hyp.alignment[i]);
+    if (at >= source.size()) continue;
+    const std::string& word = source[at];
+    t.pieces[i] = word;
+    if (!opt.replace_unk_dict) continue;
+    if (const auto found = opt.replace_unk_dict->find(word); found != opt.replace_unk_dict->end()) t.pieces[i] = found->second;
+  }
+}
+}  // namespace
+
 std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector<std::string>& lines,
                                                                const TranslateOptions& opt, TranslationStats* stats,
                                                                const std::vector<std::string>* prefixes) {
   std::vector<std::vector<int64_t>> sources;
   sources.reserve(lines.size());
-  for (const auto& l : lines) sources.push_back(encode_source(l, opt.input_format));
-  if (!prefixes && opt.prefix.empty()) return translate_ids(sources, opt, stats);
+  std::vector<std::vector<std::string>> words;  // --replace-unk: the source subwords themselves
+  for (const auto& l : lines) {
+    if (!opt.replace_unk) {
+      sources.push_back(encode_source(l, opt.input_format));
+      continue;
+    }
+    words.push_back(opt.input_format == InputFormat::raw ? src_text_->encode(l) : split_words(l));
+    sources.push_back(src_dict_.encode(words.back()));
+  }
+  const auto* source_words = opt.replace_unk ? &words : nullptr;
+  if (!prefixes && opt.prefix.empty()) return translate_ids(sources, opt, stats, nullptr, source_words);
   std::vector<std::vector<int64_t>> ids;
   const auto shared = opt.prefix.empty() ? std::vector<int64_t>{} : encode_prefix(opt.prefix);
   for (size_t i = 0; i < lines.size(); ++i) ids.push_back(prefixes ? encode_prefix((*prefixes)[i]) : shared);
-  return translate_ids(sources, opt, stats, &ids);
+  return translate_ids(sources, opt, stats, &ids, source_words);
 }
 
 std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::vector<std::vector<int64_t>>& sources,
-                                                                   const TranslateOptions& opt, TranslationStats* stats,
-                                                                   const std::vector<std::vector<int64_t>>* prefixes) {
+                                                                   const TranslateOptions& opt_in, TranslationStats* stats,
+                                                                   const std::vector<std::vector<int64_t>>* prefixes,
+                                                                   const std::vector<std::vector<std::string>>* source_words) {
   Timer timer;
+  TranslateOptions opt = opt_in;
+  if (opt.replace_unk) opt.search.need_attn = true;  // the alignment says which source subword
   if (model_->is_training()) model_->eval();  // (a model in training validates through this; threads share the others)
   auto device = model_->parameters().front().device();
   // Sources longer than max_input_length tokens (</s> included) are cut to it, ending with </s>.
@@ -147,6 +182,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
         TranslationHyp t;
         t.hyp = hyps[b][k];
         t.pieces = tgt_dict_.decode(t.hyp.tokens);
+        if (opt.replace_unk) replace_unknowns(t, source_words ? (*source_words)[ids[b]] : src_dict_.decode(source(ids[b])), opt);
         t.text = tgt_text_->decode(t.pieces);
         t.truncated = cut.count(ids[b]) > 0;
         out.push_back(std::move(t));

@@ -38,10 +38,12 @@ class Translator {
                                                      TranslationStats* stats = nullptr,
                                                      const std::vector<std::string>* prefixes = nullptr);
   // Translates already-encoded sources (each ending with </s>), with target prefixes as ids
-  // (without </s>; one per source, or nullptr).
+  // (without </s>; one per source, or nullptr). opt.replace_unk puts `source_words` (each source's
+  // subwords, as the ids encode them) in place of <unk>s, else the dictionary's words for the ids.
   std::vector<std::vector<TranslationHyp>> translate_ids(const std::vector<std::vector<int64_t>>& sources,
                                                          const TranslateOptions& opt, TranslationStats* stats = nullptr,
-                                                         const std::vector<std::vector<int64_t>>* prefixes = nullptr);
+                                                         const std::vector<std::vector<int64_t>>* prefixes = nullptr,
+                                                         const std::vector<std::vector<std::string>>* source_words = nullptr);
   // Target text as ids without </s>, as a prefix.
   std::vector<int64_t> encode_prefix(const std::string& text) const;
   // Forced decoding: each target's per-token log-probabilities given its source (</s> last; the
