@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include <limits>
 #include <sys/wait.h>
 
 #include <cerrno>
@@ -19,6 +21,19 @@
 
 using namespace leanseq;
 using namespace leanseq::data;
+
+// A symbol listed twice adds its counts, saturating at int64's bounds either way.
+TEST(Dictionary, RepeatedCountsSaturate) {
+  Dictionary d;
+  d.add("a", -9000000000000000000);
+  d.add("a", -9000000000000000000);
+  d.add("b", 9000000000000000000);
+  d.add("b", 9000000000000000000);
+  EXPECT_EQ(d.count(d.index("a")), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(d.count(d.index("b")), std::numeric_limits<int64_t>::max());
+  d.add("b", -1);
+  EXPECT_EQ(d.count(d.index("b")), std::numeric_limits<int64_t>::max() - 1);
+}
 
 TEST(Dictionary, FairseqSpecialsAndFrequencyOrder) {
   Dictionary d;

@@ -19,10 +19,12 @@ Dictionary::Dictionary() {
 int64_t Dictionary::add(const std::string& symbol, int64_t count) {
   auto it = index_.find(symbol);
   if (it != index_.end()) {
-    // Saturating: counts read from a file may be as large as int64 allows, and a symbol listed
-    // twice adds them up.
+    // Saturating: counts read from a file may be as large (or, negative, as small) as int64
+    // allows, and a symbol listed twice adds them up.
     auto& c = counts_[it->second];
-    c = count > 0 && c > std::numeric_limits<int64_t>::max() - count ? std::numeric_limits<int64_t>::max() : c + count;
+    if (__builtin_add_overflow(c, count, &c)) {
+      c = count > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    }
     return it->second;
   }
   int64_t id = size();
