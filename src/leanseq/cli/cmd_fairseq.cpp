@@ -120,19 +120,10 @@ Pipeline pipeline_of(const PipelineFlags& f) {
   return {"", t.text(), f.bpe_codes, bpe || t.moses};
 }
 
-// The text pipeline the flags name into `import` (none: the text is the model's subwords);
-// whether they named one.
-bool set_pipeline(const ModelFlags& m, interop::FairseqImportOptions& import) {
-  const auto p = pipeline_of(m);
-  import.spm = p.spm;
-  import.tokenizer = p.tokenizer;
-  import.bpe_codes = p.bpe_codes;
-  return p.given;
-}
-
-// A leanseq checkpoint (one fairseq-train wrote) copied to `out` with the text pipeline of `p`.
-void copy_with_pipeline(const std::string& path, const Pipeline& p, const std::string& out) {
-  const auto ck = checkpoint::read_checkpoint(path);
+// A leanseq checkpoint (one fairseq-train wrote, read from `path`) copied to `out` with the text
+// pipeline of `p`.
+void copy_with_pipeline(const checkpoint::Checkpoint& ck, const std::string& path, const Pipeline& p,
+                        const std::string& out) {
   const auto loaded = checkpoint::load_model(ck, path);
   auto vocab = ck.vocab;
   vocab.src_spm = vocab.tgt_spm = p.spm.empty() ? "" : checkpoint::read_bytes(p.spm);
@@ -141,12 +132,16 @@ void copy_with_pipeline(const std::string& path, const Pipeline& p, const std::s
   checkpoint::save_checkpoint(out, ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr, ck.storage);
 }
 
-// Every --path checkpoint as a leanseq one in `dir`: a fairseq file imported, a leanseq file as it
-// is or (when the flags name a text pipeline, which replaces its own) copied with that pipeline.
-// Their paths, colon-separated, and the first one's languages.
-std::string import_models(const ModelFlags& m, interop::FairseqImportOptions import, const std::string& dir,
+// Every --path checkpoint as a leanseq one in `dir`: a fairseq file imported with the text pipeline
+// the flags name (pipeline_of; none: the text is the model's subwords), a leanseq file as it is or
+// (when the flags name a pipeline, which replaces its own) copied with it. Their paths,
+// colon-separated, and the first one's languages.
+std::string import_models(const ModelFlags& m, const Pipeline& pipeline, const std::string& dir,
                           interop::FairseqImportResult* first) {
-  const auto pipeline = pipeline_of(m);
+  interop::FairseqImportOptions import;
+  import.spm = pipeline.spm;
+  import.tokenizer = pipeline.tokenizer;
+  import.bpe_codes = pipeline.bpe_codes;
   import.data_dir = m.data;
   import.source_lang = m.source_lang;
   import.target_lang = m.target_lang;
@@ -160,9 +155,9 @@ std::string import_models(const ModelFlags& m, interop::FairseqImportOptions imp
       import.out = path;
       r = interop::import_fairseq(import);
     } else {
-      const auto vocab = checkpoint::read_checkpoint(paths[i]).vocab;
-      r.source_lang = vocab.src_lang;
-      r.target_lang = vocab.tgt_lang;
+      const auto ck = checkpoint::read_checkpoint(paths[i]);
+      r.source_lang = ck.vocab.src_lang;
+      r.target_lang = ck.vocab.tgt_lang;
       if ((!m.source_lang.empty() && m.source_lang != r.source_lang) ||
           (!m.target_lang.empty() && m.target_lang != r.target_lang)) {
         throw ConfigError(paths[i] + " translates " + r.source_lang + "-" + r.target_lang + ", not " +
@@ -170,7 +165,7 @@ std::string import_models(const ModelFlags& m, interop::FairseqImportOptions imp
                           (m.target_lang.empty() ? r.target_lang : m.target_lang));
       }
       if (pipeline.given) {
-        copy_with_pipeline(paths[i], pipeline, path);
+        copy_with_pipeline(ck, paths[i], pipeline, path);
       } else {
         path = paths[i];
       }
@@ -187,24 +182,17 @@ std::vector<std::vector<decode::TranslationHyp>> scored_references(decode::Trans
                                                                    const std::vector<std::vector<int64_t>>& sources,
                                                                    const std::vector<std::vector<int64_t>>& references,
                                                                    decode::TranslateOptions opt) {
-  auto line = [](const data::Dictionary& dict, const std::vector<int64_t>& ids) {
-    std::string s;
-    for (int64_t id : ids) {
-      if (id != data::Dictionary::kEos) s += (s.empty() ? "" : " ") + dict.symbol(id);
-    }
-    return s;
-  };
   std::vector<std::string> src, ref;
   for (size_t i = 0; i < sources.size(); ++i) {
-    src.push_back(line(tr.src_dict(), sources[i]));
-    ref.push_back(line(tr.tgt_dict(), references[i]));
+    src.push_back(fairseq_line(tr.src_dict().decode(sources[i]), "", nullptr));
+    ref.push_back(fairseq_line(tr.tgt_dict().decode(references[i]), "", nullptr));
   }
   opt.input_format = decode::InputFormat::tokens;
   const auto scores = tr.score(src, ref, opt);
   std::vector<std::vector<decode::TranslationHyp>> out(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     decode::TranslationHyp h;
-    for (int64_t id : references[i]) h.pieces.push_back(tr.tgt_dict().symbol(id));
+    h.pieces = tr.tgt_dict().decode(references[i]);
     h.hyp.tokens = references[i];
     h.hyp.tokens.push_back(data::Dictionary::kEos);
     h.hyp.positional_scores = scores[i];
@@ -378,10 +366,8 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
   sub->callback([a, post_process, &exit_code] {
     if (a->cpu) a->device = "cpu";
     post_process_default(post_process, *a);
-    interop::FairseqImportOptions import;
-    set_pipeline(*a, import);
     io::PrivateDirectory tmp("leanseq-fairseq");
-    a->checkpoint = import_models(*a, import, tmp.path(), nullptr);
+    a->checkpoint = import_models(*a, pipeline_of(*a), tmp.path(), nullptr);
     run_translate(*a);
     exit_code = 0;
   });
@@ -407,12 +393,11 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
   sub->callback([a, post_process, &exit_code] {
     if (a->cpu) a->device = "cpu";
     post_process_default(post_process, *a);
-    interop::FairseqImportOptions import;
-    const bool detokenize = set_pipeline(*a, import);
+    const auto pipeline = pipeline_of(*a);  // without one, S/T/D lines hold subwords, as fairseq's
     io::PrivateDirectory tmp("leanseq-fairseq");
     interop::FairseqImportResult models;
-    a->checkpoint = import_models(*a, import, tmp.path(), &models);
-    run_generate(*a, models.source_lang, models.target_lang, detokenize);
+    a->checkpoint = import_models(*a, pipeline, tmp.path(), &models);
+    run_generate(*a, models.source_lang, models.target_lang, pipeline.given);
     exit_code = 0;
   });
 }
