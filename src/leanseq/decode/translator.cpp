@@ -20,12 +20,16 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, data::Dictio
       src_text_(std::move(src_text)),
       tgt_text_(std::move(tgt_text)) {}
 
-std::vector<int64_t> Translator::encode_source(const std::string& line, InputFormat format) const {
-  if (format == InputFormat::raw) return src_dict_.encode(src_text_->encode(line));
+std::vector<std::string> Translator::source_words(const std::string& line, InputFormat format) const {
+  if (format == InputFormat::raw) return src_text_->encode(line);
   std::vector<std::string> tokens;
   std::istringstream words(line);
   for (std::string w; words >> w;) tokens.push_back(w);
-  return src_dict_.encode(tokens);
+  return tokens;
+}
+
+std::vector<int64_t> Translator::encode_source(const std::string& line, InputFormat format) const {
+  return src_dict_.encode(source_words(line, format));
 }
 
 std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
@@ -80,13 +84,6 @@ std::vector<int64_t> Translator::encode_prefix(const std::string& text) const {
 }
 
 namespace {
-std::vector<std::string> split_words(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
 // fairseq's replace_unk: each <unk> of `t` (its pieces) becomes the source word of the position it
 // is aligned to, or that word's translation in the dictionary.
 void replace_unknowns(TranslationHyp& t, const std::vector<std::string>& source, const TranslateOptions& opt) {
@@ -113,7 +110,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector
       sources.push_back(encode_source(l, opt.input_format));
       continue;
     }
-    words.push_back(opt.input_format == InputFormat::raw ? src_text_->encode(l) : split_words(l));
+    words.push_back(source_words(l, opt.input_format));
     sources.push_back(src_dict_.encode(words.back()));
   }
   const auto* source_words = opt.replace_unk ? &words : nullptr;

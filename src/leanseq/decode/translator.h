@@ -57,6 +57,8 @@ class Translator {
 
   // A line as source ids ending with </s>, read as `format` says.
   std::vector<int64_t> encode_source(const std::string& line, InputFormat format = InputFormat::raw) const;
+  // The subwords those ids stand for (raw text through the source pipeline; tokens as they are).
+  std::vector<std::string> source_words(const std::string& line, InputFormat format = InputFormat::raw) const;
   std::string detokenize(const std::vector<int64_t>& target_ids) const;  // stops at </s>
   const data::Dictionary& tgt_dict() const { return tgt_dict_; }
   const data::Dictionary& src_dict() const { return src_dict_; }
