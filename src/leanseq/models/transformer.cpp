@@ -12,6 +12,16 @@
 namespace leanseq::models {
 
 namespace {
+// A side's input: scaled embeddings plus positions, through the optional LayerNorm over them
+// (model.layernorm_embedding), then dropout; the encoder and the decoder (full pass and steps) alike.
+torch::Tensor embedded_input(torch::nn::Embedding& embed_tokens, const torch::Tensor& tokens, double scale,
+                             const torch::Tensor& positions, torch::nn::LayerNorm& layernorm_embedding, double dropout,
+                             bool training) {
+  auto x = nn::scaled_plus_positions(embed_tokens(tokens), scale, positions);
+  if (layernorm_embedding) x = layernorm_embedding(x);
+  return nn::maybe_dropout(x, dropout, training);
+}
+
 void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s) {
   v.field(p + ".embed_dim", s.embed_dim, "embedding dimension");
   v.field(p + ".ffn_embed_dim", s.ffn_embed_dim, "feed-forward inner dimension");
@@ -170,9 +180,7 @@ EncoderOut TransformerEncoderImpl::forward(const torch::Tensor& src, AttentionMa
     if (a2[0]) x = a2[0](x, nn::mask_if_any(padding_mask));
     return {x, padding_mask, {}};
   }
-  auto x = nn::scaled_plus_positions(embed_tokens(src), embed_scale_, embed_positions(src));
-  if (layernorm_embedding) x = layernorm_embedding(x);
-  x = nn::maybe_dropout(x, dropout_, is_training());
+  auto x = embedded_input(embed_tokens, src, embed_scale_, embed_positions(src), layernorm_embedding, dropout_, is_training());
   x = x * (1 - padding_mask.unsqueeze(-1).to(x.scalar_type()));
   auto mask = nn::mask_if_any(padding_mask);
   nn::SharedAttention shared;
@@ -216,15 +224,10 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, output_dim);
 }
 
-torch::Tensor TransformerDecoderImpl::embed(const torch::Tensor& tokens, const torch::Tensor& positions) {
-  auto x = nn::scaled_plus_positions(embed_tokens(tokens), embed_scale_, positions);
-  if (layernorm_embedding) x = layernorm_embedding(x);
-  return nn::maybe_dropout(x, dropout_, is_training());
-}
-
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
                                            AttentionMaps* maps) {
-  auto x = embed(prev_tokens, embed_positions(prev_tokens));
+  auto x = embedded_input(embed_tokens, prev_tokens, embed_scale_, embed_positions(prev_tokens), layernorm_embedding,
+                          dropout_, is_training());
   auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
   auto enc_mask = nn::mask_if_any(enc.padding_mask);
   nn::SharedAttention shared;
@@ -246,7 +249,8 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                                         bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
-  auto x = embed(tokens, embed_positions->at_steps(state.steps, n, B, tokens.device()));
+  auto x = embedded_input(embed_tokens, tokens, embed_scale_, embed_positions->at_steps(state.steps, n, B, tokens.device()),
+                          layernorm_embedding, dropout_, is_training());
   auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   nn::SharedAttention shared;
   auto out = run_decoder_stack(

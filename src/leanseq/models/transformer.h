@@ -98,8 +98,6 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   // Whether layer i returns encoder attention when the pass needs it: the layers of the last
   // encoder-attention block (they share its owner's).
   bool returns_attn(size_t i) const { return i >= last_encoder_attn_owner_; }
-  // Embeddings scaled, plus positions, through layernorm_embedding when there is one, then dropout.
-  torch::Tensor embed(const torch::Tensor& tokens, const torch::Tensor& positions);
   double embed_scale_, dropout_;
   size_t last_encoder_attn_owner_ = 0;  // first layer of the last encoder-attention block
 };
