@@ -160,6 +160,9 @@ pid_t temporary_owner(const std::string& name) {
   if (!digits(rest) || rest.size() > 9) return 0;
   return static_cast<pid_t>(std::stol(rest));
 }
+
+// Whether no process of this id runs on this machine (one we may not signal counts as running).
+bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 }  // namespace
 
 int remove_stale_temporaries(const std::string& dir) {
@@ -169,7 +172,7 @@ int remove_stale_temporaries(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
     const pid_t pid = temporary_owner(e.path().filename().string());
     if (pid <= 0 || pid == ::getpid() || !e.is_regular_file(ec)) continue;
-    if (::kill(pid, 0) != 0 && errno == ESRCH && fs::remove(e.path(), ec)) ++removed;
+    if (process_gone(pid) && fs::remove(e.path(), ec)) ++removed;
   }
   return removed;
 }
@@ -225,8 +228,7 @@ PrivateDirectory::PrivateDirectory(const std::string& prefix) {
     const std::string digits = name.substr(prefix.size() + 1, dash - prefix.size() - 1);
     if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const auto pid = static_cast<pid_t>(std::stol(digits));
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
-    fs::remove_all(e.path(), ec);
+    if (pid != ::getpid() && process_gone(pid)) fs::remove_all(e.path(), ec);
   }
   std::string pattern = parent + "/" + prefix + "-" + std::to_string(::getpid()) + "-XXXXXX";
   if (!::mkdtemp(pattern.data())) {
