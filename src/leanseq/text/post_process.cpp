@@ -1,21 +1,11 @@
 #include "leanseq/text/post_process.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 
 namespace leanseq::text {
 
 namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  std::string out;
-  size_t at = 0;
-  for (size_t hit; (hit = s.find(from, at)) != std::string::npos; at = hit + from.size()) {
-    out.append(s, at, hit - at);
-    out += to;
-  }
-  out.append(s, at, std::string::npos);
-  return out;
-}
 
 // Python's str.strip() for the whitespace a line of subwords can hold.
 std::string strip(const std::string& s) {
@@ -26,8 +16,10 @@ std::string strip(const std::string& s) {
 }
 
 // Pieces joined, then `marker` as the space between words.
-std::string words_marked_by(const std::string& sentence, const std::string& marker) {
-  return strip(replace_all(replace_all(sentence, " ", ""), marker, " "));
+std::string words_marked_by(std::string sentence, const std::string& marker) {
+  replace_all(sentence, " ", "");
+  replace_all(sentence, marker, " ");
+  return strip(sentence);
 }
 
 }  // namespace
@@ -44,14 +36,16 @@ std::string fairseq_post_process(const std::string& sentence, const std::string&
   if (symbol == "letter") return words_marked_by(sentence, "|");
   if (symbol == "_EOW") return words_marked_by(sentence, "_EOW");
   if (symbol == "silence") {
-    std::string out;
-    for (char c : replace_all(sentence, "<SIL>", "")) {
+    std::string kept = sentence, out;
+    replace_all(kept, "<SIL>", "");
+    for (char c : kept) {
       if (c != ' ' || out.empty() || out.back() != ' ') out += c;  // runs of spaces as one
     }
     return strip(out);
   }
   if (symbol == "subword_nmt" || symbol == "@@ " || symbol == "@@") {
-    std::string out = replace_all(sentence + " ", symbol == "@@" ? "@@" : "@@ ", "");
+    std::string out = sentence + " ";
+    replace_all(out, symbol == "@@" ? "@@" : "@@ ", "");
     const auto end = out.find_last_not_of(" \t\n\r\f\v");
     return end == std::string::npos ? "" : out.substr(0, end + 1);
   }
