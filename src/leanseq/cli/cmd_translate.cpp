@@ -17,6 +17,7 @@
 #include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/progress.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/decode/stream.h"
 #include "leanseq/kernels/dense.h"
@@ -38,12 +39,7 @@ std::string alignment_pairs(const decode::Hypothesis& h) {
 
 // Python's repr of a float32 score widened to double, as fairseq prints H and D scores.
 std::string score_text(double v) {
-  char buf[64];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
+  std::string s = shortest_text(v);
   if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
 }

@@ -1,5 +1,7 @@
 // Small string helpers shared across layers.
 #pragma once
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,16 @@ inline void replace_all(std::string& s, const std::string& from, const std::stri
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) {
     s.replace(pos, from.size(), to);
   }
+}
+
+// The shortest decimal text of `v` (printf's %g) that reads back as `v`.
+inline std::string shortest_text(double v) {
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
 }
 
 // The paths of a colon-separated list ("a.pt:b.pt", fairseq's way for ensembles and data shards);

@@ -9,6 +9,7 @@
 #include "leanseq/checkpoint/file.h"
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/models/registry.h"
@@ -212,17 +213,7 @@ std::string as_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  if (v.is_number()) {  // the shortest text that reads back as the same double
-    std::string text;
-    for (int digits = 1; digits <= 17; ++digits) {
-      std::ostringstream os;
-      os.precision(digits);
-      os << v.get<double>();
-      text = os.str();
-      if (std::stod(text) == v.get<double>()) break;
-    }
-    return text;
-  }
+  if (v.is_number()) return shortest_text(v.get<double>());
   if (v.is_array()) {  // kernel size lists: "3,7,15"
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : ",") + as_text(x);
