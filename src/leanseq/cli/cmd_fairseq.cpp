@@ -184,8 +184,8 @@ std::vector<std::vector<decode::TranslationHyp>> scored_references(decode::Trans
                                                                    decode::TranslateOptions opt) {
   std::vector<std::string> src, ref;
   for (size_t i = 0; i < sources.size(); ++i) {
-    src.push_back(fairseq_line(tr.src_dict().decode(sources[i]), "", nullptr));
-    ref.push_back(fairseq_line(tr.tgt_dict().decode(references[i]), "", nullptr));
+    src.push_back(join_words(tr.src_dict().decode(sources[i])));
+    ref.push_back(join_words(tr.tgt_dict().decode(references[i])));
   }
   opt.input_format = decode::InputFormat::tokens;
   const auto scores = tr.score(src, ref, opt);
@@ -268,8 +268,8 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
         out += "T-" + id + "\t" + t + "\n";
         const auto& best = results[k];
         if (a.post_process.empty()) {  // fairseq scores the ids
-          refs.push_back(fairseq_line(ref, "", nullptr));
-          hyps.push_back(best.empty() ? "" : fairseq_line(best.front().pieces, "", nullptr));
+          refs.push_back(join_words(ref));
+          hyps.push_back(best.empty() ? "" : join_words(best.front().pieces));
         } else {  // the words of the T and D lines
           refs.push_back(t);
           hyps.push_back(best.empty() ? "" : fairseq_line(best.front().pieces, a.post_process, tgt_detok));

@@ -61,8 +61,7 @@ std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size
 
 std::string fairseq_line(const std::vector<std::string>& pieces, const std::string& post_process,
                          const data::TextPipeline* detokenizer) {
-  std::string s;
-  for (const auto& p : pieces) s += (s.empty() ? "" : " ") + p;
+  std::string s = join_words(pieces);
   if (!post_process.empty()) s = text::fairseq_post_process(s, post_process);
   if (!detokenizer) return s;
   std::vector<std::string> words;

@@ -26,6 +26,13 @@ inline std::string shortest_text(double v) {
   return buf;
 }
 
+// Words joined by single spaces (an empty word adds no space before the first non-empty one).
+inline std::string join_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
 // The paths of a colon-separated list ("a.pt:b.pt", fairseq's way for ensembles and data shards);
 // ConfigError naming `key` for an empty one.
 inline std::vector<std::string> colon_separated_paths(const std::string& spec, const std::string& key) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 
 namespace leanseq::data {
 
@@ -144,9 +145,7 @@ std::vector<std::string> SentencePiece::encode(const std::string& text) const {
 }
 
 std::string SentencePiece::decode(const std::vector<std::string>& pieces) const {
-  std::string joined;
-  for (const auto& p : pieces) joined += (joined.empty() ? "" : " ") + p;
-  return request('D', joined);
+  return request('D', join_words(pieces));
 }
 
 void SentencePiece::train(const std::vector<std::string>& inputs, const std::string& model_prefix,

@@ -266,11 +266,7 @@ PYBIND11_MODULE(_leanseq, m) {
       .def("translate_tokens",
            [](PyTranslator& t, const std::vector<std::vector<std::string>>& tokens, const Options& o) {
              std::vector<std::string> lines;
-             for (const auto& ts : tokens) {
-               std::string l;
-               for (const auto& w : ts) l += (l.empty() ? "" : " ") + w;
-               lines.push_back(l);
-             }
+             for (const auto& ts : tokens) lines.push_back(join_words(ts));
              return t.translate(lines, o, decode::InputFormat::tokens);
            },
            py::call_guard<py::gil_scoped_release>())

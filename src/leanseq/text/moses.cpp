@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 
 namespace leanseq::text {
 
@@ -224,9 +225,7 @@ std::string MosesTokenizer::handle_nonbreaking_prefixes(const std::string& text)
     }
     tokens[i] = prefix + " .";
   }
-  std::string out;
-  for (const auto& t : tokens) out += (out.empty() ? "" : " ") + t;
-  return out;
+  return join_words(tokens);
 }
 
 std::string MosesTokenizer::tokenize(const std::string& line) const {

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 
 namespace leanseq::text {
 
@@ -60,8 +61,7 @@ std::vector<std::string> MosesBpePipeline::encode(const std::string& text) const
 }
 
 std::string MosesBpePipeline::decode(const std::vector<std::string>& pieces) const {
-  std::string joined;
-  for (const auto& p : pieces) joined += (joined.empty() ? "" : " ") + p;
+  std::string joined = join_words(pieces);
   if (bpe_) joined = bpe_->remove(joined);
   return detokenizer_ ? detokenizer_->detokenize(joined) : joined;
 }
