@@ -1,5 +1,6 @@
 #include "leanseq/decode/beam_search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -69,6 +70,83 @@ std::pair<torch::Tensor, torch::Tensor> sample_candidates(const torch::Tensor& l
   auto rows = torch::arange(beam, tokens.options()).view({1, beam});
   return {cand.to(torch::kFloat).cpu().contiguous(), (rows * vocab + tokens).cpu().contiguous()};
 }
+
+using States = std::vector<ConstraintTracker::State>;
+
+// The constrained search's candidates (fairseq's LexicallyConstrainedBeamSearch.step): rows that have
+// not met their constraints cannot end; the best 2 x beam of each sentence and each row's best are
+// handed to constrained_candidates with the rows' states. Returns [groups, k] scores and ids (row *
+// vocab + token); `states` becomes, per group, the candidates' states.
+std::pair<torch::Tensor, torch::Tensor> constrained_step(torch::Tensor& lprobs, const torch::Tensor& prev, int64_t step,
+                                                         int64_t max_len, int64_t groups, int64_t beam, int64_t vocab,
+                                                         const std::vector<const ConstraintTracker*>& trackers,
+                                                         std::vector<States>& states) {
+  // At max_len a sentence none of whose rows has met its constraints ends as it is: its candidates
+  // are the plain search's.
+  std::vector<bool> unmet(static_cast<size_t>(groups), false);
+  if (step > 0) {
+    std::vector<int64_t> unfinished;
+    for (int64_t g = 0; g < groups; ++g) {
+      const auto& t = *trackers[static_cast<size_t>(g)];
+      const auto& rows = states[static_cast<size_t>(g)];
+      const bool any = std::any_of(rows.begin(), rows.end(), [&](const auto& s) { return t.finished(s); });
+      if (step >= max_len && !any) {
+        unmet[static_cast<size_t>(g)] = true;
+        continue;
+      }
+      for (int64_t k = 0; k < beam; ++k) {
+        if (!t.finished(rows[static_cast<size_t>(k)])) unfinished.push_back(g * beam + k);
+      }
+    }
+    if (!unfinished.empty()) {
+      lprobs.select(1, kEos).index_fill_(0, torch::tensor(unfinished, torch::kLong).to(lprobs.device()), kNegInf);
+    }
+  }
+  auto lp = lprobs.view({groups, beam, vocab});
+  lp = step == 0 ? lp.narrow(1, 0, 1) : lp + prev.reshape({groups, beam, 1}).to(lp.device());
+  lp = lp.to(torch::kCPU).contiguous();
+  const int64_t count = std::min<int64_t>(2 * beam, beam * vocab - 1);
+  auto top = lp.view({groups, -1}).topk(std::min<int64_t>(count, lp.size(1) * vocab), -1);
+  auto top_scores = std::get<0>(top).contiguous(), top_ids = std::get<1>(top).contiguous();
+  torch::Tensor row_scores, row_ids;  // each row's best (after step 0): [groups, beam, 1]
+  if (step > 0) {
+    std::tie(row_scores, row_ids) = lp.topk(1, -1);
+    row_scores = row_scores.contiguous();
+    row_ids = row_ids.contiguous();
+  }
+  auto scores_out = torch::empty({groups, count}, torch::kFloat);
+  auto ids_out = torch::empty({groups, count}, torch::kLong);
+  auto so = scores_out.accessor<float, 2>();
+  auto io = ids_out.accessor<int64_t, 2>();
+  auto ts = top_scores.accessor<float, 2>();
+  auto ti = top_ids.accessor<int64_t, 2>();
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<Candidate> cands;
+    for (int64_t j = 0; j < top_scores.size(1); ++j) cands.push_back({ts[g][j], ti[g][j] / vocab, ti[g][j] % vocab});
+    if (step > 0) {
+      const float* rs = row_scores.data_ptr<float>() + g * beam;
+      const int64_t* ri = row_ids.data_ptr<int64_t>() + g * beam;
+      for (int64_t k = 0; k < beam; ++k) cands.push_back({rs[k], k, ri[k]});
+    }
+    const auto& tracker = *trackers[static_cast<size_t>(g)];
+    const auto& rows = states[static_cast<size_t>(g)];
+    States next;
+    std::vector<Candidate> chosen;
+    if (unmet[static_cast<size_t>(g)]) {
+      chosen.assign(cands.begin(), cands.begin() + std::min<int64_t>(count, static_cast<int64_t>(cands.size())));
+      for (const auto& c : chosen) next.push_back(tracker.advance(rows[static_cast<size_t>(c.row)], c.token));
+    } else {
+      chosen = constrained_candidates(tracker, rows, std::move(cands), lp[g].data_ptr<float>(), vocab, step, count, &next);
+    }
+    TORCH_CHECK(static_cast<int64_t>(chosen.size()) == count, "constrained search: too few candidates");
+    for (int64_t j = 0; j < count; ++j) {
+      so[g][j] = chosen[static_cast<size_t>(j)].score;
+      io[g][j] = chosen[static_cast<size_t>(j)].row * vocab + chosen[static_cast<size_t>(j)].token;
+    }
+    states[static_cast<size_t>(g)] = std::move(next);
+  }
+  return {scores_out, ids_out};
+}
 }  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> top_p(const torch::Tensor& probs, double p) {
@@ -85,7 +163,8 @@ std::pair<torch::Tensor, torch::Tensor> top_p(const torch::Tensor& probs, double
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
                                                  int64_t max_positions, int64_t vocab, const SearchOptions& opt,
                                                  const std::vector<std::vector<int64_t>>* prefixes,
-                                                 const std::vector<int64_t>* src_lengths) {
+                                                 const std::vector<int64_t>* src_lengths,
+                                                 const std::vector<Constraints>* constraints) {
   const int64_t beam = opt.beam;
   TORCH_CHECK(beam >= 1, "beam size must be at least 1");
   const int64_t max_len =
@@ -100,6 +179,19 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
   auto scores = torch::zeros({bsz * beam, max_len + 1}, torch::kFloat);
   std::vector<torch::Tensor> attn_steps;  // per step [N, S] for the rows alive at that step
   torch::Tensor attn_hist;                // [N, step, S] aligned with the current rows
+  // Constrained search: each sentence's constraints, and the state of each row of each active group
+  // (after a step: of each candidate).
+  const bool constrained = opt.constraint_order != ConstraintOrder::none;
+  std::vector<ConstraintTracker> trackers;
+  std::vector<States> states;
+  if (constrained) {
+    TORCH_CHECK(!opt.sampling, "constrained decoding samples nothing: it is a beam search");
+    trackers.reserve(static_cast<size_t>(bsz));
+    for (int64_t b = 0; b < bsz; ++b) {
+      trackers.emplace_back(constraints ? (*constraints)[static_cast<size_t>(b)] : Constraints{}, opt.constraint_order);
+      states.emplace_back(static_cast<size_t>(beam), trackers.back().start());
+    }
+  }
 
   for (int64_t step = 0; step <= max_len; ++step) {
     if (opt.cancelled && opt.cancelled()) throw Cancelled("the search was cancelled");
@@ -138,7 +230,13 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     if (opt.no_repeat_ngram_size > 0) block_repeated_ngrams(tokens, lprobs, step, opt.no_repeat_ngram_size);
 
     torch::Tensor cand_scores, cand_idx;  // [groups, k2]: scores and row-in-group * vocab + token
-    if (opt.sampling) {
+    if (constrained) {
+      std::vector<const ConstraintTracker*> active_trackers;
+      for (int64_t b : active) active_trackers.push_back(&trackers[static_cast<size_t>(b)]);
+      std::tie(cand_scores, cand_idx) =
+          constrained_step(lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, max_len, groups, beam,
+                           vocab, active_trackers, states);
+    } else if (opt.sampling) {
       std::tie(cand_scores, cand_idx) = sample_candidates(
           lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);
     } else {
@@ -196,20 +294,26 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 
     // The next beams: the first `beam` candidates of each kept sentence that are not </s>. A
     // sample keeps its row; one that has ended stays as a dead row (score -inf) that never ends again.
+    // As fairseq's, a </s> of score -inf is not an ending: it goes on as a dead row.
     std::vector<int64_t> order, next_tok;
     std::vector<float> next_score;
+    std::vector<States> next_states;
     for (int64_t g : keep) {
       int64_t taken = 0;
+      States row_states;
       for (int64_t j = 0; j < k2 && taken < beam; ++j) {
         const bool ended = ci[g][j] % vocab == kEos;
-        if (ended && !opt.sampling) continue;
+        if (ended && !opt.sampling && cs[g][j] != kNegInf) continue;
         order.push_back(g * beam + ci[g][j] / vocab);
         next_tok.push_back(ci[g][j] % vocab);
         next_score.push_back(ended ? kNegInf : cs[g][j]);
+        if (constrained) row_states.push_back(states[static_cast<size_t>(g)][static_cast<size_t>(j)]);
         ++taken;
       }
       TORCH_CHECK(taken == beam, "beam search: fewer than beam live candidates");
+      if (constrained) next_states.push_back(std::move(row_states));
     }
+    if (constrained) states = std::move(next_states);
     auto order_t = torch::tensor(order, torch::kLong);
     tokens = tokens.index_select(0, order_t);
     scores = scores.index_select(0, order_t);
@@ -287,7 +391,8 @@ void EnsembleStepDecoder::reorder(const torch::Tensor& order, bool within_senten
 
 std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
-                                              const std::vector<std::vector<int64_t>>* prefixes) {
+                                              const std::vector<std::vector<int64_t>>* prefixes,
+                                              const std::vector<Constraints>* constraints) {
   TORCH_CHECK(!models.empty(), "generate: no model");
   c10::InferenceMode inference;
   int64_t max_positions = std::numeric_limits<int64_t>::max();
@@ -296,10 +401,10 @@ std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqM
   const std::vector<int64_t> lengths(lengths_cpu.data_ptr<int64_t>(), lengths_cpu.data_ptr<int64_t>() + lengths_cpu.numel());
   if (models.size() == 1) {
     ModelStepDecoder dec(*models.front(), src, src_lengths, opt.beam, opt.temperature);
-    return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths);
+    return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths, constraints);
   }
   EnsembleStepDecoder dec(models, src, src_lengths, opt.beam, opt.temperature);
-  return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths);
+  return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths, constraints);
 }
 
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,

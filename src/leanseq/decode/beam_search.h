@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "leanseq/core/error.h"
+#include "leanseq/decode/constraints.h"
 #include "leanseq/models/seq2seq.h"
 
 namespace leanseq::decode {
@@ -29,6 +30,10 @@ struct SearchOptions {
   bool sampling = false;
   int64_t sampling_topk = -1;
   double sampling_topp = -1.0;
+  // Lexically constrained search (fairseq's --constraints): each sentence's translations contain
+  // its constraints, in their order or in any. Every sentence of the batch is searched so, also one
+  // without constraints.
+  ConstraintOrder constraint_order = ConstraintOrder::none;
   // Asked before each step when set: true stops the search with decode::Cancelled (a server's
   // request that timed out).
   std::function<bool()> cancelled;
@@ -69,10 +74,14 @@ class StepDecoder {
 // sentence starts with, as fairseq's prefix_tokens (forced with their own log-probabilities).
 // `src_lengths` (one per sentence, </s> included): with opt.need_attn, a hypothesis' alignment
 // points at a source token, never its </s> (fairseq's hard alignment); without, any position.
+// `constraints` (one per sentence, or nullptr for none) with opt.constraint_order. A sentence whose
+// constraints no hypothesis has met by max_len ends unconstrained there (fairseq stops with an
+// AssertionError).
 std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t bsz, int64_t src_len,
                                                  int64_t max_positions, int64_t vocab, const SearchOptions& opt,
                                                  const std::vector<std::vector<int64_t>>* prefixes = nullptr,
-                                                 const std::vector<int64_t>* src_lengths = nullptr);
+                                                 const std::vector<int64_t>* src_lengths = nullptr,
+                                                 const std::vector<Constraints>* constraints = nullptr);
 
 // A model's log-probabilities from its logits [..., V], divided by `temperature` first.
 torch::Tensor log_probs(const torch::Tensor& logits, double temperature);
@@ -112,7 +121,8 @@ class EnsembleStepDecoder : public StepDecoder {
 // Search over several models as one (an ensemble when there is more than one).
 std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
-                                              const std::vector<std::vector<int64_t>>* prefixes = nullptr);
+                                              const std::vector<std::vector<int64_t>>* prefixes = nullptr,
+                                              const std::vector<Constraints>* constraints = nullptr);
 
 // Convenience: beam search over a model for one padded source batch.
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,
