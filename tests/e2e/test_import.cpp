@@ -10,12 +10,14 @@
 #include <set>
 #include <sstream>
 
+#include "e2e/fairseq_lines.h"
 #include "e2e/task.h"
 #include "leanseq/checkpoint/file.h"
 #include "leanseq/core/config.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/indexed.h"
 
+using leanseq::test::compare_fairseq_lines;
 using leanseq::test::kCli;
 using leanseq::test::read_text;
 using leanseq::test::run_command;
@@ -24,39 +26,6 @@ using leanseq::test::temp_dir;
 namespace {
 
 const char* kFixtures[] = {"transformer", "transformer_legacy", "lightconv_glu", "dynamicconv", "fconv"};
-
-struct Hyp {
-  double score = 0;
-  std::string tokens, detok;
-  std::vector<double> positional;
-};
-
-// id -> hypotheses in rank order, from fairseq's H/D/P lines.
-std::map<int, std::vector<Hyp>> parse(const std::string& text) {
-  std::map<int, std::vector<Hyp>> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() < 3 || line[1] != '-' || (line[0] != 'H' && line[0] != 'D' && line[0] != 'P')) continue;
-    const auto tab = line.find('\t');
-    const int id = std::stoi(line.substr(2, tab - 2));
-    auto& hyps = out[id];
-    const std::string rest = line.substr(tab + 1);
-    if (line[0] == 'H') {
-      Hyp h;
-      const auto t2 = rest.find('\t');
-      h.score = std::stod(rest.substr(0, t2));
-      h.tokens = t2 == std::string::npos ? "" : rest.substr(t2 + 1);
-      hyps.push_back(h);
-    } else if (line[0] == 'D') {
-      const auto t2 = rest.find('\t');
-      hyps.back().detok = t2 == std::string::npos ? "" : rest.substr(t2 + 1);
-    } else {
-      std::istringstream ps(rest);
-      for (double v; ps >> v;) hyps.back().positional.push_back(v);
-    }
-  }
-  return out;
-}
 
 std::string import(const std::string& fixture, const std::string& dir) {
   const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/" + fixture);
@@ -68,28 +37,6 @@ std::string import(const std::string& fixture, const std::string& dir) {
   EXPECT_EQ(rc, 0) << log;
   EXPECT_NE(log.find("imported fairseq"), std::string::npos) << log;
   return out;
-}
-
-void compare(const std::string& what, const std::string& expected_text, const std::string& actual_text, bool detok) {
-  const auto expected = parse(expected_text), actual = parse(actual_text);
-  ASSERT_EQ(expected.size(), 50u) << what;
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  for (const auto& [id, hyps] : expected) {
-    const auto& got = actual.at(id);
-    ASSERT_EQ(got.size(), hyps.size()) << what << " sentence " << id;
-    for (size_t k = 0; k < hyps.size(); ++k) {
-      EXPECT_EQ(got[k].tokens, hyps[k].tokens) << what << " sentence " << id << " hypothesis " << k;
-      EXPECT_NEAR(got[k].score, hyps[k].score, 1e-4) << what << " sentence " << id << " hypothesis " << k;
-      if (detok) {
-        EXPECT_EQ(got[k].detok, hyps[k].detok) << what << " sentence " << id;
-      }
-      ASSERT_EQ(got[k].positional.size(), hyps[k].positional.size()) << what << " sentence " << id;
-      for (size_t t = 0; t < hyps[k].positional.size(); ++t) {
-        // Both printed with 4 decimals: one unit of the last one apart at most.
-        EXPECT_NEAR(got[k].positional[t], hyps[k].positional[t], 1.5e-4) << what << " sentence " << id;
-      }
-    }
-  }
 }
 
 }  // namespace
@@ -108,14 +55,14 @@ TEST(ImportFairseqFixture, ReproducesFairseqGenerateAndInteractive) {
                                      "/test.tok.de --input-format tokens --output-format fairseq 2>/dev/null",
                                  out);
       ASSERT_EQ(rc, 0) << out;
-      compare(std::string(fixture) + " " + file, read_text(src + "/" + file), out, false);
+      compare_fairseq_lines(std::string(fixture) + " " + file, read_text(src + "/" + file), out, false);
     }
     std::string out;
     const int rc = run_command(kCli + " translate --checkpoint " + ck + " --beam 5 -i " + src +
                                    "/input.de --output-format fairseq 2>/dev/null",
                                out);
     ASSERT_EQ(rc, 0) << out;
-    compare(std::string(fixture) + " interactive.beam5.txt", read_text(src + "/interactive.beam5.txt"), out, true);
+    compare_fairseq_lines(std::string(fixture) + " interactive.beam5.txt", read_text(src + "/interactive.beam5.txt"), out, true);
   }
 }
 
@@ -162,7 +109,7 @@ TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
                             "--tokenizer moses --bpe fastbpe --bpe-codes " + src + "/bpecodes";
   std::string out;
   ASSERT_EQ(run_command(kCli + " fairseq-interactive " + flags + " < " + src + "/input.de 2>/dev/null", out), 0) << out;
-  compare("fastBPE fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
+  compare_fairseq_lines("fastBPE fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
   // --print-alignment: fairseq's hard alignments (each target token's most attended source token,
   // never the source's </s>).
   ASSERT_EQ(run_command(kCli + " fairseq-interactive " + flags + " --print-alignment < " + src +
@@ -181,7 +128,7 @@ TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
                         out),
             0)
       << out;
-  compare("fastBPE import-fairseq + translate", read_text(src + "/interactive.beam5.txt"), out, true);
+  compare_fairseq_lines("fastBPE import-fairseq + translate", read_text(src + "/interactive.beam5.txt"), out, true);
   // fairseq's Moses splits "saftig-grünes" as "saftig @-@ grünes" (--moses-no-dash-splits: not).
   ASSERT_EQ(run_command("echo 'saftig-grünes Gras' | " + kCli + " fairseq-interactive " + flags +
                             " --moses-no-dash-splits 2>/dev/null",
@@ -208,7 +155,7 @@ TEST(ImportFairseqFixture, LayernormEmbeddingAndDecoderOutputDimDecodeAsFairseq)
             0)
       << out;
   const std::string expected = read_text(src + "/gen.beam5.txt");
-  const auto theirs = parse(expected), ours = parse(out);
+  const auto theirs = leanseq::test::parse_fairseq_lines(expected), ours = leanseq::test::parse_fairseq_lines(out);
   ASSERT_EQ(theirs.size(), 30u);
   ASSERT_EQ(ours.size(), theirs.size());
   for (const auto& [id, hyps] : theirs) {
@@ -323,7 +270,7 @@ TEST(ImportFairseqFixture, FairseqInteractiveCommandLineGivesFairseqsLines) {
                               "/spm.model < " + src + "/input.de 2>/dev/null";
     std::string out;
     ASSERT_EQ(run_command("TMPDIR=" + tmpdir + " " + kCli + " fairseq-interactive " + flags, out), 0) << out;
-    compare(std::string(fixture) + " fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
+    compare_fairseq_lines(std::string(fixture) + " fairseq-interactive", read_text(src + "/interactive.beam5.txt"), out, true);
     EXPECT_TRUE(std::filesystem::is_empty(tmpdir)) << fixture;
     if (std::string(fixture) == "transformer") {
       std::string linked;
@@ -348,7 +295,7 @@ TEST(ImportFairseqFixture, FairseqInteractiveCommandLineGivesFairseqsLines) {
                         out),
             0)
       << out;
-  compare("fairseq-interactive on subwords", read_text(src + "/interactive.beam5.txt"), out, false);
+  compare_fairseq_lines("fairseq-interactive on subwords", read_text(src + "/interactive.beam5.txt"), out, false);
   EXPECT_EQ(run_command(kCli + " fairseq-interactive " + src + " --path " + src + "/model.pt --bpe sentencepiece " +
                             "--sentencepiece-model " + src + "/spm.model --fp16 < /dev/null",
                         out),
@@ -411,7 +358,7 @@ TEST(ImportFairseqFixture, FairseqGenerateCommandLineGivesFairseqsLinesAndBleu) 
                 0)
           << out;
       const std::string expected = read_text(file);
-      compare(std::string(fixture) + " fairseq-generate " + file, expected, out, true);
+      compare_fairseq_lines(std::string(fixture) + " fairseq-generate " + file, expected, out, true);
       auto last = [](const std::string& text) {
         const auto at = text.rfind("Generate test");
         return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);

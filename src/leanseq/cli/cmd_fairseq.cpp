@@ -392,6 +392,8 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
   add_decoding_flags(sub, *a);
   sub->callback([a, post_process, &exit_code] {
     if (a->cpu) a->device = "cpu";
+    // fairseq-generate's splits hold no constraints (fairseq's stops with a TypeError).
+    if (a->constraints) throw ConfigError("--constraints: fairseq-generate reads none; give them to fairseq-interactive");
     post_process_default(post_process, *a);
     const auto pipeline = pipeline_of(*a);  // without one, S/T/D lines hold subwords, as fairseq's
     io::PrivateDirectory tmp("leanseq-fairseq");

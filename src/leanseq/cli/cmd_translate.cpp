@@ -47,12 +47,17 @@ std::string score_text(double v) {
 // fairseq-generate's and fairseq-interactive's lines: S (the source subwords), then the lines of
 // each hypothesis (fairseq_hypothesis_lines); D holds the subwords for --input-format tokens, as
 // fairseq-generate without a subword pipeline prints them.
+// With constraints, a C line for each after the S line, as fairseq-interactive prints them.
 std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
-                           const decode::Translator& tr, const TranslateArgs& a) {
+                           const decode::Constraints* constraints, const decode::Translator& tr, const TranslateArgs& a) {
   auto src = tr.encode_source(line, a.opt.input_format);
   src.pop_back();  // </s>
   const std::string id = std::to_string(index);
-  return "S-" + id + "\t" + fairseq_line(tr.src_dict().decode(src), a.post_process, nullptr) + "\n" +
+  std::string c_lines;
+  if (constraints) {
+    for (const auto& c : *constraints) c_lines += "C-" + id + "\t" + fairseq_line(tr.tgt_dict().decode(c), a.post_process, nullptr) + "\n";
+  }
+  return "S-" + id + "\t" + fairseq_line(tr.src_dict().decode(src), a.post_process, nullptr) + "\n" + c_lines +
          fairseq_hypothesis_lines(hyps, id, a.opt.input_format == decode::InputFormat::raw ? &tr.tgt_text() : nullptr,
                                   a.post_process, a.alignment);
 }
@@ -96,8 +101,8 @@ std::string fairseq_hypothesis_lines(const std::vector<decode::TranslationHyp>& 
 namespace {
 
 std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
-                        const decode::Translator& tr, const TranslateArgs& a) {
-  if (a.output_format == OutputFormat::fairseq) return format_fairseq(hyps, index, line, tr, a);
+                        const decode::Constraints* constraints, const decode::Translator& tr, const TranslateArgs& a) {
+  if (a.output_format == OutputFormat::fairseq) return format_fairseq(hyps, index, line, constraints, tr, a);
   std::ostringstream os;
   auto tail = [&](const decode::TranslationHyp& h) { return a.alignment ? "\t" + alignment_pairs(h.hyp) : ""; };
   if (a.opt.search.nbest <= 1 && !a.scores) {
@@ -180,7 +185,7 @@ void run_translate(TranslateArgs& a) {
   auto run = [&](std::ostream& out) {
     if (prompt) std::cerr << "> " << std::flush;
     auto emit = [&](const decode::StreamItem& item) {
-      if (item.skipped) {
+      if (!item.skipped.empty()) {
         std::cerr << "leanseq: " << in.name() << ":" << item.index + 1 << ": " << item.skipped
                   << ", an empty translation written\n";
         if (a.output_format == OutputFormat::text) out << "\n";
@@ -191,7 +196,7 @@ void run_translate(TranslateArgs& a) {
                   << a.opt.max_input_length << " subword tokens: translated from its first "
                   << a.opt.max_input_length - 1 << " and </s>\n";
       }
-      out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.line, *lt.translator, a);
+      out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.source, item.constraints, *lt.translator, a);
     };
     auto chunk_done = [&] {
       out << std::flush;

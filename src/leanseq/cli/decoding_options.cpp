@@ -68,6 +68,13 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->expected(0, 1)
       ->type_name("[DICT]")
       ->group("Search");
+  sub->add_option("--constraints", f.constraints,
+                  "lexically constrained decoding: each input line is a source, then a tab before each constraint "
+                  "(target text every translation contains); ordered (the default without a value) keeps their "
+                  "order, unordered takes any (fairseq's --constraints)")
+      ->expected(0, 1)
+      ->type_name("[ORDER]")
+      ->group("Search");
   sub->add_option("--threads", f.threads, kComputeThreadsHelp)
       ->group("Performance");
   sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str()
@@ -117,6 +124,15 @@ void check_decoding_flags(DecodingFlags& f) {
     if (!f.replace_unk->empty()) {
       f.opt.replace_unk_dict =
           std::make_shared<const std::unordered_map<std::string, std::string>>(decode::read_replace_unk_dict(*f.replace_unk));
+    }
+  }
+  if (f.constraints) {
+    if (f.constraints->empty() || *f.constraints == "ordered") {
+      s.constraint_order = decode::ConstraintOrder::ordered;
+    } else if (*f.constraints == "unordered") {
+      s.constraint_order = decode::ConstraintOrder::unordered;
+    } else {
+      throw ConfigError("--constraints: ordered or unordered, got '" + *f.constraints + "'");
     }
   }
   decode::check_options(f.opt);

@@ -20,11 +20,12 @@ struct DecodingFlags {
   std::string device = "cpu";
   kernels::ComputeTypeRequest compute_type = kernels::ComputeTypeRequest::default_;
   std::optional<std::string> replace_unk;  // --replace-unk given: its dictionary ("" for none)
+  std::optional<std::string> constraints;  // --constraints given: ordered, unordered ("" for ordered)
 };
 
 // --beam, --greedy, --lenpen, --max-len-a/-b, --nbest, --unk-penalty, --min-len,
 // --no-repeat-ngram-size, --sampling, --sampling-topk/-topp, --temperature, --seed, --batch-size,
-// --max-tokens, --prefix, --threads, --device, --compute-type.
+// --max-tokens, --prefix, --replace-unk, --constraints, --threads, --device, --compute-type.
 void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
 // ConfigError for combinations the flags cannot take; applies --greedy, seeds the sampler.
 void check_decoding_flags(DecodingFlags& f);

@@ -34,6 +34,26 @@ void check_options(const TranslateOptions& opt) {
   range("batch size", static_cast<double>(opt.max_sentences), 1, 1e9);
   range("max_tokens", static_cast<double>(opt.max_tokens), 0, 1e12);
   range("max_input_length", static_cast<double>(opt.max_input_length), 0, 1e9);
+  if (s.sampling && s.constraint_order != ConstraintOrder::none) {
+    throw ConfigError("constraints go with beam search, not sampling");
+  }
+}
+
+std::pair<std::string, std::vector<std::string>> split_constraints(const std::string& line) {
+  const auto first = line.find_first_not_of(" \t\r\n\v\f");
+  if (first == std::string::npos) return {};
+  const auto last = line.find_last_not_of(" \t\r\n\v\f");
+  const std::string text = line.substr(first, last - first + 1);
+  std::vector<std::string> fields;
+  for (size_t from = 0;;) {
+    const auto tab = text.find('\t', from);
+    fields.push_back(text.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
+    if (tab == std::string::npos) break;
+    from = tab + 1;
+  }
+  std::string source = std::move(fields.front());
+  fields.erase(fields.begin());
+  return {std::move(source), std::move(fields)};
 }
 
 bool translatable(const std::string& line, const char** why) {

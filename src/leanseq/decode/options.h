@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "leanseq/decode/beam_search.h"
 
@@ -44,6 +46,10 @@ std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::st
 void check_options(const TranslateOptions& opt);
 constexpr int64_t kMaxBeam = 1024;
 constexpr int64_t kMaxLenB = 1 << 16;
+
+// A line of fairseq-interactive's --constraints input: the source, then each constraint after a
+// tab. As fairseq, the line's white space at both ends is dropped first.
+std::pair<std::string, std::vector<std::string>> split_constraints(const std::string& line);
 
 // Whether a line can be translated: empty lines and lines that are not valid UTF-8 cannot (`why`
 // says which); translate's output has an empty line for them, Python an empty result.

@@ -1,5 +1,7 @@
 #include "leanseq/decode/stream.h"
 
+#include <tuple>
+
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 
@@ -23,7 +25,9 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       lines.push_back(std::move(line));
     }
     if (lines.empty()) break;
-    std::vector<std::string> todo, todo_prefixes;
+    const bool constrained = opt.search.constraint_order != ConstraintOrder::none;
+    std::vector<std::string> todo, todo_prefixes, sources(lines.size()), why(lines.size());
+    std::vector<Constraints> constraints(lines.size()), todo_constraints;
     std::vector<size_t> where;
     for (size_t i = 0; i < lines.size(); ++i) {
       std::string prefix;
@@ -31,21 +35,43 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
         throw DataError(prefixes->name() + ": has " + std::to_string(index + static_cast<int64_t>(i)) +
                         " lines, fewer than the input");
       }
-      if (!translatable(lines[i])) continue;
+      std::vector<std::string> texts;
+      if (constrained) {
+        std::tie(sources[i], texts) = split_constraints(lines[i]);
+      } else {
+        sources[i] = lines[i];
+      }
+      const char* reason = nullptr;
+      if (!translatable(sources[i], &reason) || (constrained && !translatable(lines[i], &reason))) {
+        why[i] = reason;
+        continue;
+      }
+      if (constrained) {
+        try {
+          constraints[i] = translator.encode_constraints(texts, opt.input_format);
+        } catch (const DataError& e) {
+          why[i] = e.what();
+          continue;
+        }
+        todo_constraints.push_back(constraints[i]);
+      }
       where.push_back(i);
-      todo.push_back(lines[i]);
+      todo.push_back(sources[i]);
       todo_prefixes.push_back(std::move(prefix));
     }
-    const auto results = translator.translate(todo, opt, stats, prefixes ? &todo_prefixes : nullptr);
+    const auto results = translator.translate(todo, opt, stats, prefixes ? &todo_prefixes : nullptr,
+                                              constrained ? &todo_constraints : nullptr);
     size_t k = 0;
     for (size_t i = 0; i < lines.size(); ++i, ++index) {
       StreamItem item;
       item.index = index;
       item.line = &lines[i];
+      item.source = &sources[i];
+      if (constrained) item.constraints = &constraints[i];
       if (k < where.size() && where[k] == i) {
         item.hyps = &results[k++];
       } else {
-        translatable(lines[i], &item.skipped);
+        item.skipped = why[i];
       }
       emit(item);
     }

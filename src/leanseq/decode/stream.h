@@ -2,7 +2,9 @@
 // read into chunks of at most `buffer_size` (fewer when the input pauses: what has been read is
 // translated at once), each chunk is batched by length and translated, and its results are handed
 // on in input order. Empty lines and lines that are not valid UTF-8 are not translated; they are
-// handed on with the reason, so that the output keeps one line per input line.
+// handed on with the reason, so that the output keeps one line per input line. With constraints
+// (opt.search.constraint_order), a line is its source and a tab before each constraint, as
+// fairseq-interactive reads it; a line whose constraints cannot be encoded is handed on so too.
 #pragma once
 #include <functional>
 #include <string>
@@ -16,8 +18,10 @@ namespace leanseq::decode {
 struct StreamItem {
   int64_t index = 0;                          // 0-based line number
   const std::string* line = nullptr;
+  const std::string* source = nullptr;        // the line without its constraints
+  const Constraints* constraints = nullptr;   // with opt.search.constraint_order: the line's
   const std::vector<TranslationHyp>* hyps = nullptr;  // nullptr when skipped
-  const char* skipped = nullptr;              // why: "empty line" or "invalid UTF-8"
+  std::string skipped;                        // why: "empty line", "invalid UTF-8", "an empty constraint"...
 };
 
 // Calls `emit` for every line in input order, and `chunk_done` after each chunk (to flush output

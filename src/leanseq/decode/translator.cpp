@@ -83,6 +83,25 @@ std::vector<int64_t> Translator::encode_prefix(const std::string& text) const {
   return tgt_dict_.encode(tgt_text_->encode(text), false);
 }
 
+Constraints Translator::encode_constraints(const std::vector<std::string>& texts, InputFormat format) const {
+  Constraints out;
+  size_t total = 0;
+  for (const auto& text : texts) {
+    // The text is bounded before it is split: no subword is shorter than half a byte's worth.
+    if (text.size() > 2 * static_cast<size_t>(kMaxConstraintTokens)) {
+      throw DataError("constraints longer than " + std::to_string(kMaxConstraintTokens) + " subwords");
+    }
+    auto ids = format == InputFormat::raw ? encode_prefix(text) : tgt_dict_.encode(source_words(text, format), false);
+    if (ids.empty()) throw DataError("an empty constraint");
+    total += ids.size();
+    if (total > static_cast<size_t>(kMaxConstraintTokens)) {
+      throw DataError("constraints longer than " + std::to_string(kMaxConstraintTokens) + " subwords");
+    }
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
 namespace {
 // fairseq's replace_unk: each <unk> of `t` (its pieces) becomes the source word of the position it
 // is aligned to, or that word's translation in the dictionary.
@@ -101,7 +120,8 @@ void replace_unknowns(TranslationHyp& t, const std::vector<std::string>& source,
 
 std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector<std::string>& lines,
                                                                const TranslateOptions& opt, TranslationStats* stats,
-                                                               const std::vector<std::string>* prefixes) {
+                                                               const std::vector<std::string>* prefixes,
+                                                               const std::vector<Constraints>* constraints) {
   std::vector<std::vector<int64_t>> sources;
   sources.reserve(lines.size());
   std::vector<std::vector<std::string>> words;  // --replace-unk: the source subwords themselves
@@ -114,17 +134,18 @@ std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector
     sources.push_back(src_dict_.encode(words.back()));
   }
   const auto* source_words = opt.replace_unk ? &words : nullptr;
-  if (!prefixes && opt.prefix.empty()) return translate_ids(sources, opt, stats, nullptr, source_words);
+  if (!prefixes && opt.prefix.empty()) return translate_ids(sources, opt, stats, nullptr, source_words, constraints);
   std::vector<std::vector<int64_t>> ids;
   const auto shared = opt.prefix.empty() ? std::vector<int64_t>{} : encode_prefix(opt.prefix);
   for (size_t i = 0; i < lines.size(); ++i) ids.push_back(prefixes ? encode_prefix((*prefixes)[i]) : shared);
-  return translate_ids(sources, opt, stats, &ids, source_words);
+  return translate_ids(sources, opt, stats, &ids, source_words, constraints);
 }
 
 std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::vector<std::vector<int64_t>>& sources,
                                                                    const TranslateOptions& opt_in, TranslationStats* stats,
                                                                    const std::vector<std::vector<int64_t>>* prefixes,
-                                                                   const std::vector<std::vector<std::string>>* source_words) {
+                                                                   const std::vector<std::vector<std::string>>* source_words,
+                                                                   const std::vector<Constraints>* constraints) {
   Timer timer;
   TranslateOptions opt = opt_in;
   if (opt.replace_unk) opt.search.need_attn = true;  // the alignment says which source subword
@@ -168,11 +189,13 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
     for (int64_t id : ids) src.push_back(source(id));
     auto batch = data::collate(src, {}, ids);
     std::vector<std::vector<int64_t>> batch_prefixes;
-    if (prefixes) {
-      for (int64_t id : ids) batch_prefixes.push_back((*prefixes)[id]);
+    std::vector<Constraints> batch_constraints;
+    for (int64_t id : ids) {
+      if (prefixes) batch_prefixes.push_back((*prefixes)[id]);
+      if (constraints) batch_constraints.push_back((*constraints)[id]);
     }
     auto hyps = generate(models(), batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
-                         prefixes ? &batch_prefixes : nullptr);
+                         prefixes ? &batch_prefixes : nullptr, constraints ? &batch_constraints : nullptr);
     for (size_t b = 0; b < ids.size(); ++b) {
       auto& out = results[ids[b]];
       for (int64_t k = 0; k < opt.search.nbest && k < static_cast<int64_t>(hyps[b].size()); ++k) {

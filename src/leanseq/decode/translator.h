@@ -33,19 +33,26 @@ class Translator {
              std::shared_ptr<const data::TextPipeline> src_text, std::shared_ptr<const data::TextPipeline> tgt_text);
 
   // n-best translations of each line, in input order. `prefixes` (one per line, or nullptr for
-  // opt.prefix on every line): target text each translation must start with.
+  // opt.prefix on every line): target text each translation must start with. `constraints` (one
+  // per line, from encode_constraints; with opt.search.constraint_order): what each must contain.
   std::vector<std::vector<TranslationHyp>> translate(const std::vector<std::string>& lines, const TranslateOptions& opt,
                                                      TranslationStats* stats = nullptr,
-                                                     const std::vector<std::string>* prefixes = nullptr);
+                                                     const std::vector<std::string>* prefixes = nullptr,
+                                                     const std::vector<Constraints>* constraints = nullptr);
   // Translates already-encoded sources (each ending with </s>), with target prefixes as ids
   // (without </s>; one per source, or nullptr). opt.replace_unk puts `source_words` (each source's
   // subwords, as the ids encode them) in place of <unk>s, else the dictionary's words for the ids.
   std::vector<std::vector<TranslationHyp>> translate_ids(const std::vector<std::vector<int64_t>>& sources,
                                                          const TranslateOptions& opt, TranslationStats* stats = nullptr,
                                                          const std::vector<std::vector<int64_t>>* prefixes = nullptr,
-                                                         const std::vector<std::vector<std::string>>* source_words = nullptr);
+                                                         const std::vector<std::vector<std::string>>* source_words = nullptr,
+                                                         const std::vector<Constraints>* constraints = nullptr);
   // Target text as ids without </s>, as a prefix.
   std::vector<int64_t> encode_prefix(const std::string& text) const;
+  // Constraints as target ids, each text through the target's subword pipeline (`format` tokens:
+  // split at spaces), unknown subwords as <unk>, as fairseq-interactive encodes them. DataError for
+  // a constraint without a token, or more than kMaxConstraintTokens in all.
+  Constraints encode_constraints(const std::vector<std::string>& texts, InputFormat format = InputFormat::raw) const;
   // Forced decoding: each target's per-token log-probabilities given its source (</s> last; the
   // ensemble's mean probability when there are several models), `max_sentences` pairs at a time.
   std::vector<std::vector<float>> score(const std::vector<std::string>& sources, const std::vector<std::string>& targets,
