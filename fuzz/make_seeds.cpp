@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   // request
   write(out / "request/texts.json", R"({"texts": ["a1 a2", "a3"], "beam": 2, "lenpen": 1.0, "max_len_b": 10})");
   write(out / "request/text.json", R"({"text": "Ein Mann fährt Rad.", "nbest": 1})");
+  write(out / "request/constraints.json",
+        R"({"texts": ["Ein Mann.", "Zwei Hunde."], "constraints": [["man", "two words"], []], "constraint_order": "unordered"})");
 
   // The real fairseq checkpoints' pickles and dictionaries, where ../shared is there.
   if (argc > 2) {

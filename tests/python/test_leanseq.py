@@ -367,3 +367,57 @@ def test_translators_made_in_parallel_all_load_and_leave_no_temporary_files(chec
     assert errors == []
     assert len(set(made)) == 1 and len(made) == 6
     assert os.listdir(tmp_path) == []
+
+
+def _fixture_or_skip(*parts):
+    path = os.path.join(SHARED, *parts)
+    if not os.path.isdir(path):
+        if os.environ.get("CI") in ("true", "1"):
+            pytest.fail(f"{path} is absent, and CI=true requires the reference files")
+        pytest.skip(f"{path} is absent")
+    return path
+
+
+def test_import_fairseq_then_constraints_and_replace_unk(tmp_path):
+    """constraints= gives fairseq-interactive --constraints' translations (the fixture's D lines);
+    replace_unk= puts source subwords, or their dictionary entries, in place of <unk>s."""
+    src = _fixture_or_skip("fixtures", "fairseq-pt", "transformer")
+    here = os.path.join(os.path.dirname(__file__), "..", "fixtures", "fairseq-constraints")
+    leanseq.import_fairseq(f"{src}/model.pt", src, str(tmp_path / "m.pt"), spm=f"{src}/spm.model",
+                           source_lang="de", target_lang="en")
+    t = leanseq.Translator(str(tmp_path / "m.pt"))
+    rows = [line.split("\t") for line in open(f"{here}/input.de", encoding="utf-8").read().splitlines()[:6]]
+    for order in ("ordered", "unordered"):
+        expected = {}
+        for line in open(f"{here}/transformer.{order}.txt", encoding="utf-8"):
+            if line.startswith("D-"):
+                i, _, text = line.rstrip("\n").split("\t")
+                expected[int(i[2:])] = text
+        got = t.translate([r[0] for r in rows], constraints=[r[1:] for r in rows], constraint_order=order)
+        assert [r.text for r in got] == [expected[i] for i in range(6)]
+    with pytest.raises(ValueError, match=r"constraints\[0\]: an empty constraint"):
+        t.translate(["Ein Hund."], constraints=[[""]])
+    with pytest.raises(ValueError, match="one list per sentence"):
+        t.translate(["Ein Hund.", "Eine Katze."], constraints=[["dog"]])
+    with pytest.raises(ValueError, match="constraint_order"):
+        t.translate(["Ein Hund."], constraints=[["dog"]], constraint_order="sideways")
+
+    lines = [r[0] for r in rows]
+    plain = t.translate(lines, unk_penalty=-10, return_alignment=True)
+    unks = sum(h.tokens.count("<unk>") for r in plain for h in r.hypotheses)
+    assert unks > 0
+    replaced = t.translate(lines, unk_penalty=-10, replace_unk=True, return_alignment=True)
+    for before, after in zip(plain, replaced):
+        assert "<unk>" not in after.tokens
+        for k, tok in enumerate(before.tokens):
+            if tok == "<unk>":
+                assert after.tokens[k] != "<unk>" and after.tokens[k] != ""
+            else:
+                assert after.tokens[k] == tok
+    mapped = t.translate(lines, unk_penalty=-10, replace_unk={tok: "X" for r in replaced for tok in r.tokens})
+    for before, after in zip(plain, mapped):
+        assert [a for b, a in zip(before.tokens, after.tokens) if b == "<unk>"] == ["X"] * before.tokens.count("<unk>")
+    dict_file = tmp_path / "unk.txt"
+    dict_file.write_text("onlyone\n")
+    with pytest.raises(ValueError, match="unk.txt:1"):
+        t.translate(lines, replace_unk=str(dict_file))

@@ -50,6 +50,12 @@ struct Options {
   int64_t sampling_topk = -1;
   std::optional<int64_t> seed;
   std::string prefix;
+  // One list of constraint texts per sentence (none: unconstrained), and how they are met.
+  std::optional<std::vector<std::vector<std::string>>> constraints;
+  std::string constraint_order = "ordered";
+  // replace_unk: <unk>s become their aligned source subwords, or these entries of them.
+  bool replace_unk = false;
+  std::unordered_map<std::string, std::string> replace_unk_dict;
 };
 
 decode::TranslateOptions to_options(const Options& o, decode::InputFormat format) {
@@ -71,6 +77,17 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
   t.max_sentences = o.max_batch_size;
   t.max_input_length = o.max_input_length;
   t.prefix = o.prefix;
+  if (o.constraints) {
+    if (o.constraint_order != "ordered" && o.constraint_order != "unordered") {
+      throw ConfigError("constraint_order: ordered or unordered, got '" + o.constraint_order + "'");
+    }
+    t.search.constraint_order =
+        o.constraint_order == "ordered" ? decode::ConstraintOrder::ordered : decode::ConstraintOrder::unordered;
+  }
+  t.replace_unk = o.replace_unk;
+  if (!o.replace_unk_dict.empty()) {
+    t.replace_unk_dict = std::make_shared<const std::unordered_map<std::string, std::string>>(o.replace_unk_dict);
+  }
   decode::check_options(t);
   return t;
 }
@@ -114,13 +131,26 @@ class PyTranslator {
       seeded = std::unique_lock<std::mutex>(seed_mutex_);
       torch::manual_seed(static_cast<uint64_t>(*o.seed));
     }
+    if (o.constraints && o.constraints->size() != lines.size()) {
+      throw ConfigError("constraints: " + std::to_string(o.constraints->size()) + " lists for " +
+                        std::to_string(lines.size()) + " sentences (one list per sentence)");
+    }
     // As `leanseq translate`: an empty line, or one that is not valid UTF-8, has an empty result.
     std::vector<std::string> todo;
     std::vector<size_t> where;
+    std::vector<decode::Constraints> constraints;
     for (size_t i = 0; i < lines.size(); ++i) {
-      if (decode::translatable(lines[i])) todo.push_back(lines[i]), where.push_back(i);
+      if (!decode::translatable(lines[i])) continue;
+      todo.push_back(lines[i]), where.push_back(i);
+      if (!o.constraints) continue;
+      try {
+        constraints.push_back(lt_.translator->encode_constraints((*o.constraints)[i], format));
+      } catch (const DataError& e) {
+        throw ConfigError("constraints[" + std::to_string(i) + "]: " + e.what());
+      }
     }
-    const auto done = pool_->translate(todo, opt, nullptr, /*in_order=*/o.seed.has_value());
+    const auto done = pool_->translate(todo, opt, nullptr, /*in_order=*/o.seed.has_value(),
+                                       o.constraints ? &constraints : nullptr);
     std::vector<std::vector<decode::TranslationHyp>> res(lines.size());
     for (size_t k = 0; k < where.size(); ++k) res[where[k]] = done[k];
     std::vector<Result> out;
@@ -178,6 +208,8 @@ std::vector<std::vector<std::string>> reference_streams(const py::object& refs, 
 PYBIND11_MODULE(_leanseq, m) {
   m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
   m.attr("__version__") = kVersion;
+  m.def("_read_replace_unk_dict", &decode::read_replace_unk_dict,
+        "a replace_unk dictionary file ('source target' lines) as a dict");
   m.def("_better_openblas_coretype", &better_openblas_coretype,
         "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
   m.def("_use_best_openblas_kernels", &use_best_openblas_kernels,
@@ -247,6 +279,10 @@ PYBIND11_MODULE(_leanseq, m) {
       .def_readwrite("temperature", &Options::temperature)
       .def_readwrite("seed", &Options::seed)
       .def_readwrite("prefix", &Options::prefix)
+      .def_readwrite("constraints", &Options::constraints)
+      .def_readwrite("constraint_order", &Options::constraint_order)
+      .def_readwrite("replace_unk", &Options::replace_unk)
+      .def_readwrite("replace_unk_dict", &Options::replace_unk_dict)
       .def_readwrite("max_batch_size", &Options::max_batch_size)
       .def_readwrite("max_input_length", &Options::max_input_length)
       .def_readwrite("return_alignment", &Options::return_alignment)

@@ -52,7 +52,8 @@ void TranslatorPool::work() {
 std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const std::vector<std::string>& lines,
                                                                            const decode::TranslateOptions& opt,
                                                                            decode::TranslationStats* stats,
-                                                                           bool in_order) {
+                                                                           bool in_order,
+                                                                           const std::vector<decode::Constraints>* constraints) {
   // Parts of at most one batch, spread over the workers; one part when asked.
   const size_t n = lines.size();
   const size_t per_worker = (n + threads_.size() - 1) / threads_.size();
@@ -66,7 +67,12 @@ std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const
     auto task = std::make_shared<std::packaged_task<void()>>([&, begin, end, k] {
       std::vector<std::string> these(lines.begin() + static_cast<std::ptrdiff_t>(begin),
                                      lines.begin() + static_cast<std::ptrdiff_t>(end));
-      auto hyps = translator_.translate(these, opt, &part_stats[k]);
+      std::vector<decode::Constraints> their_constraints;
+      if (constraints) {
+        their_constraints.assign(constraints->begin() + static_cast<std::ptrdiff_t>(begin),
+                                 constraints->begin() + static_cast<std::ptrdiff_t>(end));
+      }
+      auto hyps = translator_.translate(these, opt, &part_stats[k], nullptr, constraints ? &their_constraints : nullptr);
       std::move(hyps.begin(), hyps.end(), out.begin() + static_cast<std::ptrdiff_t>(begin));
     });
     done.push_back(task->get_future());

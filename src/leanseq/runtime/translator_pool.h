@@ -27,11 +27,13 @@ class TranslatorPool {
   TranslatorPool& operator=(const TranslatorPool&) = delete;
 
   // n-best translations of each line, in input order. `in_order`: all lines as one part on one
-  // worker (a seeded sampler draws its numbers as one thread would).
+  // worker (a seeded sampler draws its numbers as one thread would). `constraints`: one per line,
+  // as Translator::translate takes them.
   std::vector<std::vector<decode::TranslationHyp>> translate(const std::vector<std::string>& lines,
                                                              const decode::TranslateOptions& opt,
                                                              decode::TranslationStats* stats = nullptr,
-                                                             bool in_order = false);
+                                                             bool in_order = false,
+                                                             const std::vector<decode::Constraints>* constraints = nullptr);
   int workers() const { return static_cast<int>(threads_.size()); }
   int intra_threads() const { return intra_threads_; }
 

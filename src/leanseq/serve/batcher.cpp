@@ -26,13 +26,16 @@ Batcher::~Batcher() {
   for (auto& w : workers_) w.join();
 }
 
-std::shared_ptr<Pending> Batcher::submit(const std::vector<std::string>& sentences, const decode::TranslateOptions& opt) {
+std::shared_ptr<Pending> Batcher::submit(const std::vector<std::string>& sentences, const decode::TranslateOptions& opt,
+                                         const std::vector<decode::Constraints>* constraints) {
   auto pending = std::make_shared<Pending>(sentences.size());
   pending->remaining_ = sentences.size();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || static_cast<int64_t>(queue_.size() + sentences.size()) > opt_.queue_limit) return nullptr;
-    for (size_t i = 0; i < sentences.size(); ++i) queue_.push_back({sentences[i], opt, pending, i});
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      queue_.push_back({sentences[i], opt, constraints ? (*constraints)[i] : decode::Constraints{}, pending, i});
+    }
   }
   arrived_.notify_all();
   return pending;
@@ -49,7 +52,8 @@ bool Batcher::same_options(const decode::TranslateOptions& a, const decode::Tran
          x.max_len_b == y.max_len_b && x.min_len == y.min_len && x.unk_penalty == y.unk_penalty &&
          x.no_repeat_ngram_size == y.no_repeat_ngram_size && x.temperature == y.temperature &&
          x.sampling == y.sampling && x.sampling_topk == y.sampling_topk && x.sampling_topp == y.sampling_topp &&
-         x.need_attn == y.need_attn && a.prefix == b.prefix && a.input_format == b.input_format;
+         x.need_attn == y.need_attn && x.constraint_order == y.constraint_order && a.prefix == b.prefix &&
+         a.input_format == b.input_format;
 }
 
 void Batcher::work(decode::Translator& translator) {
@@ -92,7 +96,11 @@ void Batcher::work(decode::Translator& translator) {
     }
     if (batch.empty()) continue;  // only cancelled sentences were queued
     std::vector<std::string> lines;
-    for (const auto& it : batch) lines.push_back(it.text);
+    std::vector<decode::Constraints> constraints;
+    for (const auto& it : batch) {
+      lines.push_back(it.text);
+      constraints.push_back(it.constraints);
+    }
     decode::TranslationStats stats;
     std::vector<std::vector<decode::TranslationHyp>> results;
     std::string error;
@@ -105,7 +113,8 @@ void Batcher::work(decode::Translator& translator) {
       return true;
     };
     try {
-      results = translator.translate(lines, opt, &stats);
+      const bool constrained = opt.search.constraint_order != decode::ConstraintOrder::none;
+      results = translator.translate(lines, opt, &stats, nullptr, constrained ? &constraints : nullptr);
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -60,14 +60,17 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
-  // Queues the sentences; nullptr when the queue has no room for them.
-  std::shared_ptr<Pending> submit(const std::vector<std::string>& sentences, const decode::TranslateOptions& opt);
+  // Queues the sentences (with `constraints`, one per sentence, when opt is constrained); nullptr
+  // when the queue has no room for them.
+  std::shared_ptr<Pending> submit(const std::vector<std::string>& sentences, const decode::TranslateOptions& opt,
+                                  const std::vector<decode::Constraints>* constraints = nullptr);
   int64_t queued() const;
 
  private:
   struct Item {
     std::string text;
     decode::TranslateOptions opt;
+    decode::Constraints constraints;
     std::shared_ptr<Pending> pending;
     size_t index = 0;
   };

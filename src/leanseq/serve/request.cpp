@@ -85,6 +85,34 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
     }
     *value = j[field].get<std::string>();
   }
+  if (j.contains("constraint_order") && !j.contains("constraints")) {
+    throw Refusal{400, "constraint_order goes with constraints"};
+  }
+  if (j.contains("constraints")) {
+    // "text": a list of strings; "texts": one such list per text.
+    const json& c = j["constraints"];
+    auto one_list = [&](const json& v, const std::string& where) {
+      if (!v.is_array()) throw Refusal{400, where + " must be a list of strings"};
+      if (static_cast<int64_t>(v.size()) > kMaxConstraintsPerText) {
+        throw Refusal{413, where + " has " + std::to_string(v.size()) + " constraints, more than " +
+                               std::to_string(kMaxConstraintsPerText)};
+      }
+      return v.empty() ? std::vector<std::string>{} : texts_of(v, where, kMaxConstraintsPerText);
+    };
+    if (r.one) {
+      r.constraints.push_back(one_list(c, "constraints"));
+    } else {
+      if (!c.is_array() || c.size() != r.texts.size()) {
+        throw Refusal{400, "constraints must be a list with one list of strings per text"};
+      }
+      for (size_t i = 0; i < c.size(); ++i) r.constraints.push_back(one_list(c[i], "constraints[" + std::to_string(i) + "]"));
+    }
+    const json order = j.value("constraint_order", json("ordered"));
+    if (order != "ordered" && order != "unordered") throw Refusal{400, "constraint_order must be \"ordered\" or \"unordered\""};
+    r.options.search.constraint_order =
+        order == "ordered" ? decode::ConstraintOrder::ordered : decode::ConstraintOrder::unordered;
+    if (r.options.search.sampling) throw Refusal{400, "constraints go with beam search, not sampling"};
+  }
   return r;
 }
 

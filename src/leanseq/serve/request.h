@@ -39,7 +39,13 @@ struct TranslateRequest {
   std::string api_key;  // "" when the request has none
   // Which model: by name, or by language pair (each "" when not given; serve/models.h routes).
   std::string model, source, target;
+  // "constraints": per text, the target texts its translation must contain (empty when not given;
+  // options.search.constraint_order says how, from "constraint_order").
+  std::vector<std::vector<std::string>> constraints;
 };
+
+// The most constraints one text of a request may have.
+constexpr int64_t kMaxConstraintsPerText = 64;
 
 // The request's API key: its "api_key" field (LibreTranslate's) or "apiKey" (what LibreTranslate's
 // npm client sends) when present, else `header` (the X-API-Key header's value); Refusal 400 when

@@ -90,11 +90,23 @@ struct Server::Impl {
 
   // Translates `texts` with `o` through the batcher; throws Refusal for a full queue or a timeout
   // (which cancels what is left of the request).
+  // `constraints`: one list of texts per text, when o is constrained (a text without a token: 400).
   std::vector<std::vector<decode::TranslationHyp>> translate(Model& m, const std::vector<std::string>& texts,
-                                                              decode::TranslateOptions o) {
+                                                              decode::TranslateOptions o,
+                                                              const std::vector<std::vector<std::string>>* constraints = nullptr) {
     // A batch's memory grows with its source tokens times the beam.
     o.max_tokens = std::max<int64_t>(1, opt.batch_token_budget / std::max<int64_t>(1, o.search.beam));
-    auto pending = m.batcher->submit(texts, o);
+    std::vector<decode::Constraints> encoded;
+    if (constraints) {
+      for (size_t i = 0; i < constraints->size(); ++i) {
+        try {
+          encoded.push_back(m.translator->encode_constraints((*constraints)[i]));
+        } catch (const DataError& e) {
+          throw Refusal{400, "constraints" + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + ": " + e.what()};
+        }
+      }
+    }
+    auto pending = m.batcher->submit(texts, o, constraints ? &encoded : nullptr);
     if (!pending) throw Refusal{503, "the server is busy: its queue is full; retry shortly"};
     const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opt.request_timeout_s * 1000));
     if (!pending->wait_until(deadline)) {
@@ -139,7 +151,7 @@ struct Server::Impl {
         const auto& texts = request.texts;
         const auto& o = request.options;
         check_lengths(m, texts, request.one ? "text" : "texts");
-        const auto results = translate(m, texts, o);
+        const auto results = translate(m, texts, o, request.constraints.empty() ? nullptr : &request.constraints);
         json out = json::array();
         for (const auto& hyps : results) {
           json t = {{"text", hyps.empty() ? "" : hyps[0].text},

@@ -6,7 +6,7 @@ The same C++ runtime as the ``leanseq`` command: ``Translator(path).translate(li
 
 import concurrent.futures
 import os
-from typing import Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 # OpenBLAS and libgomp read these once, when they are loaded: idle threads of each pool go to sleep
 # soon instead of spinning against the other pool (docs/performance.md). A value already set is
@@ -44,7 +44,7 @@ __all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter
 def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=1, unk_penalty=0.0,
              no_repeat_ngram_size=0, sampling=False, sampling_topk=-1, sampling_topp=-1.0, temperature=1.0,
              seed=None, prefix=None, max_batch_size=64, max_input_length=1024, return_alignment=False,
-             return_scores=True):
+             return_scores=True, constraints=None, constraint_order="ordered", replace_unk=False):
     o = _leanseq._Options()
     o.beam, o.nbest, o.lenpen = beam, nbest, lenpen
     o.max_len_a, o.max_len_b, o.min_len, o.unk_penalty = max_len_a, max_len_b, min_len, unk_penalty
@@ -56,6 +56,17 @@ def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=
     o.max_input_length = max_input_length
     o.return_alignment = return_alignment
     o.return_scores = return_scores
+    if constraints is not None:
+        if isinstance(constraints, str) or any(isinstance(c, str) for c in constraints):
+            raise ValueError("constraints must be a list of lists of strings, one list per sentence")
+        o.constraints = [list(c) for c in constraints]
+    o.constraint_order = constraint_order
+    if isinstance(replace_unk, str):
+        o.replace_unk, o.replace_unk_dict = True, _leanseq._read_replace_unk_dict(replace_unk)
+    elif isinstance(replace_unk, Mapping):
+        o.replace_unk, o.replace_unk_dict = True, dict(replace_unk)
+    else:
+        o.replace_unk = bool(replace_unk)
     return o
 
 
@@ -128,7 +139,11 @@ class Translator:
         ``leanseq translate`` writes an empty line for it. Further options as ``leanseq translate``'s:
         min_len, unk_penalty, no_repeat_ngram_size, sampling, sampling_topk, sampling_topp,
         temperature, seed, prefix, max_batch_size, max_input_length (longer sentences are cut to
-        that many subword tokens, </s> included; 0: no limit). Options out of range raise
+        that many subword tokens, </s> included; 0: no limit). ``constraints``: one list of target
+        texts per sentence that its translation must contain (fairseq's --constraints), met in
+        their order or, with ``constraint_order="unordered"``, in any. ``replace_unk``: True puts
+        in place of each <unk> the source subword it attends most; a path to a dictionary file
+        ("source target" lines) or a dict translates that subword. Options out of range raise
         ValueError."""
         if isinstance(sentences, str):
             raise ValueError("sentences must be a list of strings, not one string")
@@ -139,7 +154,10 @@ class Translator:
     def translate_tokens(self, tokens: Sequence[Sequence[str]], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
                          max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
                          return_alignment: bool = False, **options) -> List[TranslationResult]:
-        """Translates sentences given as subword tokens (the model's dictionary symbols)."""
+        """Translates sentences given as subword tokens (the model's dictionary symbols);
+        ``constraints`` as tokens too: per sentence a list of token lists."""
+        if options.get("constraints") is not None:
+            options["constraints"] = [[" ".join(c) for c in cs] for cs in options["constraints"]]
         o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
                      return_alignment=return_alignment, return_scores=return_scores, **options)
         return self._t.translate_tokens([list(t) for t in tokens], o)

@@ -1,5 +1,5 @@
 import concurrent.futures
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 __version__: str
 
@@ -52,7 +52,9 @@ class Translator:
                   return_alignment: bool = False, *, min_len: int = 1, unk_penalty: float = 0.0,
                   no_repeat_ngram_size: int = 0, sampling: bool = False, sampling_topk: int = -1,
                   sampling_topp: float = -1.0, temperature: float = 1.0, seed: Optional[int] = None,
-                  prefix: Optional[str] = None, max_batch_size: int = 64) -> List[TranslationResult]: ...
+                  prefix: Optional[str] = None, max_batch_size: int = 64, max_input_length: int = 1024,
+                  constraints: Optional[Sequence[Sequence[str]]] = None, constraint_order: str = "ordered",
+                  replace_unk: Union[bool, str, Mapping[str, str]] = False) -> List[TranslationResult]: ...
     def translate_tokens(self, tokens: Sequence[Sequence[str]], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
                          max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
                          return_alignment: bool = False, **options) -> List[TranslationResult]: ...
