@@ -6,6 +6,7 @@
 
 #include "leanseq/kernels/beam_topk.h"
 #include "leanseq/kernels/log_softmax.h"
+#include "leanseq/nn/output_rows.h"
 
 namespace leanseq::decode {
 
@@ -333,7 +334,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 }
 
 ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
-                                   const torch::Tensor& src_lengths, int64_t beam, double temperature)
+                                   const torch::Tensor& src_lengths, int64_t beam, double temperature,
+                                   const torch::Tensor& output_ids)
     : model_(model), temperature_(temperature) {
   enc_ = model.encode(src, src_lengths);
   auto expand = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(src.device()))
@@ -341,10 +343,17 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
   enc_.reorder(expand);
   state_ = model.init_state(enc_);
   state_.rows_per_source = beam;  // the rows of enc_ come in groups of beam copies of one source
+  if (output_ids.defined()) {
+    output_ids_ = output_ids.to(enc_.out.device());
+    state_.output_rows = std::make_shared<nn::OutputRows>();
+    state_.output_rows->ids = output_ids_;
+  }
 }
 
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
-  auto out = model_.step(last_tokens.to(enc_.out.device()).unsqueeze(1), enc_, state_, attn != nullptr);
+  auto tokens = last_tokens.to(enc_.out.device());
+  if (output_ids_.defined()) tokens = output_ids_.index_select(0, tokens);  // columns -> token ids
+  auto out = model_.step(tokens.unsqueeze(1), enc_, state_, attn != nullptr);
   if (attn) *attn = out.attn.squeeze(1);
   return log_probs(out.logits.squeeze(1), temperature_);
 }
@@ -370,8 +379,11 @@ void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence)
 }
 
 EnsembleStepDecoder::EnsembleStepDecoder(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
-                                         const torch::Tensor& src_lengths, int64_t beam, double temperature) {
-  for (auto* m : models) members_.push_back(std::make_unique<ModelStepDecoder>(*m, src, src_lengths, beam, temperature));
+                                         const torch::Tensor& src_lengths, int64_t beam, double temperature,
+                                         const torch::Tensor& output_ids) {
+  for (auto* m : models) {
+    members_.push_back(std::make_unique<ModelStepDecoder>(*m, src, src_lengths, beam, temperature, output_ids));
+  }
 }
 
 torch::Tensor EnsembleStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
@@ -389,22 +401,69 @@ void EnsembleStepDecoder::reorder(const torch::Tensor& order, bool within_senten
   for (auto& m : members_) m->reorder(order, within_sentence);
 }
 
+namespace {
+// Target ids as the columns of a shortlist (`column`: id -> column, -1 where absent).
+std::vector<int64_t> to_columns(const std::vector<int64_t>& ids, const std::vector<int64_t>& column) {
+  std::vector<int64_t> out;
+  for (int64_t id : ids) {
+    TORCH_CHECK(id >= 0 && id < static_cast<int64_t>(column.size()) && column[static_cast<size_t>(id)] >= 0,
+                "generate: token ", id, " is not in the shortlist");
+    out.push_back(column[static_cast<size_t>(id)]);
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
                                               const std::vector<std::vector<int64_t>>* prefixes,
-                                              const std::vector<Constraints>* constraints) {
+                                              const std::vector<Constraints>* constraints,
+                                              const torch::Tensor& output_ids) {
   TORCH_CHECK(!models.empty(), "generate: no model");
   c10::InferenceMode inference;
   int64_t max_positions = std::numeric_limits<int64_t>::max();
   for (auto* m : models) max_positions = std::min(max_positions, m->max_target_positions());
   const auto lengths_cpu = src_lengths.to(torch::kCPU).to(torch::kLong).contiguous();
   const std::vector<int64_t> lengths(lengths_cpu.data_ptr<int64_t>(), lengths_cpu.data_ptr<int64_t>() + lengths_cpu.numel());
-  if (models.size() == 1) {
-    ModelStepDecoder dec(*models.front(), src, src_lengths, opt.beam, opt.temperature);
-    return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths, constraints);
+  auto search = [&](StepDecoder& dec, int64_t columns, const std::vector<std::vector<int64_t>>* p,
+                    const std::vector<Constraints>* c) {
+    return beam_search(dec, src.size(0), src.size(1), max_positions, columns, opt, p, &lengths, c);
+  };
+  auto run = [&](const std::vector<std::vector<int64_t>>* p, const std::vector<Constraints>* c, int64_t columns) {
+    if (models.size() == 1) {
+      ModelStepDecoder dec(*models.front(), src, src_lengths, opt.beam, opt.temperature, output_ids);
+      return search(dec, columns, p, c);
+    }
+    EnsembleStepDecoder dec(models, src, src_lengths, opt.beam, opt.temperature, output_ids);
+    return search(dec, columns, p, c);
+  };
+  if (!output_ids.defined()) return run(prefixes, constraints, vocab);
+  // A shortlist: the search runs over its columns, the prefixes and constraints as columns too;
+  // the hypotheses' columns become token ids again.
+  const auto ids_cpu = output_ids.to(torch::kCPU).to(torch::kLong).contiguous();
+  const std::vector<int64_t> ids(ids_cpu.data_ptr<int64_t>(), ids_cpu.data_ptr<int64_t>() + ids_cpu.numel());
+  TORCH_CHECK(ids.size() > kUnk && ids[kPad] == kPad && ids[kEos] == kEos && ids[kUnk] == kUnk,
+              "generate: a shortlist starts with the special tokens");
+  std::vector<int64_t> column(static_cast<size_t>(vocab), -1);
+  for (size_t k = 0; k < ids.size(); ++k) column.at(static_cast<size_t>(ids[k])) = static_cast<int64_t>(k);
+  std::vector<std::vector<int64_t>> p;
+  if (prefixes) {
+    for (const auto& prefix : *prefixes) p.push_back(to_columns(prefix, column));
   }
-  EnsembleStepDecoder dec(models, src, src_lengths, opt.beam, opt.temperature);
-  return beam_search(dec, src.size(0), src.size(1), max_positions, vocab, opt, prefixes, &lengths, constraints);
+  std::vector<Constraints> c;
+  if (constraints) {
+    for (const auto& sentence : *constraints) {
+      c.emplace_back();
+      for (const auto& one : sentence) c.back().push_back(to_columns(one, column));
+    }
+  }
+  auto hyps = run(prefixes ? &p : nullptr, constraints ? &c : nullptr, static_cast<int64_t>(ids.size()));
+  for (auto& sentence : hyps) {
+    for (auto& h : sentence) {
+      for (auto& t : h.tokens) t = ids[static_cast<size_t>(t)];
+    }
+  }
+  return hyps;
 }
 
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,

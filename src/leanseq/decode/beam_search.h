@@ -89,11 +89,13 @@ torch::Tensor log_probs(const torch::Tensor& logits, double temperature);
 torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs);
 
 // A StepDecoder over a Seq2SeqModel: encodes once, expands the encoder output to `beam` rows per
-// sentence, and steps with the model's incremental state.
+// sentence, and steps with the model's incremental state. With `output_ids` (a vocabulary
+// shortlist: [V'] int64 ascending), its log-probabilities are over those tokens only, column k for
+// output_ids[k], and the tokens it is fed are such columns.
 class ModelStepDecoder : public StepDecoder {
  public:
   ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
-                   int64_t beam, double temperature = 1.0);
+                   int64_t beam, double temperature = 1.0, const torch::Tensor& output_ids = {});
   torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
   void reorder(const torch::Tensor& order, bool within_sentence) override;
 
@@ -102,6 +104,7 @@ class ModelStepDecoder : public StepDecoder {
   double temperature_;
   models::EncoderOut enc_;
   nn::IncrementalState state_;
+  torch::Tensor output_ids_;
 };
 
 // Several models decoding together (fairseq's EnsembleModel): each with its own encoder output
@@ -110,7 +113,8 @@ class ModelStepDecoder : public StepDecoder {
 class EnsembleStepDecoder : public StepDecoder {
  public:
   EnsembleStepDecoder(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
-                      const torch::Tensor& src_lengths, int64_t beam, double temperature = 1.0);
+                      const torch::Tensor& src_lengths, int64_t beam, double temperature = 1.0,
+                      const torch::Tensor& output_ids = {});
   torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
   void reorder(const torch::Tensor& order, bool within_sentence) override;
 
@@ -118,11 +122,14 @@ class EnsembleStepDecoder : public StepDecoder {
   std::vector<std::unique_ptr<ModelStepDecoder>> members_;
 };
 
-// Search over several models as one (an ensemble when there is more than one).
+// Search over several models as one (an ensemble when there is more than one). `output_ids` (a
+// vocabulary shortlist, [V'] int64 ascending, the special tokens 0-3 and every prefix and
+// constraint token among them): the translations use those tokens only, each normalised over them.
 std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,
                                               const torch::Tensor& src_lengths, int64_t vocab, const SearchOptions& opt,
                                               const std::vector<std::vector<int64_t>>* prefixes = nullptr,
-                                              const std::vector<Constraints>* constraints = nullptr);
+                                              const std::vector<Constraints>* constraints = nullptr,
+                                              const torch::Tensor& output_ids = {});
 
 // Convenience: beam search over a model for one padded source batch.
 std::vector<std::vector<Hypothesis>> generate(models::Seq2SeqModel& model, const torch::Tensor& src,

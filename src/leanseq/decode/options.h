@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "leanseq/decode/beam_search.h"
+#include "leanseq/decode/shortlist.h"
 
 namespace leanseq::decode {
 
@@ -31,6 +32,9 @@ struct TranslateOptions {
   // (the one it attends most), or that subword's entry in replace_unk_dict where it has one.
   bool replace_unk = false;
   std::shared_ptr<const std::unordered_map<std::string, std::string>> replace_unk_dict;
+  // A vocabulary shortlist: each batch's translations use only the target tokens it allows for
+  // the batch's sources (decode/shortlist.h); null: the whole vocabulary.
+  std::shared_ptr<const Shortlist> shortlist;
 };
 
 // A --replace-unk dictionary file as fairseq reads it: "source target" per line (more words are

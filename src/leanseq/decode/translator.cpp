@@ -194,8 +194,19 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
       if (prefixes) batch_prefixes.push_back((*prefixes)[id]);
       if (constraints) batch_constraints.push_back((*constraints)[id]);
     }
+    torch::Tensor output_ids;  // a shortlist's tokens for this batch
+    if (opt.shortlist) {
+      std::vector<std::vector<std::string>> words;
+      std::vector<int64_t> extra;
+      for (const auto& s : src) words.push_back(src_dict_.decode(s));
+      for (const auto& p : batch_prefixes) extra.insert(extra.end(), p.begin(), p.end());
+      for (const auto& cs : batch_constraints) {
+        for (const auto& c : cs) extra.insert(extra.end(), c.begin(), c.end());
+      }
+      output_ids = opt.shortlist->ids_for(words, extra);
+    }
     auto hyps = generate(models(), batch.src.to(device), batch.src_lengths.to(device), tgt_dict_.size(), opt.search,
-                         prefixes ? &batch_prefixes : nullptr, constraints ? &batch_constraints : nullptr);
+                         prefixes ? &batch_prefixes : nullptr, constraints ? &batch_constraints : nullptr, output_ids);
     for (size_t b = 0; b < ids.size(); ++b) {
       auto& out = results[ids[b]];
       for (int64_t k = 0; k < opt.search.nbest && k < static_cast<int64_t>(hyps[b].size()); ++k) {

@@ -8,6 +8,7 @@
 #include "leanseq/nn/attention.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/functional.h"
+#include "leanseq/nn/output_rows.h"
 #include "leanseq/nn/packed_weight.h"
 
 namespace leanseq::models {
@@ -17,12 +18,13 @@ namespace leanseq::models {
 using DecoderLayerFn = std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>;
 
 // The decoder stack after the embeddings: `layers` layers, then the optional final LayerNorm and
-// the output projection. Like fairseq (alignment_layer), the attention returned is the encoder
-// attention of the last layer.
+// the output projection (over `rows`' ids only, when given). Like fairseq (alignment_layer), the
+// attention returned is the encoder attention of the last layer.
 inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const DecoderLayerFn& layer, bool need_attn,
                                     torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight,
                                     const nn::PackedWeight& output_packed,
-                                    const torch::Tensor& project_out = torch::Tensor()) {
+                                    const torch::Tensor& project_out = torch::Tensor(),
+                                    nn::OutputRows* rows = nullptr) {
   DecoderOut out;
   for (size_t i = 0; i < layers; ++i) {
     auto r = layer(i, x, need_attn && i + 1 == layers);
@@ -31,7 +33,7 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
   }
   if (layer_norm) x = layer_norm(x);
   if (project_out.defined()) x = kernels::linear(x, project_out, {});
-  out.logits = nn::linear(x, output_weight, {}, output_packed);
+  out.logits = nn::output_logits(x, output_weight, {}, output_packed, rows);
   return out;
 }
 

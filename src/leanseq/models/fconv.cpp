@@ -336,7 +336,7 @@ int64_t FConvDecoderImpl::num_attention_layers() const {
 }
 
 DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut& enc, bool need_attn,
-                                 const LayerFn& conv, const LayerFn& global) {
+                                 const LayerFn& conv, const LayerFn& global, nn::OutputRows* rows) {
   auto x = fc1(embedded);
   std::vector<torch::Tensor> outputs{x};
   DecoderOut out;
@@ -354,7 +354,13 @@ DecoderOut FConvDecoderImpl::run(const torch::Tensor& embedded, const EncoderOut
     outputs.push_back(x);
   }
   x = nn::maybe_dropout(fc2(x), dropout_, is_training());
-  out.logits = fc3 ? fc3(x) : tied_fc3(x);
+  if (!rows) {
+    out.logits = fc3 ? fc3(x) : tied_fc3(x);
+  } else if (fc3) {  // the weight-normalised rows, computed for the first step only
+    out.logits = nn::output_logits(x, rows->gathered ? torch::Tensor() : fc3->weight(), fc3->bias, fc3->packed(), rows);
+  } else {
+    out.logits = nn::output_logits(x, tied_fc3->weight, tied_fc3->bias, tied_fc3->packed(), rows);
+  }
   return out;
 }
 
@@ -382,7 +388,8 @@ DecoderOut FConvDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut&
       [&](size_t i, const torch::Tensor& x) { return convolutions[i]->step(x, state.get<nn::ConvWindowCache>(nn::state_name("convolutions", i))); },
       [&](size_t i, const torch::Tensor& x) {
         return a2[i]->step(x, state.get<nn::DoubleAttentionCache>(a2_state_name(i)), padding);
-      });
+      },
+      state.output_rows.get());
   state.steps += n;
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "leanseq/models/a2_blocks.h"
 #include "leanseq/models/seq2seq.h"
+#include "leanseq/nn/output_rows.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/fconv.h"
 #include "leanseq/nn/functional.h"
@@ -102,8 +103,9 @@ class FConvDecoderImpl : public torch::nn::Module {
   // The stack over batch-major embeddings x [B, T, E]; `conv` runs layer i's convolution on
   // batch-major input and returns batch-major output, `global` the A2 block after layer i.
   using LayerFn = std::function<torch::Tensor(size_t, const torch::Tensor&)>;
+  // `rows`: a shortlist's output rows (null: the whole vocabulary).
   DecoderOut run(const torch::Tensor& embedded, const EncoderOut& enc, bool need_attn, const LayerFn& conv,
-                 const LayerFn& global);
+                 const LayerFn& global, nn::OutputRows* rows = nullptr);
   std::vector<FConvLayerSpec> specs_;
   double dropout_;
 };

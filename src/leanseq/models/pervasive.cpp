@@ -402,10 +402,11 @@ torch::Tensor PervasiveModel::grid(const torch::Tensor& tgt_emb, const EncoderOu
   return reduce_channels ? channel_linear(reduce_channels, x) : x;
 }
 
-DecoderOut PervasiveModel::predict(const torch::Tensor& features, const GridMasks& masks, bool need_attn) {
+DecoderOut PervasiveModel::predict(const torch::Tensor& features, const GridMasks& masks, bool need_attn,
+                                   nn::OutputRows* rows) {
   auto [pooled, attn] = aggregator(features, masks.source, need_attn);
   auto x = nn::maybe_dropout(projection(pooled), cfg_.prediction_dropout, is_training());
-  return {nn::linear(x, output_weight, {}, output_packed), need_attn ? attn : torch::Tensor()};
+  return {nn::output_logits(x, output_weight, {}, output_packed, rows), need_attn ? attn : torch::Tensor()};
 }
 
 namespace {
@@ -437,7 +438,7 @@ DecoderOut PervasiveModel::step(const torch::Tensor& tokens, const EncoderOut& e
   y = nn::maybe_dropout(y, cfg_.embeddings_dropout, is_training());
   auto masks = masks_for(enc.padding_mask, tokens);
   auto x = masks.zero_pads(grid(y, enc));
-  auto out = predict(net->step(x, masks, state), masks, need_attn);
+  auto out = predict(net->step(x, masks, state), masks, need_attn, state.output_rows.get());
   state.steps += n;
   return out;
 }

@@ -12,6 +12,7 @@
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/linear.h"
 #include "leanseq/nn/masked_conv2d.h"
+#include "leanseq/nn/output_rows.h"
 
 namespace leanseq::models {
 
@@ -122,7 +123,8 @@ class PervasiveModel : public Seq2SeqModel, public nn::LowPrecision {
  private:
   // The grid [B, T, S, C] of target embeddings x (one row each) against the source.
   torch::Tensor grid(const torch::Tensor& tgt_emb, const EncoderOut& enc);
-  DecoderOut predict(const torch::Tensor& features, const GridMasks& masks, bool need_attn);
+  DecoderOut predict(const torch::Tensor& features, const GridMasks& masks, bool need_attn,
+                     nn::OutputRows* rows = nullptr);
   PervasiveConfig cfg_;
 };
 

@@ -261,7 +261,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed, project_out);
+      need_attn, layer_norm, output_weight, output_packed, project_out, state.output_rows.get());
   state.steps += n;
   return out;
 }

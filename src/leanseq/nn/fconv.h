@@ -26,6 +26,7 @@ class WeightNormLinearImpl : public torch::nn::Module, public LowPrecision {
   torch::Tensor forward(const torch::Tensor& x);
   torch::Tensor weight() const { return weight_norm(weight_v, weight_g, 0); }
   void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight(), bias, type); }
+  const PackedWeight& packed() const { return packed_; }
   torch::Tensor weight_g, weight_v, bias;  // [out, 1], [out, in], [out]
 
  private:
@@ -67,6 +68,7 @@ class TiedLinearImpl : public torch::nn::Module, public LowPrecision {
   explicit TiedLinearImpl(const torch::Tensor& tied_weight);
   torch::Tensor forward(const torch::Tensor& x) { return linear(x, weight, bias, packed_); }
   void set_compute_type(kernels::ComputeType type) override { packed_.pack(weight, bias, type); }
+  const PackedWeight& packed() const { return packed_; }
   torch::Tensor weight, bias;  // [out, in] (shared), [out]
 
  private:

@@ -4,12 +4,15 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <variant>
 
 namespace leanseq::nn {
+
+struct OutputRows;  // nn/output_rows.h
 
 // A cache that grows along its positions (dimension 2 of [B, H, T, d]) in a buffer with room for
 // more: an append copies only the new positions, where torch::cat copied all those so far at every
@@ -100,6 +103,8 @@ class IncrementalState {
   // Consecutive rows that decode the same source (the beams of a sentence, as the beam search
   // lays them out): caches computed from the source alone keep one copy per group.
   int64_t rows_per_source = 1;
+  // A vocabulary shortlist: the output layer's logits are those of its ids only (null: all).
+  std::shared_ptr<OutputRows> output_rows;
 
   // The cache of type T named `name`, empty on its first use. A name holds one type for the
   // state's life: asking for it as another is a programming error (std::logic_error).
