@@ -30,6 +30,7 @@ void add_classify(CLI::App& app, int& exit_code);
 void add_prune(CLI::App& app, int& exit_code);
 void add_import_fairseq(CLI::App& app, int& exit_code);
 void add_tokenize(CLI::App& app, int& exit_code);
+void add_shortlist(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);
 void add_fairseq_interactive(CLI::App& app, int& exit_code);
 void add_fairseq_generate(CLI::App& app, int& exit_code);
