@@ -2,7 +2,8 @@
 // compute type after ':' (`pervasive_small:memory_efficient=true:threads=2`,
 // `transformer_small:compute_type=int8`), and the most rows of a float32 product that go to
 // oneDNN at inference (`transformer_small:onednn_rows=0`: ATen's products only; kernels/dense.h)
-// and, for training, Adam's form (`transformer_small:adam=composite`: torch::optim::Adam's ATen
+// and a vocabulary shortlist's size (`transformer_small:shortlist=1500`: each batch searched over
+// 1500 target tokens, decode/shortlist.h), and, for training, Adam's form (`transformer_small:adam=composite`: torch::optim::Adam's ATen
 // operators instead of train/adam.h's one pass) and the library of the linear layers' products
 // (`transformer_small:training_products=aten`; kernels/dense.h), shared by the benchmark programs.
 #pragma once
@@ -30,6 +31,7 @@ struct Contender {
   int64_t onednn_rows = -1;              // "onednn_rows=N": kernels::set_onednn_rows (-1: as started)
   std::string adam = "one_pass";         // "adam=one_pass|composite": the training benchmark's optimizer
   std::optional<kernels::TrainingProducts> training_products;  // "training_products=onednn|aten"
+  int64_t shortlist = 0;  // "shortlist=N": decoding searches N target tokens of a batch (0: all)
 };
 
 // Parses a spec; an unknown preset fails here, before any run.
@@ -68,6 +70,13 @@ inline Contender parse_contender(const std::string& spec) {
         const auto value = item.substr(18);
         if (value != "onednn" && value != "aten") throw ConfigError(spec + ": training_products= takes onednn or aten");
         c.training_products = kernels::parse_training_products(value.c_str());
+      } else if (item.rfind("shortlist=", 0) == 0) {
+        try {
+          c.shortlist = std::stoll(item.substr(10));
+        } catch (const std::exception&) {
+          c.shortlist = -1;
+        }
+        if (c.shortlist < 5) throw ConfigError(spec + ": shortlist= takes a number of target tokens, at least 5");
       } else if (item.rfind("amp=", 0) == 0) {
         c.amp = item.substr(4);
         if (c.amp != "float16" && c.amp != "bfloat16") throw ConfigError(spec + ": amp= takes float16 or bfloat16");

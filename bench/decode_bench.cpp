@@ -123,6 +123,13 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pas
   auto sync = [&] {
     if (device.is_cuda()) torch::cuda::synchronize();
   };
+  // shortlist=N: the special tokens and N - 4 others, drawn once, as a batch's shortlist.
+  torch::Tensor output_ids;
+  if (c.shortlist > 0) {
+    const int64_t n = std::min(c.shortlist, s.vocab);
+    output_ids = torch::cat({torch::arange(4), torch::randperm(s.vocab - 4).narrow(0, 0, n - 4) + 4});
+    output_ids = std::get<0>(output_ids.sort()).to(device);
+  }
   int64_t tokens = 0;
   std::optional<OperatorCount> count;
   if (pass == Pass::count_ops) count.emplace();
@@ -132,8 +139,9 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pas
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.sentences; i += s.batch_size) {
     const int64_t n = std::min(s.batch_size, s.sentences - i);
-    auto out = leanseq::decode::generate(*model, src.narrow(0, i, n).to(device),
-                                         torch::full({n}, s.source_length, torch::kLong).to(device), s.vocab, opt);
+    auto out = leanseq::decode::generate({model.get()}, src.narrow(0, i, n).to(device),
+                                         torch::full({n}, s.source_length, torch::kLong).to(device), s.vocab, opt,
+                                         nullptr, nullptr, output_ids);
     for (const auto& hyps : out) tokens += static_cast<int64_t>(hyps.at(0).tokens.size());
   }
   sync();

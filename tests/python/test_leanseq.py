@@ -421,3 +421,10 @@ def test_import_fairseq_then_constraints_and_replace_unk(tmp_path):
     dict_file.write_text("onlyone\n")
     with pytest.raises(ValueError, match="unk.txt:1"):
         t.translate(lines, replace_unk=str(dict_file))
+    # A shortlist: of three subwords, every translation uses only them.
+    (tmp_path / "three.txt").write_text("\t▁A ▁man .\n", encoding="utf-8")
+    short = leanseq.Translator(str(tmp_path / "m.pt"), shortlist=str(tmp_path / "three.txt"))
+    for r in short.translate(lines):
+        assert set(r.tokens) <= {"▁A", "▁man", ".", "<unk>"}
+    with pytest.raises(FileNotFoundError):
+        leanseq.Translator(str(tmp_path / "m.pt"), shortlist=str(tmp_path / "absent.txt"))

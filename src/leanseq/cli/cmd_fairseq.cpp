@@ -215,6 +215,7 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
   check_decoding_flags(a);
   a.opt.search.need_attn = a.alignment;
   auto lt = load_for_decoding(a.checkpoint, "--path", a.compute_type, device);
+  load_shortlist(a, *lt.translator);
   const auto& tr = *lt.translator;
   const auto [src_text, tgt_text] = runtime::text_pipelines(lt.loaded.vocab, a.path);
   const data::TextPipeline* src_detok = detokenize ? src_text.get() : nullptr;

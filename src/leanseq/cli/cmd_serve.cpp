@@ -109,6 +109,11 @@ void add_serve(CLI::App& app, int& exit_code) {
     std::string described;
     for (const auto& spec : specs) {
       auto lt = load_for_decoding(spec.checkpoint, "--checkpoint", spec.compute_type, device);
+      if (!a->shortlist.empty()) {
+        if (specs.size() > 1) throw ConfigError("--shortlist: one model per server (it is for one target dictionary)");
+        load_shortlist(*a, *lt.translator);
+        a->server.defaults.shortlist = a->opt.shortlist;
+      }
       serve::ModelInfo info{spec.name, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
       described += (described.empty() ? "" : ", ") + spec.name + " (" + info.source_lang + "->" + info.target_lang + ", " +
                    std::to_string(spec.workers) + " worker" + (spec.workers > 1 ? "s" : "") + ")";

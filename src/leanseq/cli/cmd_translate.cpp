@@ -173,6 +173,7 @@ void run_translate(TranslateArgs& a) {
   a.opt.search.need_attn = a.alignment;
   // A:B:C decodes the models as an ensemble.
   auto lt = load_for_decoding(a.checkpoint, "--checkpoint", a.compute_type, device);
+  load_shortlist(a, *lt.translator);
   log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() : "decoding on " + device.str());
   decode::TranslationStats stats;
   io::LineReader in(a.input);

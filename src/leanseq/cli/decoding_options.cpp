@@ -75,6 +75,10 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->expected(0, 1)
       ->type_name("[ORDER]")
       ->group("Search");
+  sub->add_option("--shortlist", f.shortlist,
+                  "a vocabulary shortlist (CTranslate2's vmap format, `leanseq shortlist` makes one): each batch is "
+                  "searched over the target subwords it allows for the batch's sources")
+      ->group("Performance");
   sub->add_option("--threads", f.threads, kComputeThreadsHelp)
       ->group("Performance");
   sub->add_option("--device", f.device, "cpu, cuda or cuda:N (a CUDA build)")->capture_default_str()
@@ -114,6 +118,14 @@ runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::
   log::info("compute type " + kernels::compute_type_name(resolved.type) + (int8 ? " (" + kernels::int8_products_summary() + ")" : ""));
   if (paths.size() > 1) log::info("an ensemble of " + std::to_string(paths.size()) + " models");
   return lt;
+}
+
+void load_shortlist(DecodingFlags& f, const decode::Translator& tr) {
+  if (f.shortlist.empty()) return;
+  auto s = std::make_shared<decode::Shortlist>(decode::Shortlist::read(f.shortlist, tr.tgt_dict()));
+  log::info("shortlist " + f.shortlist + ": " + std::to_string(s->entries()) + " source entries" +
+            (s->skipped() > 0 ? ", " + std::to_string(s->skipped()) + " target subwords not in the dictionary skipped" : ""));
+  f.opt.shortlist = std::move(s);
 }
 
 void check_decoding_flags(DecodingFlags& f) {

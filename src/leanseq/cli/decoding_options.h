@@ -20,7 +20,8 @@ struct DecodingFlags {
   std::string device = "cpu";
   kernels::ComputeTypeRequest compute_type = kernels::ComputeTypeRequest::default_;
   std::optional<std::string> replace_unk;  // --replace-unk given: its dictionary ("" for none)
-  std::optional<std::string> constraints;  // --constraints given: ordered, unordered ("" for ordered)
+  std::optional<std::string> constraints;
+  std::string shortlist;  // --shortlist FILE ("": none)  // --constraints given: ordered, unordered ("" for ordered)
 };
 
 // --beam, --greedy, --lenpen, --max-len-a/-b, --nbest, --unk-penalty, --min-len,
@@ -29,6 +30,8 @@ struct DecodingFlags {
 void add_decoding_flags(CLI::App* sub, DecodingFlags& f);
 // ConfigError for combinations the flags cannot take; applies --greedy, seeds the sampler.
 void check_decoding_flags(DecodingFlags& f);
+// Reads --shortlist for the target dictionary of `tr` into f.opt (and logs its size).
+void load_shortlist(DecodingFlags& f, const decode::Translator& tr);
 // Packs the loaded models for --compute-type and logs the type in use (and a fallback's notice).
 // The checkpoint(s) of `spec` (A.pt:B.pt: an ensemble; `key` names the flag in errors) loaded on
 // `device` with the products `request` asks for, both logged; a fairseq file gets the command that

@@ -99,7 +99,7 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
 class PyTranslator {
  public:
   PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int64_t threads,
-               int64_t inter_threads) {
+               int64_t inter_threads, const std::string& shortlist) {
     kernels::ComputeTypeRequest request;
     try {
       request = kernels::parse_compute_type(compute_type);
@@ -118,6 +118,9 @@ class PyTranslator {
     compute_type_ = kernels::compute_type_name(resolved.type);
     notice_ = resolved.notice;
     pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, inter_threads, threads);
+    if (!shortlist.empty()) {
+      shortlist_ = std::make_shared<decode::Shortlist>(decode::Shortlist::read(shortlist, lt_.translator->tgt_dict()));
+    }
   }
   int inter_threads() const { return pool_->workers(); }
   int intra_threads() const { return pool_->intra_threads(); }
@@ -126,6 +129,7 @@ class PyTranslator {
 
   std::vector<Result> translate(const std::vector<std::string>& lines, const Options& o, decode::InputFormat format) {
     auto opt = to_options(o, format);
+    opt.shortlist = shortlist_;
     std::unique_lock<std::mutex> seeded;
     if (o.seed) {
       seeded = std::unique_lock<std::mutex>(seed_mutex_);
@@ -189,6 +193,7 @@ class PyTranslator {
   runtime::LoadedTranslator lt_;
   std::unique_ptr<runtime::TranslatorPool> pool_;
   std::mutex seed_mutex_;  // one seeded call at a time
+  std::shared_ptr<const decode::Shortlist> shortlist_;
 };
 
 std::vector<std::vector<std::string>> reference_streams(const py::object& refs, size_t n) {
@@ -289,8 +294,9 @@ PYBIND11_MODULE(_leanseq, m) {
       .def_readwrite("return_scores", &Options::return_scores);
 
   py::class_<PyTranslator>(m, "_Translator")
-      .def(py::init<const std::string&, const std::string&, const std::string&, int64_t, int64_t>(), py::arg("path"),
-           py::arg("device"), py::arg("compute_type"), py::arg("threads"), py::arg("inter_threads"),
+      .def(py::init<const std::string&, const std::string&, const std::string&, int64_t, int64_t, const std::string&>(),
+           py::arg("path"), py::arg("device"), py::arg("compute_type"), py::arg("threads"), py::arg("inter_threads"),
+           py::arg("shortlist"),
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("inter_threads", &PyTranslator::inter_threads)
       .def_property_readonly("intra_threads", &PyTranslator::intra_threads)

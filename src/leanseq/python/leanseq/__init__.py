@@ -88,15 +88,16 @@ class Translator:
     ``translate_async`` share them); ``threads``: CPU threads of each (0: the CPUs divided by
     ``inter_threads``, or the default for one; at most 4 x the CPUs, ValueError otherwise). The
     threads settings are the process's. Calls run without holding the GIL, so that other Python
-    threads go on meanwhile.
+    threads go on meanwhile. ``shortlist``: a vocabulary shortlist file (``leanseq shortlist``,
+    CTranslate2's vmap format): each batch is searched over the target subwords it allows.
     """
 
     def __init__(self, path: str, device: str = "cpu", compute_type: str = "default", threads: int = 0,
-                 inter_threads: int = 1):
+                 inter_threads: int = 1, shortlist: Optional[str] = None):
         if not isinstance(path, str):
             raise ValueError("path must be a string")
         self._t = _leanseq._Translator(path, device, compute_type, _int(threads, "threads"),
-                                       _int(inter_threads, "inter_threads"))
+                                       _int(inter_threads, "inter_threads"), shortlist or "")
         self._executor = None
         self.path = path
 
