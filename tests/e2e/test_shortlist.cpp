@@ -3,11 +3,13 @@
 // every translation to its subwords, and a bad file named with its line.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
 
+#include "e2e/fairseq_lines.h"
 #include "e2e/task.h"
 
 using leanseq::test::kCli;
@@ -21,18 +23,27 @@ TEST(ShortlistFixture, BuildsAShortlistAndTranslatesWithIt) {
   const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer");
   const std::string m30k = leanseq::test::shared_path("data/multi30k");
   const auto dir = temp_dir("shortlist-e2e");
+  const std::string model = leanseq::test::import_fairseq_fixture("transformer", dir);
   std::string log;
-  ASSERT_EQ(run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src + " --spm " + src +
-                            "/spm.model --source-lang de --target-lang en --out " + dir + "/m.pt",
-                        log),
-            0)
-      << log;
   ASSERT_EQ(run_command("head -3000 " + m30k + "/train.de > " + dir + "/train.de && head -3000 " + m30k + "/train.en > " +
                             dir + "/train.en && head -50 " + m30k + "/test2016.de > " + dir + "/test.de",
                         log),
             0);
+  // Sides of different lengths are named, either way, and nothing is written.
+  ASSERT_EQ(run_command("head -2999 " + dir + "/train.en > " + dir + "/short.en", log), 0);
+  EXPECT_EQ(run_command(kCli + " shortlist --checkpoint " + model + " --src " + dir + "/train.de --tgt " + dir +
+                            "/short.en --out " + dir + "/x.txt",
+                        log),
+            1);
+  EXPECT_NE(log.find(dir + "/short.en: has 2999 lines, fewer than " + dir + "/train.de"), std::string::npos) << log;
+  EXPECT_EQ(run_command(kCli + " shortlist --checkpoint " + model + " --src " + dir + "/short.en --tgt " + dir +
+                            "/train.en --out " + dir + "/x.txt",
+                        log),
+            1);
+  EXPECT_NE(log.find(dir + "/train.en: has more lines than " + dir + "/short.en (2999)"), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x.txt"));
   for (const char* method : {"ibm1", "cooccurrence"}) {
-    ASSERT_EQ(run_command(kCli + " shortlist --checkpoint " + dir + "/m.pt --src " + dir + "/train.de --tgt " + dir +
+    ASSERT_EQ(run_command(kCli + " shortlist --checkpoint " + model + " --src " + dir + "/train.de --tgt " + dir +
                               "/train.en --out " + dir + "/" + method + ".txt --best 10 --frequent 30 --method " + method,
                           log),
               0)
@@ -58,7 +69,7 @@ TEST(ShortlistFixture, BuildsAShortlistAndTranslatesWithIt) {
   }
   auto translate = [&](const std::string& flags, const std::string& out) {
     std::string l;
-    EXPECT_EQ(run_command(kCli + " translate --checkpoint " + dir + "/m.pt -i " + dir + "/test.de -o " + dir + "/" + out +
+    EXPECT_EQ(run_command(kCli + " translate --checkpoint " + model + " -i " + dir + "/test.de -o " + dir + "/" + out +
                               " --output-format fairseq " + flags,
                           l),
               0)
@@ -86,7 +97,7 @@ TEST(ShortlistFixture, BuildsAShortlistAndTranslatesWithIt) {
   }
   EXPECT_EQ(hyps, 50);
   std::ofstream(dir + "/bad.txt") << "\t▁A\n▁Mann ▁man\n";
-  EXPECT_EQ(run_command(kCli + " translate --checkpoint " + dir + "/m.pt -i " + dir + "/test.de --shortlist " + dir +
+  EXPECT_EQ(run_command(kCli + " translate --checkpoint " + model + " -i " + dir + "/test.de --shortlist " + dir +
                             "/bad.txt",
                         log),
             1);

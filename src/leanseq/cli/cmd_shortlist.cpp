@@ -56,6 +56,9 @@ void add_shortlist(CLI::App& app, int& exit_code) {
       sources.push_back(narrow(tr.src_dict().encode(tr.source_pieces(s), false)));
       targets.push_back(narrow(tr.tgt_dict().encode(tr.tgt_text().encode(t), false)));
     }
+    if (static_cast<int64_t>(sources.size()) < a->max_sentences && tgt.next(t)) {
+      throw DataError(a->tgt + ": has more lines than " + a->src + " (" + std::to_string(sources.size()) + ")");
+    }
     const auto table = data::build_lexical_table(sources, targets, tr.src_dict().size(), tr.tgt_dict().size(), a->method,
                                                  a->best, a->frequent, a->iterations);
     int64_t entries = 0;
