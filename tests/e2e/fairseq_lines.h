@@ -1,5 +1,6 @@
 // fairseq-generate's and fairseq-interactive's H/D/P lines, read and compared with a tolerance on
-// their scores, for the tests that check leanseq's lines against fairseq's own.
+// their scores, for the tests that check leanseq's lines against fairseq's own; and the fixture
+// checkpoints of ../shared/fixtures/fairseq-pt imported to decode them.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -8,7 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "e2e/task.h"
+
 namespace leanseq::test {
+
+// `fixture` (a folder of ../shared/fixtures/fairseq-pt) imported by `leanseq import-fairseq` as
+// dir/<fixture>.pt, its path returned.
+inline std::string import_fairseq_fixture(const std::string& fixture, const std::string& dir) {
+  const std::string src = shared_path("fixtures/fairseq-pt/" + fixture);
+  const std::string out = dir + "/" + fixture + ".pt";
+  std::string log;
+  const int rc = run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src + " --spm " +
+                                 src + "/spm.model --source-lang de --target-lang en --out " + out,
+                             log);
+  EXPECT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("imported fairseq"), std::string::npos) << log;
+  return out;
+}
 
 struct Hyp {
   double score = 0;

@@ -42,17 +42,6 @@ std::map<int, std::vector<std::string>> by_id(const std::string& text, char kind
   return out;
 }
 
-// The transformer fixture imported as a leanseq checkpoint at `out`.
-bool import_transformer(const std::string& out) {
-  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer");
-  std::string log;
-  const int rc = run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src + " --spm " +
-                                 src + "/spm.model --source-lang de --target-lang en --out " + out,
-                             log);
-  EXPECT_EQ(rc, 0) << log;
-  return rc == 0;
-}
-
 }  // namespace
 
 TEST(ConstraintsFixture, FairseqInteractiveConstraintsMatchFairseq) {
@@ -98,9 +87,9 @@ TEST(ConstraintsFixture, TranslateTakesConstraintsAndNamesABadLine) {
   const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer");
   const std::string here = leanseq::test::tests_path("fixtures/fairseq-constraints");
   const auto dir = temp_dir("constraints");
-  ASSERT_TRUE(import_transformer(dir + "/m.pt"));
+  const std::string model = leanseq::test::import_fairseq_fixture("transformer", dir);
   std::string out;
-  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + dir + "/m.pt --batch-size 16 --constraints unordered -o " +
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + model + " --batch-size 16 --constraints unordered -o " +
                             dir + "/out.en < " + here + "/input.de",
                         out),
             0)
@@ -116,10 +105,10 @@ TEST(ConstraintsFixture, TranslateTakesConstraintsAndNamesABadLine) {
   EXPECT_EQ(id, 50);
 
   std::ofstream(dir + "/bad.de") << "Ein Hund.\tdog\nEine Katze.\t\tcat\nEin Haus.\thouse\n";
-  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + dir + "/m.pt --constraints --input " + dir + "/bad.de", out), 0)
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + model + " --constraints --input " + dir + "/bad.de", out), 0)
       << out;
   EXPECT_NE(out.find(dir + "/bad.de:2: an empty constraint, an empty translation written"), std::string::npos) << out;
-  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + dir + "/m.pt --constraints --input " + dir + "/bad.de -o " +
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + model + " --constraints --input " + dir + "/bad.de -o " +
                             dir + "/bad.en",
                         out),
             0);
@@ -136,7 +125,7 @@ TEST(ConstraintsFixture, TranslateTakesConstraintsAndNamesABadLine) {
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {"--constraints sideways", "--constraints: ordered or unordered, got 'sideways'"},
            {"--constraints --sampling", "constraints go with beam search, not sampling"}}) {
-    EXPECT_EQ(run_command("echo Hallo | " + kCli + " translate --checkpoint " + dir + "/m.pt " + flags, out), 2) << flags;
+    EXPECT_EQ(run_command("echo Hallo | " + kCli + " translate --checkpoint " + model + " " + flags, out), 2) << flags;
     EXPECT_NE(out.find(message), std::string::npos) << out;
   }
   EXPECT_EQ(run_command(kCli + " fairseq-generate " + src + " --path " + src + "/model.pt --constraints", out), 2);
@@ -148,11 +137,10 @@ TEST(ConstraintsFixture, TranslateTakesConstraintsAndNamesABadLine) {
 // with a JSON error, and the server goes on serving.
 TEST(ConstraintsFixture, ServeTakesConstraints) {
   if (leanseq::test::shared_path("fixtures/fairseq-pt").empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
-  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/transformer");
   const std::string here = leanseq::test::tests_path("fixtures/fairseq-constraints");
   const auto dir = temp_dir("constraints-serve");
-  ASSERT_TRUE(import_transformer(dir + "/m.pt"));
-  leanseq::test::ServerProcess server("--beam 5", dir, "--checkpoint " + dir + "/m.pt");
+  const std::string model = leanseq::test::import_fairseq_fixture("transformer", dir);
+  leanseq::test::ServerProcess server("--beam 5", dir, "--checkpoint " + model);
   httplib::Client client("127.0.0.1", server.port());
   // Sentences 1 to 5 of the fixture, with their constraints.
   std::vector<std::string> sources;

@@ -18,6 +18,7 @@
 #include "leanseq/data/indexed.h"
 
 using leanseq::test::compare_fairseq_lines;
+using leanseq::test::import_fairseq_fixture;
 using leanseq::test::kCli;
 using leanseq::test::read_text;
 using leanseq::test::run_command;
@@ -27,17 +28,6 @@ namespace {
 
 const char* kFixtures[] = {"transformer", "transformer_legacy", "lightconv_glu", "dynamicconv", "fconv"};
 
-std::string import(const std::string& fixture, const std::string& dir) {
-  const std::string src = leanseq::test::shared_path("fixtures/fairseq-pt/" + fixture);
-  const std::string out = dir + "/" + fixture + ".pt";
-  std::string log;
-  const int rc = run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src + " --spm " +
-                                 src + "/spm.model --source-lang de --target-lang en --out " + out,
-                             log);
-  EXPECT_EQ(rc, 0) << log;
-  EXPECT_NE(log.find("imported fairseq"), std::string::npos) << log;
-  return out;
-}
 
 }  // namespace
 
@@ -46,7 +36,7 @@ TEST(ImportFairseqFixture, ReproducesFairseqGenerateAndInteractive) {
   const auto dir = temp_dir("import");
   for (const char* fixture : kFixtures) {
     const std::string src = leanseq::test::shared_path(std::string("fixtures/fairseq-pt/") + fixture);
-    const std::string ck = import(fixture, dir);
+    const std::string ck = import_fairseq_fixture(fixture, dir);
     const std::vector<std::pair<std::string, std::string>> runs = {
         {"gen.beam5.txt", "--beam 5"}, {"gen.beam1.txt", "--beam 1"}, {"gen.nbest3_lenpen1.2.txt", "--beam 5 --nbest 3 --lenpen 1.2"}};
     for (const auto& [file, flags] : runs) {
@@ -171,7 +161,7 @@ TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {
   const std::string tok = leanseq::test::shared_path("fixtures/fairseq-pt/tokenizers");
   if (fconv.empty() || tok.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
   const auto dir = temp_dir("ensemble");
-  const std::string a = import("fconv", dir), b = import("transformer", dir);
+  const std::string a = import_fairseq_fixture("fconv", dir), b = import_fairseq_fixture("transformer", dir);
   auto run = [&](const std::string& checkpoints, std::string& out) {
     return run_command("{ " + kCli + " translate --checkpoint " + checkpoints + " --beam 5 --nbest 2 -i " + fconv +
                            "/test.tok.de --input-format tokens --output-format fairseq 2>/dev/null; }",
@@ -422,7 +412,7 @@ TEST(ImportFairseqFixture, FairseqTrainCommandLineBuildsTheModelFairseqBuilt) {
               0)
         << fixture << ": " << out;
     const auto ours = model_keys(run + "/ckpt/checkpoint_last.pt");
-    const auto theirs = model_keys(import(fixture, dir));
+    const auto theirs = model_keys(import_fairseq_fixture(fixture, dir));
     ASSERT_FALSE(theirs.empty());
     for (const auto& [k, v] : theirs) {
       EXPECT_EQ(ours.count(k) ? ours.at(k) : "(missing)", v) << fixture << " " << k;

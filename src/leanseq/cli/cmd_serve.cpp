@@ -104,13 +104,15 @@ void add_serve(CLI::App& app, int& exit_code) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     const auto specs = model_specs(a->checkpoint, a->models, a->models_file, a->workers, a->compute_type);
+    if (!a->shortlist.empty() && specs.size() > 1) {
+      throw ConfigError("--shortlist: one model per server (it is for one target dictionary)");
+    }
     // One copy of each model's weights, decoded by its workers.
     std::vector<serve::ServedModel> served;
     std::string described;
     for (const auto& spec : specs) {
       auto lt = load_for_decoding(spec.checkpoint, "--checkpoint", spec.compute_type, device);
       if (!a->shortlist.empty()) {
-        if (specs.size() > 1) throw ConfigError("--shortlist: one model per server (it is for one target dictionary)");
         load_shortlist(*a, *lt.translator);
         a->server.defaults.shortlist = a->opt.shortlist;
       }

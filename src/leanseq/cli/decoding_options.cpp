@@ -139,12 +139,10 @@ void check_decoding_flags(DecodingFlags& f) {
     }
   }
   if (f.constraints) {
-    if (f.constraints->empty() || *f.constraints == "ordered") {
-      s.constraint_order = decode::ConstraintOrder::ordered;
-    } else if (*f.constraints == "unordered") {
-      s.constraint_order = decode::ConstraintOrder::unordered;
-    } else {
-      throw ConfigError("--constraints: ordered or unordered, got '" + *f.constraints + "'");
+    try {
+      s.constraint_order = decode::parse_constraint_order(f.constraints->empty() ? "ordered" : *f.constraints);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--constraints: ") + e.what());
     }
   }
   decode::check_options(f.opt);

@@ -64,15 +64,15 @@ LexicalTable build_lexical_table(const std::vector<std::vector<int32_t>>& src, c
         for (int32_t a : src[i]) {
           if (a >= first_symbol && a < src_vocab) s.push_back(a);
         }
+        std::vector<float> p(s.size());  // p(b|a) for each source word a of the sentence
         for (int32_t b : tgt[i]) {
           if (b < first_symbol || b >= tgt_vocab) continue;
           float z = 0.0f;
-          for (int32_t a : s) z += table[key(a, b)];
+          for (size_t k = 0; k < s.size(); ++k) z += p[k] = table[key(s[k], b)];
           if (z <= 0.0f) continue;
-          for (int32_t a : s) {
-            const float c = table[key(a, b)] / z;
-            counts[key(a, b)] += c;
-            totals[static_cast<size_t>(a)] += c;
+          for (size_t k = 0; k < s.size(); ++k) {
+            counts[key(s[k], b)] += p[k] / z;
+            totals[static_cast<size_t>(s[k])] += p[k] / z;
           }
         }
       }

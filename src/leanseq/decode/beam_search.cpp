@@ -425,17 +425,14 @@ std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqM
   for (auto* m : models) max_positions = std::min(max_positions, m->max_target_positions());
   const auto lengths_cpu = src_lengths.to(torch::kCPU).to(torch::kLong).contiguous();
   const std::vector<int64_t> lengths(lengths_cpu.data_ptr<int64_t>(), lengths_cpu.data_ptr<int64_t>() + lengths_cpu.numel());
-  auto search = [&](StepDecoder& dec, int64_t columns, const std::vector<std::vector<int64_t>>* p,
-                    const std::vector<Constraints>* c) {
-    return beam_search(dec, src.size(0), src.size(1), max_positions, columns, opt, p, &lengths, c);
-  };
   auto run = [&](const std::vector<std::vector<int64_t>>* p, const std::vector<Constraints>* c, int64_t columns) {
+    std::unique_ptr<StepDecoder> dec;
     if (models.size() == 1) {
-      ModelStepDecoder dec(*models.front(), src, src_lengths, opt.beam, opt.temperature, output_ids);
-      return search(dec, columns, p, c);
+      dec = std::make_unique<ModelStepDecoder>(*models.front(), src, src_lengths, opt.beam, opt.temperature, output_ids);
+    } else {
+      dec = std::make_unique<EnsembleStepDecoder>(models, src, src_lengths, opt.beam, opt.temperature, output_ids);
     }
-    EnsembleStepDecoder dec(models, src, src_lengths, opt.beam, opt.temperature, output_ids);
-    return search(dec, columns, p, c);
+    return beam_search(*dec, src.size(0), src.size(1), max_positions, columns, opt, p, &lengths, c);
   };
   if (!output_ids.defined()) return run(prefixes, constraints, vocab);
   // A shortlist: the search runs over its columns, the prefixes and constraints as columns too;

@@ -8,6 +8,12 @@
 
 namespace leanseq::decode {
 
+ConstraintOrder parse_constraint_order(const std::string& name) {
+  if (name == "ordered") return ConstraintOrder::ordered;
+  if (name == "unordered") return ConstraintOrder::unordered;
+  throw ConfigError("ordered or unordered, got '" + name + "'");
+}
+
 ConstraintTracker::ConstraintTracker(const Constraints& constraints, ConstraintOrder order) : order_(order) {
   std::set<int64_t> distinct;
   int64_t total = 0;

@@ -5,6 +5,7 @@
 // the "banks" of hypotheses that have met the same number of constraint tokens.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace leanseq::decode {
@@ -12,6 +13,9 @@ namespace leanseq::decode {
 // How the constraints of a sentence are met: in the order given (tokens may come between two
 // constraints, not inside one), or in any order (fairseq's --constraints ordered / unordered).
 enum class ConstraintOrder { none, ordered, unordered };
+
+// "ordered" or "unordered" (fairseq's names); ConfigError "ordered or unordered, got '...'" otherwise.
+ConstraintOrder parse_constraint_order(const std::string& name);
 
 // One sentence's constraints, each a non-empty sequence of target token ids.
 using Constraints = std::vector<std::vector<int64_t>>;

@@ -26,7 +26,8 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
     }
     if (lines.empty()) break;
     const bool constrained = opt.search.constraint_order != ConstraintOrder::none;
-    std::vector<std::string> todo, todo_prefixes, sources(lines.size()), why(lines.size());
+    // With constraints, the sources without them (else the lines are the sources).
+    std::vector<std::string> todo, todo_prefixes, sources(constrained ? lines.size() : 0), why(lines.size());
     std::vector<Constraints> constraints(lines.size()), todo_constraints;
     std::vector<size_t> where;
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -36,13 +37,10 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
                         " lines, fewer than the input");
       }
       std::vector<std::string> texts;
-      if (constrained) {
-        std::tie(sources[i], texts) = split_constraints(lines[i]);
-      } else {
-        sources[i] = lines[i];
-      }
+      if (constrained) std::tie(sources[i], texts) = split_constraints(lines[i]);
+      const std::string& source = constrained ? sources[i] : lines[i];
       const char* reason = nullptr;
-      if (!translatable(sources[i], &reason) || (constrained && !translatable(lines[i], &reason))) {
+      if (!translatable(source, &reason) || (constrained && !translatable(lines[i], &reason))) {
         why[i] = reason;
         continue;
       }
@@ -56,7 +54,7 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
         todo_constraints.push_back(constraints[i]);
       }
       where.push_back(i);
-      todo.push_back(sources[i]);
+      todo.push_back(source);
       todo_prefixes.push_back(std::move(prefix));
     }
     const auto results = translator.translate(todo, opt, stats, prefixes ? &todo_prefixes : nullptr,
@@ -66,7 +64,7 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       StreamItem item;
       item.index = index;
       item.line = &lines[i];
-      item.source = &sources[i];
+      item.source = constrained ? &sources[i] : &lines[i];
       if (constrained) item.constraints = &constraints[i];
       if (k < where.size() && where[k] == i) {
         item.hyps = &results[k++];

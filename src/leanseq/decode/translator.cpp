@@ -87,9 +87,9 @@ Constraints Translator::encode_constraints(const std::vector<std::string>& texts
   Constraints out;
   size_t total = 0;
   for (const auto& text : texts) {
-    // The text is bounded before it is split: no subword is shorter than half a byte's worth.
+    // The text is bounded before it is split, at two bytes per subword of the bound.
     if (text.size() > 2 * static_cast<size_t>(kMaxConstraintTokens)) {
-      throw DataError("constraints longer than " + std::to_string(kMaxConstraintTokens) + " subwords");
+      throw DataError("a constraint longer than " + std::to_string(2 * kMaxConstraintTokens) + " bytes");
     }
     auto ids = format == InputFormat::raw ? encode_prefix(text) : tgt_dict_.encode(source_words(text, format), false);
     if (ids.empty()) throw DataError("an empty constraint");

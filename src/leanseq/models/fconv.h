@@ -13,10 +13,10 @@
 
 #include "leanseq/models/a2_blocks.h"
 #include "leanseq/models/seq2seq.h"
-#include "leanseq/nn/output_rows.h"
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/fconv.h"
 #include "leanseq/nn/functional.h"
+#include "leanseq/nn/output_rows.h"
 
 namespace leanseq::models {
 

@@ -78,11 +78,11 @@ decode::TranslateOptions to_options(const Options& o, decode::InputFormat format
   t.max_input_length = o.max_input_length;
   t.prefix = o.prefix;
   if (o.constraints) {
-    if (o.constraint_order != "ordered" && o.constraint_order != "unordered") {
-      throw ConfigError("constraint_order: ordered or unordered, got '" + o.constraint_order + "'");
+    try {
+      t.search.constraint_order = decode::parse_constraint_order(o.constraint_order);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("constraint_order: ") + e.what());
     }
-    t.search.constraint_order =
-        o.constraint_order == "ordered" ? decode::ConstraintOrder::ordered : decode::ConstraintOrder::unordered;
   }
   t.replace_unk = o.replace_unk;
   if (!o.replace_unk_dict.empty()) {

@@ -75,7 +75,20 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
   TranslateRequest r;
   r.one = j.contains("text");
   r.texts = texts_of(r.one ? j["text"] : j["texts"], r.one ? "text" : "texts", max_texts);
-  r.options = options_of(j, defaults, max_beam);
+  // The constraints' order goes into the options before they are checked (not with sampling).
+  decode::TranslateOptions with_order = defaults;
+  if (j.contains("constraint_order") && !j.contains("constraints")) {
+    throw Refusal{400, "constraint_order goes with constraints"};
+  }
+  if (j.contains("constraints")) {
+    const json order = j.value("constraint_order", json("ordered"));
+    try {
+      with_order.search.constraint_order = decode::parse_constraint_order(order.is_string() ? order.get<std::string>() : order.dump());
+    } catch (const ConfigError& e) {
+      throw Refusal{400, std::string("constraint_order must be ") + e.what()};
+    }
+  }
+  r.options = options_of(j, with_order, max_beam);
   r.api_key = api_key_of(j, "");
   for (auto [field, value] : {std::pair<const char*, std::string*>{"model", &r.model}, {"source", &r.source},
                               {"target", &r.target}}) {
@@ -84,9 +97,6 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
       throw Refusal{400, std::string(field) + " must be a string of at most 64 bytes"};
     }
     *value = j[field].get<std::string>();
-  }
-  if (j.contains("constraint_order") && !j.contains("constraints")) {
-    throw Refusal{400, "constraint_order goes with constraints"};
   }
   if (j.contains("constraints")) {
     // "text": a list of strings; "texts": one such list per text.
@@ -107,11 +117,6 @@ TranslateRequest parse_translate_request(const std::string& body, const decode::
       }
       for (size_t i = 0; i < c.size(); ++i) r.constraints.push_back(one_list(c[i], "constraints[" + std::to_string(i) + "]"));
     }
-    const json order = j.value("constraint_order", json("ordered"));
-    if (order != "ordered" && order != "unordered") throw Refusal{400, "constraint_order must be \"ordered\" or \"unordered\""};
-    r.options.search.constraint_order =
-        order == "ordered" ? decode::ConstraintOrder::ordered : decode::ConstraintOrder::unordered;
-    if (r.options.search.sampling) throw Refusal{400, "constraints go with beam search, not sampling"};
   }
   return r;
 }
