@@ -6,14 +6,16 @@
 #   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/fairseq.sh [--minutes 6] [--threads 2]
 #       [--rounds 1] [--families "transformer dynamicconv fconv"] [--work build/peer-fairseq]
 #       [--data ../shared/data/multi30k] [--leanseq build/leanseq] [--decode-only]
-#       [--compute-type float32]
+#       [--compute-type float32] [--sides "leanseq installed tuned"]
 #
 # --decode-only keeps the checkpoints and training logs of an earlier run under --work and decodes
 # and scores again (after a change to leanseq's decoding, say). --compute-type is the type of
 # leanseq's products when it translates (translate --compute-type: float32, int8, bfloat16, ...;
 # docs/fast.md); fairseq decodes in float32, its only type on a CPU. Translations, decoding logs,
 # scores and the table are kept per compute type, so a --decode-only run in another type leaves
-# the earlier ones as they were.
+# the earlier ones as they were. --sides picks which of the three runs per family to make (leanseq,
+# fairseq as installed, fairseq tuned): `--sides tuned` trains only a fairseq model, e.g. for
+# bench/peer/ctranslate2.sh.
 #
 # fairseq runs twice per family: as installed (in this shell's environment, OPENBLAS_* included),
 # and tuned: with the best OpenBLAS kernels this CPU runs correctly (those OpenBLAS or leanseq
@@ -31,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 minutes=6 threads=2 rounds=1 families="transformer dynamicconv fconv"
 work="$root/build/peer-fairseq" data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
-beam=5 batch=64 py=/usr/bin/python3 decode_only=0 compute_type=float32
+beam=5 batch=64 py=/usr/bin/python3 decode_only=0 compute_type=float32 sides="leanseq installed tuned"
 
 die() { echo "fairseq.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) minutes=$2 ;; --threads) threads=$2 ;; --rounds) rounds=$2 ;;
     --families) families=$2 ;; --work) work=$2 ;; --data) data=$2 ;; --leanseq) leanseq=$2 ;;
-    --compute-type) compute_type=$2 ;;
+    --compute-type) compute_type=$2 ;; --sides) sides=$2 ;;
     *) die "unknown option '$1' (see the comment at the top of this script)" ;;
   esac
   shift 2
@@ -51,6 +53,10 @@ case "$compute_type" in
   auto | float32 | int8 | int8_float32 | bfloat16 | int8_bfloat16) ;;
   *) die "unknown --compute-type '$compute_type' (auto, float32, int8, int8_float32, bfloat16, int8_bfloat16)" ;;
 esac
+for s in $sides; do
+  case "$s" in leanseq | installed | tuned) ;; *) die "unknown side '$s' (leanseq, installed, tuned)" ;; esac
+done
+[ -n "${sides// /}" ] || die "--sides names none of leanseq, installed, tuned"
 for f in $families; do
   case "$f" in transformer | dynamicconv | fconv) ;; *) die "unknown family '$f' (transformer, dynamicconv, fconv)" ;; esac
 done
@@ -135,6 +141,7 @@ leanseq_translate() {  # checkpoint hypotheses log: test2016 with the table's be
     --compute-type "$compute_type" -i "$data/test2016.de" -o "$2" >"$3" 2>&1 || die "leanseq translate failed; see $3"
 }
 run_leanseq() {  # family round
+  [[ " $sides " == *" leanseq "* ]] || return 0
   local dir="$work/runs/$1.leanseq.$2"
   if fresh "$dir"; then
     log "$1, round $2: leanseq trains for $minutes min"
@@ -147,6 +154,7 @@ run_leanseq() {  # family round
   finish "$1" leanseq "$2" "$dir" "$dir/hyp.$compute_type.en" "$dir/decode.$compute_type.log"
 }
 run_fairseq() {  # family round installed|tuned
+  [[ " $sides " == *" $3 "* ]] || return 0
   local dir="$work/runs/$1.fairseq-$3.$2"
   fs_env=()
   [ "$3" = tuned ] && fs_env=("${tuned[@]}")

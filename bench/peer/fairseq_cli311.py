@@ -127,16 +127,12 @@ def install_sacrebleu_standin():
     sys.modules["sacrebleu"] = m
 
 
-def main():
-    tools = {"train": "fairseq_cli.train", "generate": "fairseq_cli.generate",
-             "preprocess": "fairseq_cli.preprocess", "interactive": "fairseq_cli.interactive"}
-    if len(sys.argv) < 2 or sys.argv[1] not in tools:
-        sys.stderr.write("usage: fairseq_cli311.py {%s} [fairseq flags]\n" % "|".join(tools))
-        return 2
+def prepare_fairseq():
+    """Makes fairseq (from $FAIRSEQ_SRC) importable in this process with the changes above."""
     src = os.environ.get("FAIRSEQ_SRC")
     if not src or not os.path.isfile(os.path.join(src, "fairseq", "__init__.py")):
         sys.stderr.write("FAIRSEQ_SRC must name a fairseq 0.12.2 source tree (got %r)\n" % src)
-        return 2
+        raise SystemExit(2)
     keep_identity_hash()
     install_hydra_standin()
     install_sacrebleu_standin()
@@ -145,7 +141,6 @@ def main():
 
     torch.__version__ = TorchVersion(torch.__version__.split("a")[0].split("+")[0])
     sys.path.insert(0, src)
-    import importlib
 
     from fairseq.modules import transformer_layer
 
@@ -157,6 +152,16 @@ def main():
         self.can_use_fastpath = False
 
     layer.__init__ = build_without_fast_path
+
+
+def main():
+    tools = {"train": "fairseq_cli.train", "generate": "fairseq_cli.generate",
+             "preprocess": "fairseq_cli.preprocess", "interactive": "fairseq_cli.interactive"}
+    if len(sys.argv) < 2 or sys.argv[1] not in tools:
+        sys.stderr.write("usage: fairseq_cli311.py {%s} [fairseq flags]\n" % "|".join(tools))
+        return 2
+    prepare_fairseq()
+    import importlib
 
     tool = importlib.import_module(tools[sys.argv[1]])
     sys.argv = ["fairseq-" + sys.argv[1]] + sys.argv[2:]
