@@ -1,6 +1,8 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "leanseq/core/error.h"
 #include "leanseq/kernels/dense.h"
 #include "support/fixtures.h"
@@ -65,6 +67,10 @@ TEST(DenseProducts, FewRowsGoToOnednnAndTheRestToAten) {
     EXPECT_TRUE(torch::equal(y, kernels::onednn_linear(few, w, b)));
     EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(many, w, b); }), 0);
     EXPECT_TRUE(torch::equal(y, torch::linear(many, w, b)));
+    // The default, no limit: the larger product goes to oneDNN too.
+    kernels::set_onednn_rows(kernels::parse_onednn_rows(nullptr));
+    EXPECT_EQ(test::calls_of(onednn, [&] { y = kernels::linear(many, w, b); }), 1);
+    EXPECT_TRUE(torch::equal(y, kernels::onednn_linear(many, w, b)));
   }
   // With training products on ATen, whatever autograd records stays with ATen, whatever its size.
   kernels::set_training_products(kernels::TrainingProducts::aten);
@@ -115,7 +121,7 @@ TEST(DenseProducts, OnlyFloat32CpuProductsGoToOnednn) {
 }
 
 TEST(DenseProducts, TheEnvironmentSettingIsARowCount) {
-  EXPECT_EQ(kernels::parse_onednn_rows(nullptr), 64);
+  EXPECT_EQ(kernels::parse_onednn_rows(nullptr), std::numeric_limits<int64_t>::max());
   EXPECT_EQ(kernels::parse_onednn_rows("0"), 0);
   EXPECT_EQ(kernels::parse_onednn_rows("128"), 128);
   for (const char* bad : {"", "-1", "12x", "many", "99999999999999999999999"}) {

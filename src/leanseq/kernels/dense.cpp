@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 #include "leanseq/core/error.h"
 
@@ -18,8 +19,11 @@ namespace leanseq::kernels {
 
 namespace {
 
-// Measured crossover on 2 threads (docs/performance.md, "Products of a decoding step").
-constexpr int64_t kDefaultOnednnRows = 64;
+// Every product at inference by default: measured end to end, a decoding step whose products all
+// run on oneDNN's sgemm (on the OpenMP threads of ATen's own operators) is faster than one that
+// hands its products of more rows to OpenBLAS's thread pool (docs/performance.md, "Products of a
+// decoding step").
+constexpr int64_t kDefaultOnednnRows = std::numeric_limits<int64_t>::max();
 
 std::atomic<int64_t>& rows_setting() {
 #ifdef LEANSEQ_WITH_DNNL
@@ -199,7 +203,7 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
 namespace {
 // The product through oneDNN when it has at most onednn_rows() rows and oneDNN takes it; an
 // undefined tensor otherwise.
-torch::Tensor few_rows_product(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+torch::Tensor inference_product(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   const int64_t limit = onednn_rows();
   if (limit <= 0 || x.dim() < 1 || x.size(-1) == 0 || x.numel() / x.size(-1) > limit) return {};
   return onednn_linear(x, weight, bias);
@@ -229,13 +233,13 @@ torch::Tensor training_product(const torch::Tensor& x, const torch::Tensor& weig
 }  // namespace
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  auto out = records(x, weight, bias) ? training_product(x, weight, bias) : few_rows_product(x, weight, bias);
+  auto out = records(x, weight, bias) ? training_product(x, weight, bias) : inference_product(x, weight, bias);
   return out.defined() ? out : torch::linear(x, weight, bias);
 }
 
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (records(x, weight, bias) || !bias.defined() || x.dim() < 1) return torch::relu(linear(x, weight, bias));
-  auto out = few_rows_product(x, weight, bias);
+  auto out = inference_product(x, weight, bias);
   if (out.defined()) return out.relu_();
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
@@ -245,6 +249,7 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 std::string dense_products_summary() {
   const int64_t limit = onednn_rows();
   if (limit == 0) return "float32 products: ATen's for every size";
+  if (limit == std::numeric_limits<int64_t>::max()) return "float32 products at inference: oneDNN's sgemm";
   return "float32 products of up to " + std::to_string(limit) + " rows at inference: oneDNN's sgemm; larger ones: ATen's";
 }
 

@@ -1,8 +1,11 @@
-// Float32 linear layers at inference on the backend measured fastest for their shape. A decoding
-// step multiplies a few rows (beam x sentences) by a layer's weight: there OpenBLAS, behind ATen's
-// products, spends more on waking its threads and packing the weight than on the product, and
-// oneDNN's sgemm is 2-7x faster on 2 threads (bench/gemm_bench.cpp, docs/performance.md). Products
-// of more rows (the encoder, decoding a large batch) stay with ATen, where OpenBLAS is as fast.
+// Float32 linear layers at inference on oneDNN's sgemm. A decoding step multiplies a few rows
+// (beam x sentences) by a layer's weight: there OpenBLAS, behind ATen's products, spends more on
+// waking its threads and packing the weight than on the product, and oneDNN's sgemm is 2-7x faster
+// on 2 threads (bench/gemm_bench.cpp, docs/performance.md). With more rows (a large batch, the
+// encoder) the two libraries multiply about as fast, but oneDNN runs on the OpenMP threads of
+// ATen's element-wise operators, so a step does not hand its work back and forth between two
+// thread pools: decoding a batch of 64 at beam 5 was 7-12% faster with every product on oneDNN.
+// LEANSEQ_ONEDNN_ROWS=N sends only products of at most N rows there (0: none).
 // In training (autograd recording), a linear layer's forward product and both of its gradients'
 // go to oneDNN's sgemm by default: at a training batch's shapes it is as fast or faster than
 // OpenBLAS, and it runs on the OpenMP threads ATen's element-wise operators use, so a step does
@@ -22,7 +25,7 @@ namespace leanseq::kernels {
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // relu(linear(x, weight, bias)). When no gradient is recorded and there is a bias, one operator
-// past the few rows oneDNN takes (ATen's _addmm_activation: on CUDA one GEMM with the bias and the
+// past the rows oneDNN takes (ATen's _addmm_activation: on CUDA one GEMM with the bias and the
 // ReLU in its epilogue).
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
@@ -32,7 +35,7 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // The most rows a product may have to go to oneDNN: LEANSEQ_ONEDNN_ROWS from the environment when
-// set (0: never), 64 otherwise; 0 in a build without oneDNN. set_onednn_rows() changes it for the
+// set (0: never), no limit (the largest int64_t) otherwise; 0 in a build without oneDNN. set_onednn_rows() changes it for the
 // process (benchmarks compare both backends in one invocation).
 int64_t onednn_rows();
 void set_onednn_rows(int64_t rows);
