@@ -19,7 +19,6 @@ the seconds from the first call to the last detokenized line are timed, as leans
 its search and detokenization, and printed as "translated N sentences ... : X sentences/s".
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -96,18 +95,12 @@ def record(args):
            "identical_to_fairseq": sum(x == y for x, y in zip(ours, theirs)), "sentences": len(theirs)}
     if args.tool == "ctranslate2":
         out["backend"] = backend(log_text)
-    with open(args.out + ".part", "w") as f:
-        json.dump(out, f)
-    os.replace(args.out + ".part", args.out)
-    print(json.dumps(out))
+    results.write_record(args.out, out)
     return 0
 
 
 def table(args):
-    runs = []
-    for path in sorted(glob.glob(os.path.join(args.dir, "*.json"))):
-        with open(path) as f:
-            runs.append(json.load(f))
+    runs = results.read_records(args.dir)
     groups = {}
     for run in runs:
         groups.setdefault((run["batch_size"], run["tool"], run["compute_type"]), []).append(run)

@@ -83,19 +83,29 @@ def record(args):
             ours, theirs = a.read().splitlines(), b.read().splitlines()
         out["identical_translations"] = sum(x == y for x, y in zip(ours, theirs))
         out["sentences"] = len(theirs)
-    tmp = args.out + ".part"
-    with open(tmp, "w") as f:
-        json.dump(out, f)
-    os.replace(tmp, args.out)
-    print(json.dumps(out))
+    write_record(args.out, out)
     return 0
 
 
-def table(args):
+def write_record(path, record):
+    """Writes one run's JSON whole (through a temporary beside it) and prints it."""
+    with open(path + ".part", "w") as f:
+        json.dump(record, f)
+    os.replace(path + ".part", path)
+    print(json.dumps(record))
+
+
+def read_records(directory):
+    """Every run recorded in directory (its *.json), in name order."""
     runs = []
-    for path in sorted(glob.glob(os.path.join(args.dir, "*.json"))):
+    for path in sorted(glob.glob(os.path.join(directory, "*.json"))):
         with open(path) as f:
             runs.append(json.load(f))
+    return runs
+
+
+def table(args):
+    runs = read_records(args.dir)
     keys = ("updates", "target_tokens_per_second", "sentences_per_second", "bleu")
     medians = {}
     for run in runs:
