@@ -83,8 +83,7 @@ def record(args):
         log_text = f.read()
     with open(args.bleu, encoding="utf-8") as f:
         bleu = json.load(f)["score"]
-    with open(args.hyp, encoding="utf-8") as a, open(args.fairseq_hyp, encoding="utf-8") as b:
-        ours, theirs = a.read().splitlines(), b.read().splitlines()
+    identical, sentences = results.identical_lines(args.hyp, args.fairseq_hyp)
     try:
         sps = results.sentences_per_second(log_text)
     except ValueError as e:
@@ -92,7 +91,7 @@ def record(args):
         return 1
     out = {"tool": args.tool, "compute_type": args.compute_type, "batch_size": args.batch_size,
            "round": args.round, "sentences_per_second": sps, "bleu": round(bleu, 2),
-           "identical_to_fairseq": sum(x == y for x, y in zip(ours, theirs)), "sentences": len(theirs)}
+           "identical_to_fairseq": identical, "sentences": sentences}
     if args.tool == "ctranslate2":
         out["backend"] = backend(log_text)
     results.write_record(args.out, out)

@@ -79,12 +79,16 @@ def record(args):
             except ValueError as e:
                 sys.stderr.write("%s: %s\n" % (args.same_model_log, e))
                 return 1
-        with open(args.same_model_hyp, encoding="utf-8") as a, open(args.hyp, encoding="utf-8") as b:
-            ours, theirs = a.read().splitlines(), b.read().splitlines()
-        out["identical_translations"] = sum(x == y for x, y in zip(ours, theirs))
-        out["sentences"] = len(theirs)
+        out["identical_translations"], out["sentences"] = identical_lines(args.same_model_hyp, args.hyp)
     write_record(args.out, out)
     return 0
+
+
+def identical_lines(ours, theirs):
+    """(lines of file ours equal to the same line of file theirs, lines of theirs)."""
+    with open(ours, encoding="utf-8") as a, open(theirs, encoding="utf-8") as b:
+        mine, other = a.read().splitlines(), b.read().splitlines()
+    return sum(x == y for x, y in zip(mine, other)), len(other)
 
 
 def write_record(path, record):
