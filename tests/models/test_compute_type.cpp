@@ -1,6 +1,7 @@
 // Inference compute types on whole models (nn/packed_weight.h): every family's matrix products
 // run in int8 and bfloat16 close to float32, the step-by-step decoder stays exact against the
-// full pass in int8, and going back to float32 restores the float32 outputs exactly.
+// full pass in int8, and going back to float32 restores the float32 outputs exactly; self-attention
+// takes q, k and v from one product (int8 and float32).
 #include <gtest/gtest.h>
 
 #include "leanseq/kernels/int8_gemm.h"
@@ -114,6 +115,55 @@ TEST(ComputeTypes, Int8SelfAttentionStepsTakeQkvFromOneProductBitForBit) {
   }
   EXPECT_TRUE(torch::equal(a.k.tensor(), b.k.tensor()));
   EXPECT_TRUE(torch::equal(a.v.tensor(), b.v.tensor()));
+}
+
+// float32: set_compute_type makes q_proj, k_proj and v_proj views of one weight (no copy), so that
+// a self-attention at inference takes q, k and v from one product: the same outputs as three
+// products, the parameters' values unchanged and still their own (an in-place update reaches the
+// fused product), and where autograd records, the gradients reach the three projections.
+TEST(ComputeTypes, Float32SelfAttentionTakesQkvFromOneProductOverTheProjectionsOwnWeights) {
+  torch::manual_seed(8);
+  nn::MultiheadAttention fused(32, 4, 0.0), separate(32, 4, 0.0);
+  fused->eval(), separate->eval();
+  {
+    torch::NoGradGuard no_grad;
+    const auto from = fused->named_parameters();
+    for (auto& item : separate->named_parameters()) item.value().copy_(from[item.key()]);
+  }
+  nn::set_compute_type(*fused, ComputeType::float32);
+  const auto C = 32 * 32;
+  EXPECT_EQ(fused->k_proj->weight.data_ptr<float>(), fused->q_proj->weight.data_ptr<float>() + C);
+  EXPECT_EQ(fused->v_proj->weight.data_ptr<float>(), fused->q_proj->weight.data_ptr<float>() + 2 * C);
+  EXPECT_EQ(fused->v_proj->bias.data_ptr<float>(), fused->q_proj->bias.data_ptr<float>() + 2 * 32);
+  for (auto& item : separate->named_parameters()) {
+    EXPECT_TRUE(torch::equal(fused->named_parameters()[item.key()], item.value())) << item.key();
+  }
+  nn::set_compute_type(*fused, ComputeType::float32);  // again: the views stay as they are
+  EXPECT_EQ(fused->k_proj->weight.data_ptr<float>(), fused->q_proj->weight.data_ptr<float>() + C);
+
+  auto same = [](const torch::Tensor& a, const torch::Tensor& b) { return torch::allclose(a, b, 1e-5, 1e-6); };
+  auto x = torch::randn({3, 5, 32});
+  {
+    c10::InferenceMode guard;
+    EXPECT_TRUE(same(fused->forward(x, x, torch::Tensor(), false, false).out, separate->forward(x, x, torch::Tensor(), false, false).out));
+    nn::SelfAttentionCache a, b;
+    for (int64_t t = 0; t < 3; ++t) {
+      auto xt = x.narrow(1, t, 1);
+      EXPECT_TRUE(same(fused->step_self(xt, {}, a, false).out, separate->step_self(xt, {}, b, false).out)) << t;
+    }
+    EXPECT_TRUE(same(a.k.tensor(), b.k.tensor()));
+    EXPECT_TRUE(same(a.v.tensor(), b.v.tensor()));
+  }
+  {  // an update in place, as an optimizer makes it, reaches the fused product
+    torch::NoGradGuard no_grad;
+    for (auto* m : {&fused, &separate}) (*m)->k_proj->weight.mul_(0.5);
+    EXPECT_TRUE(same(fused->forward(x, x, torch::Tensor(), false, false).out, separate->forward(x, x, torch::Tensor(), false, false).out));
+  }
+  fused->forward(x, x, torch::Tensor(), false, false).out.sum().backward();
+  for (auto* l : {&fused->q_proj, &fused->k_proj, &fused->v_proj}) {
+    ASSERT_TRUE((*l)->weight.grad().defined());
+    EXPECT_GT((*l)->weight.grad().abs().sum().item<double>(), 0.0);
+  }
 }
 
 // On CUDA: float16 and bfloat16 products (cuBLAS) close to float32; skipped without a GPU.

@@ -7,9 +7,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "leanseq/core/error.h"
+#include "leanseq/kernels/parallel.h"
 
 #ifdef LEANSEQ_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -93,16 +95,21 @@ void set_onednn_rows(int64_t rows) {
 #ifdef LEANSEQ_WITH_DNNL
 namespace {
 
-// c [m, n] = op(a) op(b) + beta c through oneDNN's sgemm; row-major contiguous float32 operands,
-// op transposes where its flag is 'T'. False when oneDNN refuses.
-bool sgemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, float beta, torch::Tensor& c) {
-  const int64_t m = c.size(0), n = c.size(1), k = ta == 'N' ? a.size(1) : a.size(0);
+// c [m, n] = op(a) op(b) + beta c through oneDNN's sgemm, row-major float32 operands with leading
+// dimensions lda, ldb and n; op transposes where its flag is 'T'. False when oneDNN refuses.
+bool sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* c) {
   // oneDNN runs on this thread's OpenMP team; at::get_num_threads() first gives a thread that has
   // not run ATen's parallel code yet (a server's worker) ATen's thread count rather than OpenMP's
   // default of every core.
   (void)at::get_num_threads();
-  return dnnl_sgemm(ta, tb, m, n, k, 1.0f, a.data_ptr<float>(), a.size(1), b.data_ptr<float>(), b.size(1), beta,
-                    c.data_ptr<float>(), n) == dnnl_success;
+  return dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n) == dnnl_success;
+}
+
+// The same on contiguous 2-D tensors, c [m, n].
+bool sgemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, float beta, torch::Tensor& c) {
+  return sgemm(ta, tb, c.size(0), c.size(1), ta == 'N' ? a.size(1) : a.size(0), a.data_ptr<float>(), a.size(1),
+               b.data_ptr<float>(), b.size(1), beta, c.data_ptr<float>());
 }
 
 // Whether oneDNN can take x [..., K] times weight [N, K]^T plus bias: float32 CPU tensors of
@@ -113,14 +120,29 @@ bool onednn_operands(const torch::Tensor& x, const torch::Tensor& weight, const 
   return !bias.defined() || (float_cpu(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0));
 }
 
-// rows [m, k] (contiguous) times w [n, k] (contiguous) transposed, plus bias: [m, n]; undefined
+// The bias [n] (contiguous) in each of the m rows of n floats at `out`: one copy per row, the rows
+// in chunks on the OpenMP team, where ATen's copy_ of bias.expand_as(out) would add three operators
+// (and their allocations of views) to each product.
+void fill_rows(float* out, int64_t m, int64_t n, const float* bias) {
+  parallel_chunks(m, workers_for(m * n, 1 << 16), [&](int, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) std::memcpy(out + r * n, bias, static_cast<size_t>(n) * sizeof(float));
+  });
+}
+
+// x [..., k] (contiguous) times w [n, k] (contiguous) transposed, plus bias: [..., n]; undefined
 // when oneDNN refuses. The bias is the product's starting value (beta 1), so that no second pass
-// adds it. (A copy into a new tensor: expand(...).contiguous() of one row would be the bias itself.)
-torch::Tensor product_rows(const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& bias) {
-  auto out = torch::empty({rows.size(0), w.size(0)}, rows.options());
-  if (bias.defined()) out.copy_(bias.expand_as(out));
-  if (!sgemm('N', 'T', rows, w, bias.defined() ? 1.0f : 0.0f, out)) return {};
-  return out;
+// adds it. One operator (the new tensor) besides the product: a decoding step makes some twenty
+// of these products, so that views and reshapes around each cost a step more than they seem.
+torch::Tensor product_rows(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  const int64_t k = x.size(-1), n = w.size(0), m = x.numel() / k;
+  auto sizes = x.sizes().vec();
+  sizes.back() = n;
+  auto out = torch::empty(sizes, x.options());
+  const auto b = bias.defined() ? bias.contiguous() : bias;
+  if (b.defined()) fill_rows(out.data_ptr<float>(), m, n, b.data_ptr<float>());
+  const bool done = sgemm('N', 'T', m, n, k, x.data_ptr<float>(), k, w.data_ptr<float>(), k, b.defined() ? 1.0f : 0.0f,
+                          out.data_ptr<float>());
+  return done ? out : torch::Tensor();
 }
 
 // product_rows for autograd, which cannot fall back once recording.
@@ -189,11 +211,7 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
   if (records(x, weight, bias) || !onednn_operands(x, weight, bias)) return {};
   // One operator for profilers and operator counts (bench/), as ATen's products are.
   RECORD_FUNCTION("leanseq::onednn_linear", std::vector<c10::IValue>());
-  auto out = product_rows(x.reshape({-1, x.size(-1)}).contiguous(), weight.contiguous(), bias);
-  if (!out.defined()) return {};
-  auto sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
-  return out.view(sizes);
+  return product_rows(x.contiguous(), weight.contiguous(), bias);
 #else
   (void)x, (void)weight, (void)bias;
   return {};

@@ -102,9 +102,17 @@ AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& quer
 AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value,
                                                 const torch::Tensor& key_padding_mask, bool causal,
                                                 bool need_weights) {
-  auto q = split_heads(q_proj(query) * scaling_);
-  auto k = split_heads(k_proj(key_value));
-  auto v = split_heads(v_proj(key_value));
+  torch::Tensor q, k, v;
+  auto qkv = query.is_same(key_value) ? fused_qkv(query) : torch::Tensor();
+  if (qkv.defined()) {
+    q = split_heads(qkv.narrow(-1, 0, embed_dim_) * scaling_);
+    k = split_heads(qkv.narrow(-1, embed_dim_, embed_dim_));
+    v = split_heads(qkv.narrow(-1, 2 * embed_dim_, embed_dim_));
+  } else {
+    q = split_heads(q_proj(query) * scaling_);
+    k = split_heads(k_proj(key_value));
+    v = split_heads(v_proj(key_value));
+  }
   torch::Tensor mask;
   auto opts = query.options();
   if (causal) mask = causal_mask(query.size(1), key_value.size(1), 0, opts);
@@ -115,24 +123,70 @@ AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, cons
   return attend(q, k, v, mask, need_weights);
 }
 
+namespace {
+
+// Makes the parameters `parts` views of one new tensor, their concatenation along dimension 0
+// (the same values, the parameters stay the modules' own); returns it. Where they already are
+// consecutive views of one tensor, returns that tensor as it is.
+torch::Tensor join_in_place(const std::vector<torch::Tensor*>& parts) {
+  bool joined = parts.front()->storage_offset() == 0;
+  int64_t offset = 0, rows = 0;
+  for (auto* p : parts) {
+    joined = joined && p->is_contiguous() && p->is_alias_of(*parts.front()) && p->storage_offset() == offset;
+    offset += p->numel();
+    rows += p->size(0);
+  }
+  std::vector<int64_t> sizes = parts.front()->sizes().vec();
+  sizes[0] = rows;
+  if (joined && static_cast<int64_t>(parts.front()->storage().nbytes()) == offset * parts.front()->element_size()) {
+    return torch::empty({0}, parts.front()->options()).set_(parts.front()->storage(), 0, sizes);
+  }
+  std::vector<torch::Tensor> values;
+  for (auto* p : parts) values.push_back(*p);
+  auto whole = torch::cat(values);
+  int64_t begin = 0;
+  for (auto* p : parts) {
+    const int64_t n = p->size(0);
+    p->set_(whole.narrow(0, begin, n));
+    begin += n;
+  }
+  return whole;
+}
+
+}  // namespace
+
 void MultiheadAttentionImpl::set_compute_type(kernels::ComputeType type) {
   const bool projections = q_proj && k_proj && v_proj;  // a SAN layer that reuses scores has only v_proj
   const int biases = projections ? q_proj->bias.defined() + k_proj->bias.defined() + v_proj->bias.defined() : 0;
-  if (type != kernels::ComputeType::int8 || !projections || (biases != 0 && biases != 3)) {
-    qkv_.pack(torch::Tensor(), torch::Tensor(), kernels::ComputeType::float32);
-    return;
-  }
   torch::NoGradGuard no_grad;
-  qkv_.pack(torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}),
-            biases == 3 ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor(), type);
+  qkv_weight_ = qkv_bias_ = torch::Tensor();
+  qkv_.pack(torch::Tensor(), torch::Tensor(), kernels::ComputeType::float32);
+  if (!projections || (biases != 0 && biases != 3)) return;
+  if (type == kernels::ComputeType::int8) {
+    qkv_.pack(torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}),
+              biases == 3 ? torch::cat({q_proj->bias, k_proj->bias, v_proj->bias}) : torch::Tensor(), type);
+  } else if (type == kernels::ComputeType::float32) {
+    qkv_weight_ = join_in_place({&q_proj->weight, &k_proj->weight, &v_proj->weight});
+    if (biases == 3) qkv_bias_ = join_in_place({&q_proj->bias, &k_proj->bias, &v_proj->bias});
+  }
+}
+
+torch::Tensor MultiheadAttentionImpl::fused_qkv(const torch::Tensor& x) const {
+  if (qkv_.packed()) return qkv_.forward(x);
+  // The views still those of the parameters (a move to another device replaces them), and no
+  // gradient to record.
+  if (!qkv_weight_.defined() || torch::GradMode::is_enabled() || q_proj->weight.data_ptr() != qkv_weight_.data_ptr()) {
+    return {};
+  }
+  return kernels::linear(x, qkv_weight_, qkv_bias_);
 }
 
 AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, const torch::Tensor& new_key_padding,
                                                   SelfAttentionCache& cache, bool need_weights) {
   const int64_t past = cache.k.length();
   torch::Tensor q;  // times scaling_ below, as forward() scales it
-  if (qkv_.packed()) {
-    auto qkv = qkv_.forward(query);  // [B, n, 3C]
+  auto qkv = fused_qkv(query);  // [B, n, 3C]
+  if (qkv.defined()) {
     q = split_heads(qkv.narrow(-1, 0, embed_dim_));
     cache.k.append(split_heads(qkv.narrow(-1, embed_dim_, embed_dim_)));
     cache.v.append(split_heads(qkv.narrow(-1, 2 * embed_dim_, embed_dim_)));

@@ -46,7 +46,9 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
                                  bool need_weights);
 
   // The projections keep their own packed weights; in int8, decoder self-attention steps also
-  // take q, k and v from one product of the three weights side by side (qkv_ below).
+  // take q, k and v from one product of the three weights side by side (qkv_ below). In float32
+  // the three weights (and biases) become views of one tensor (qkv_weight_), so that a
+  // self-attention at inference takes q, k and v from one product, with no second copy of them.
   void set_compute_type(kernels::ComputeType type) override;
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
@@ -76,6 +78,13 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
   // per row and per column, so its three parts are the three products' floats bit for bit, for
   // one quantization of the query and one call instead of three.
   PackedWeight qkv_;
+  // float32: [q_proj; k_proj; v_proj] weights [3C, C] (and biases [3C]) whose three parts are the
+  // projections' own parameters (views); undefined otherwise.
+  torch::Tensor qkv_weight_, qkv_bias_;
+  // q, k and v of `x` [B, T, C] from one product ([B, T, 3C]) where qkv_ or qkv_weight_ allow it
+  // (not where autograd records: the views' gradients would not reach the projections); undefined
+  // otherwise.
+  torch::Tensor fused_qkv(const torch::Tensor& x) const;
   int64_t embed_dim_, heads_, head_dim_;
   double dropout_, scaling_;
 };
