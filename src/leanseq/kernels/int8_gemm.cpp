@@ -277,12 +277,15 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat, "int8_linear takes float32 CPU input");
   const int64_t K = w.in_features(), N = w.out_features();
   TORCH_CHECK(x.size(-1) == K, "int8_linear: input has ", x.size(-1), " features, the weight ", K);
-  auto in = x.reshape({-1, K}).contiguous();
-  const int64_t M = in.size(0);
+  // The rows of x as they are, and the result in its final shape: no reshape, view or conversion
+  // where none is needed, as a decoding step makes some twenty of these products.
+  const auto in = x.contiguous();
+  TORCH_CHECK(K > 0, "int8_linear: the weight has no input features");
+  const int64_t M = in.numel() / K;
   auto sizes = x.sizes().vec();
   sizes.back() = N;
-  auto out = torch::empty({M, N}, torch::kFloat);
-  if (M == 0) return out.view(sizes);
+  auto out = torch::empty(sizes, torch::kFloat);
+  if (M == 0) return out;
 
 #ifndef LEANSEQ_WITH_DNNL
   (void)act, (void)relu;
@@ -332,7 +335,10 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   const int32_t* a = acc.data_ptr<int32_t>();
   const float* xs = xscale.data_ptr<float>();
   const float* ws = w.scale.data_ptr<float>();
-  torch::Tensor b = bias.defined() ? bias.detach().to(torch::kFloat).contiguous() : torch::Tensor();
+  torch::Tensor b = bias;
+  if (b.defined() && (b.scalar_type() != torch::kFloat || !b.is_contiguous() || b.requires_grad())) {
+    b = b.detach().to(torch::kFloat).contiguous();
+  }
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   float* o = out.data_ptr<float>();
   auto rows = [&](int, int64_t begin, int64_t end) {
@@ -342,7 +348,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
     }
   };
   parallel_chunks(M, workers_for(M * N, 1 << 16), rows);
-  return out.view(sizes);
+  return out;
 #endif
 }
 
