@@ -13,6 +13,16 @@
 
 namespace leanseq::test {
 
+// `text` without fairseq-interactive's W (timing) lines, for comparing two runs' outputs.
+inline std::string without_timing_lines(const std::string& text) {
+  std::istringstream in(text);
+  std::string out;
+  for (std::string l; std::getline(in, l);) {
+    if (l.rfind("W-", 0) != 0) out += l + "\n";
+  }
+  return out;
+}
+
 // `fixture` (a folder of ../shared/fixtures/fairseq-pt) imported by `leanseq import-fairseq` as
 // dir/<fixture>.pt, its path returned.
 inline std::string import_fairseq_fixture(const std::string& fixture, const std::string& dir) {

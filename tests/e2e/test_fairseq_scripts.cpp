@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -70,6 +71,7 @@ TEST(FairseqScripts, EachFixturesTrainShRunsWithLeanseqsProgramNames) {
               0)
         << fixture << ": " << out;
     for (const char* kind : {"S-", "T-", "H-", "D-", "P-"}) EXPECT_EQ(count_lines_starting(out, kind), 50) << kind << out;
+    EXPECT_EQ(count_lines_starting(out, "W-"), 0) << "fairseq-generate prints no W lines: " << out;
     EXPECT_EQ(count_lines_starting(out, "Generate test with beam=5: BLEU4 = "), 1) << out;
     // fairseq-interactive on raw text through the SentencePiece model: detokenized D lines.
     ASSERT_EQ(run_command("cd " + run + " && head -n 5 " + multi30k + "/test2016.de | " + kCli +
@@ -79,9 +81,16 @@ TEST(FairseqScripts, EachFixturesTrainShRunsWithLeanseqsProgramNames) {
               0)
         << fixture << ": " << out;
     EXPECT_EQ(count_lines_starting(out, "D-"), 5) << out;
+    EXPECT_EQ(count_lines_starting(out, "W-"), 5) << out;
     std::istringstream lines(out);
-    for (std::string l; std::getline(lines, l);) {
+    std::string previous;
+    for (std::string l; std::getline(lines, l); previous = l) {
       if (l.rfind("D-", 0) == 0) EXPECT_EQ(l.find("\xe2\x96\x81"), std::string::npos) << "not detokenized: " << l;
+      // fairseq-interactive's timing line after each S line: "W-<id>\t<seconds, 3 decimals>\tseconds".
+      if (l.rfind("W-", 0) == 0) {
+        EXPECT_TRUE(std::regex_match(l, std::regex("W-[0-4]\t[0-9]+\\.[0-9]{3}\tseconds"))) << l;
+        EXPECT_EQ(previous.rfind("S-" + l.substr(2, 1) + "\t", 0), 0u) << "after its S line: " << previous;
+      }
     }
   }
   EXPECT_EQ(seen.size(), 4u);

@@ -170,7 +170,7 @@ TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {
   std::string alone, twice, mixed;
   ASSERT_EQ(run(a, alone), 0) << alone;
   ASSERT_EQ(run(a + ":" + a, twice), 0) << twice;
-  EXPECT_EQ(twice, alone);  // the same tokens and the same printed scores
+  EXPECT_EQ(leanseq::test::without_timing_lines(twice), leanseq::test::without_timing_lines(alone));  // the same tokens and printed scores
   // Two models with one dictionary decode together, and differently from either alone.
   ASSERT_EQ(run(a + ":" + b, mixed), 0) << mixed;
   EXPECT_NE(mixed, alone);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "e2e/fairseq_lines.h"
 #include "e2e/task.h"
 
 using namespace leanseq::test;
@@ -50,7 +51,7 @@ void expect_output_as_before(const std::string& command, const std::string& old,
   std::string out;
   ASSERT_EQ(run_command(kCli + " " + command + " -o " + dir + "/out.txt", out), 0) << out;
   const auto expected = split(read_text(old + "/expected.txt"), '\n');
-  const auto got = split(read_text(dir + "/out.txt"), '\n');
+  const auto got = split(without_timing_lines(read_text(dir + "/out.txt")), '\n');
   ASSERT_FALSE(expected.empty());
   ASSERT_EQ(got.size(), expected.size()) << what << " as the old binary wrote";
   for (size_t i = 0; i < got.size(); ++i) {

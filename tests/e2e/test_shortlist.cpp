@@ -16,6 +16,7 @@ using leanseq::test::kCli;
 using leanseq::test::read_text;
 using leanseq::test::run_command;
 using leanseq::test::temp_dir;
+using leanseq::test::without_timing_lines;
 
 TEST(ShortlistFixture, BuildsAShortlistAndTranslatesWithIt) {
   if (leanseq::test::shared_path("fixtures/fairseq-pt").empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt");
@@ -74,7 +75,7 @@ TEST(ShortlistFixture, BuildsAShortlistAndTranslatesWithIt) {
                           l),
               0)
         << l;
-    return read_text(dir + "/" + out);
+    return without_timing_lines(read_text(dir + "/" + out));
   };
   const auto full = translate("", "full.txt");
   translate("--shortlist " + dir + "/ibm1.txt", "ibm1.out");

@@ -354,7 +354,7 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand(
       "fairseq-interactive",
       "fairseq-interactive's command line: translate with fairseq checkpoints (imported on the fly) and print its "
-      "S/H/D/P lines (docs/fairseq.md)");
+      "S/W/H/D/P lines (docs/fairseq.md)");
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // argparse: the last one counts
   add_model_flags(sub, *a);
   sub->add_option("--input", a->input, "file to translate, one sentence per line ('-': stdin)")->capture_default_str();

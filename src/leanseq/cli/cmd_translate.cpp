@@ -47,9 +47,11 @@ std::string score_text(double v) {
 // fairseq-generate's and fairseq-interactive's lines: S (the source subwords), then the lines of
 // each hypothesis (fairseq_hypothesis_lines); D holds the subwords for --input-format tokens, as
 // fairseq-generate without a subword pipeline prints them.
-// With constraints, a C line for each after the S line, as fairseq-interactive prints them.
+// After the S line, fairseq-interactive's W line (the seconds its batch took over the batch's
+// sentences; here its chunk's), and with constraints a C line for each.
 std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
-                           const decode::Constraints* constraints, const decode::Translator& tr, const TranslateArgs& a) {
+                           double seconds, const decode::Constraints* constraints, const decode::Translator& tr,
+                           const TranslateArgs& a) {
   auto src = tr.encode_source(line, a.opt.input_format);
   src.pop_back();  // </s>
   const std::string id = std::to_string(index);
@@ -57,7 +59,9 @@ std::string format_fairseq(const std::vector<decode::TranslationHyp>& hyps, size
   if (constraints) {
     for (const auto& c : *constraints) c_lines += "C-" + id + "\t" + fairseq_line(tr.tgt_dict().decode(c), a.post_process, nullptr) + "\n";
   }
-  return "S-" + id + "\t" + fairseq_line(tr.src_dict().decode(src), a.post_process, nullptr) + "\n" + c_lines +
+  char w_line[64];
+  std::snprintf(w_line, sizeof w_line, "W-%s\t%.3f\tseconds\n", id.c_str(), seconds);
+  return "S-" + id + "\t" + fairseq_line(tr.src_dict().decode(src), a.post_process, nullptr) + "\n" + w_line + c_lines +
          fairseq_hypothesis_lines(hyps, id, a.opt.input_format == decode::InputFormat::raw ? &tr.tgt_text() : nullptr,
                                   a.post_process, a.alignment);
 }
@@ -100,9 +104,12 @@ std::string fairseq_hypothesis_lines(const std::vector<decode::TranslationHyp>& 
 
 namespace {
 
-std::string format_hyps(const std::vector<decode::TranslationHyp>& hyps, size_t index, const std::string& line,
-                        const decode::Constraints* constraints, const decode::Translator& tr, const TranslateArgs& a) {
-  if (a.output_format == OutputFormat::fairseq) return format_fairseq(hyps, index, line, constraints, tr, a);
+std::string format_hyps(const decode::StreamItem& item, const decode::Translator& tr, const TranslateArgs& a) {
+  const auto& hyps = *item.hyps;
+  const auto index = static_cast<size_t>(item.index);
+  if (a.output_format == OutputFormat::fairseq) {
+    return format_fairseq(hyps, index, *item.source, item.seconds, item.constraints, tr, a);
+  }
   std::ostringstream os;
   auto tail = [&](const decode::TranslationHyp& h) { return a.alignment ? "\t" + alignment_pairs(h.hyp) : ""; };
   if (a.opt.search.nbest <= 1 && !a.scores) {
@@ -153,7 +160,7 @@ void add_translate(CLI::App& app, int& exit_code) {
       ->default_str("raw")
       ->group("Input and output");
   sub->add_option("--output-format", a->output_format,
-                  "text: one translation per line; fairseq: fairseq-generate/interactive's S-, H-, D-, P- lines")
+                  "text: one translation per line; fairseq: fairseq-interactive's S-, W-, H-, D-, P- lines")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, OutputFormat>{{"text", OutputFormat::text}, {"fairseq", OutputFormat::fairseq}}))
       ->default_str("text")
@@ -197,7 +204,7 @@ void run_translate(TranslateArgs& a) {
                   << a.opt.max_input_length << " subword tokens: translated from its first "
                   << a.opt.max_input_length - 1 << " and </s>\n";
       }
-      out << format_hyps(*item.hyps, static_cast<size_t>(item.index), *item.source, item.constraints, *lt.translator, a);
+      out << format_hyps(item, *lt.translator, a);
     };
     auto chunk_done = [&] {
       out << std::flush;

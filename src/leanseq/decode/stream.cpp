@@ -1,5 +1,6 @@
 #include "leanseq/decode/stream.h"
 
+#include <chrono>
 #include <tuple>
 
 #include "leanseq/core/error.h"
@@ -57,8 +58,10 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       todo.push_back(source);
       todo_prefixes.push_back(std::move(prefix));
     }
+    const auto start = std::chrono::steady_clock::now();
     const auto results = translator.translate(todo, opt, stats, prefixes ? &todo_prefixes : nullptr,
                                               constrained ? &todo_constraints : nullptr);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     size_t k = 0;
     for (size_t i = 0; i < lines.size(); ++i, ++index) {
       StreamItem item;
@@ -68,6 +71,7 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       if (constrained) item.constraints = &constraints[i];
       if (k < where.size() && where[k] == i) {
         item.hyps = &results[k++];
+        item.seconds = seconds / static_cast<double>(where.size());
       } else {
         item.skipped = why[i];
       }

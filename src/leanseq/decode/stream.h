@@ -22,6 +22,7 @@ struct StreamItem {
   const Constraints* constraints = nullptr;   // with opt.search.constraint_order: the line's
   const std::vector<TranslationHyp>* hyps = nullptr;  // nullptr when skipped
   std::string skipped;                        // why: "empty line", "invalid UTF-8", "an empty constraint"...
+  double seconds = 0;  // its chunk's decoding time over the chunk's translated lines (fairseq-interactive's W)
 };
 
 // Calls `emit` for every line in input order, and `chunk_done` after each chunk (to flush output
