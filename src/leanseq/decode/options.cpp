@@ -4,6 +4,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/line_reader.h"
 
 namespace leanseq::decode {
 
@@ -62,12 +63,23 @@ bool translatable(const std::string& line, const char** why) {
   return reason == nullptr;
 }
 
-std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path) {
+std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path,
+                                                                   const ReplaceUnkLimits& limits) {
   if (!io::file_exists(path)) throw DataError(path + ": --replace-unk dictionary not found");
   std::unordered_map<std::string, std::string> dict;
   int64_t number = 0;
-  for (const auto& line : io::read_lines(path)) {
+  uint64_t bytes = 0;
+  io::LineReader in(path, limits.max_line_bytes);
+  for (std::string line; in.next(line);) {
     ++number;
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (in.cut() || line.size() > limits.max_line_bytes) {
+      throw DataError(where + "a --replace-unk line longer than " + std::to_string(limits.max_line_bytes) + " bytes");
+    }
+    bytes += line.size() + 1;
+    if (bytes > limits.max_bytes) {
+      throw DataError(where + "a --replace-unk dictionary past " + std::to_string(limits.max_bytes) + " bytes");
+    }
     std::istringstream words(line);
     std::string source, target;
     if (!(words >> source)) continue;
@@ -76,6 +88,10 @@ std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::st
                       line + "'");
     }
     dict[source] = target;
+    if (static_cast<int64_t>(dict.size()) > limits.max_entries) {
+      throw DataError(where + "a --replace-unk dictionary of more than " + std::to_string(limits.max_entries) +
+                      " words");
+    }
   }
   return dict;
 }

@@ -37,10 +37,18 @@ struct TranslateOptions {
   std::shared_ptr<const Shortlist> shortlist;
 };
 
+// What a --replace-unk dictionary may hold: its bytes, its entries, a line's bytes.
+struct ReplaceUnkLimits {
+  uint64_t max_bytes = uint64_t{1} << 30;
+  int64_t max_entries = 10'000'000;
+  size_t max_line_bytes = size_t{1} << 16;
+};
+
 // A --replace-unk dictionary file as fairseq reads it: "source target" per line (more words are
 // ignored; a later line of a source wins; blank lines are skipped). DataError naming the file and
-// line for a line of one word.
-std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path);
+// line for a line of one word, and for a file past `limits`.
+std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path,
+                                                                   const ReplaceUnkLimits& limits = {});
 
 // ConfigError naming the first option out of its range (fairseq's names without dashes): beam 1 to
 // kMaxBeam, nbest 1 to beam, lenpen/max_len_a/temperature finite (temperature > 0), max_len_b 0 to
