@@ -213,7 +213,7 @@ std::vector<std::vector<std::string>> reference_streams(const py::object& refs, 
 PYBIND11_MODULE(_leanseq, m) {
   m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
   m.attr("__version__") = kVersion;
-  m.def("_read_replace_unk_dict", &decode::read_replace_unk_dict,
+  m.def("_read_replace_unk_dict", [](const std::string& path) { return decode::read_replace_unk_dict(path); },
         "a replace_unk dictionary file ('source target' lines) as a dict");
   m.def("_better_openblas_coretype", &better_openblas_coretype,
         "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
