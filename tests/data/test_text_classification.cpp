@@ -17,14 +17,7 @@ std::string write(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::data_error_of(f); }
 }  // namespace
 
 TEST(TextClassificationData, ReadsSingleTextsWithAHeaderAndPairsWithout) {

@@ -5,7 +5,6 @@
 #include <fstream>
 #include <string>
 
-#include "leanseq/core/error.h"
 #include "leanseq/decode/options.h"
 #include "support/fixtures.h"
 
@@ -20,16 +19,7 @@ std::string write_dict(const std::string& dir, const std::string& text) {
   return path;
 }
 
-// The message of the DataError `f` throws; "" when it throws none.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::data_error_of(f); }
 
 }  // namespace
 

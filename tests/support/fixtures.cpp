@@ -11,6 +11,8 @@
 #include <random>
 #include <sstream>
 
+#include "leanseq/core/error.h"
+
 namespace leanseq::test {
 
 std::string shared_path(const std::string& rel) {
@@ -145,6 +147,15 @@ std::string temp_dir(const std::string& tag) {
   std::filesystem::create_directories(p);
   temp_dirs().paths.push_back(p);
   return p.string();
+}
+
+std::string data_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace leanseq::test

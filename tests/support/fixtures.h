@@ -53,6 +53,9 @@ std::string read_text(const std::string& path);
 // A fresh temporary directory under the system temp dir, removed when the test binary exits.
 std::string temp_dir(const std::string& tag);
 
+// The message of the leanseq::DataError that `f` throws; "" when it throws none.
+std::string data_error_of(const std::function<void()>& f);
+
 }  // namespace leanseq::test
 
 // Ends the current test when reference files (`what`, a path under ../shared) are absent: a
