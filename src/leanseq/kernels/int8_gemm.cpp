@@ -336,7 +336,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   const float* xs = xscale.data_ptr<float>();
   const float* ws = w.scale.data_ptr<float>();
   torch::Tensor b = bias;
-  if (b.defined() && (b.scalar_type() != torch::kFloat || !b.is_contiguous() || b.requires_grad())) {
+  if (b.defined() && (b.scalar_type() != torch::kFloat || !b.is_contiguous())) {
     b = b.detach().to(torch::kFloat).contiguous();
   }
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
