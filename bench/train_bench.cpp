@@ -21,6 +21,7 @@
 #include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
+#include "leanseq/kernels/product_flops.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/train/adam.h"
 #include "leanseq/train/mixed_precision.h"
@@ -85,13 +86,23 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
   const int64_t before = leanseq::cpu_tensor_bytes();
   std::optional<leanseq::bench::OperatorTime> times;
   if (profile) times.emplace();
+  const uint64_t flops_before = leanseq::kernels::product_flops();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.steps; ++i) update();
   sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (profile) return leanseq::bench::operator_profile(times->by_name(), seconds, static_cast<double>(s.steps), "update");
+  // The work of the products oneDNN ran (kernels/product_flops.h), in GFLOP.
+  const double gflop = static_cast<double>(leanseq::kernels::product_flops() - flops_before) / 1e9;
+  if (profile) {
+    auto ops = leanseq::bench::operator_profile(times->by_name(), seconds, static_cast<double>(s.steps), "update");
+    const double product_seconds = ops["matrix_products_share"].get<double>() * seconds;
+    ops["products_gflops"] = product_seconds > 0 ? gflop / product_seconds : 0.0;
+    return ops;
+  }
   const double tokens = static_cast<double>(B * T * s.steps);
   return {{"seconds", seconds},
+          {"product_gflop_per_update", gflop / static_cast<double>(s.steps)},
+          {"update_gflops", gflop / seconds},
           {"threads", torch::get_num_threads()},
           {"target_tokens_per_second", tokens / seconds},
           {"peak_tensor_mib", (leanseq::cpu_tensor_peak_bytes() - before) / 1048576.0},

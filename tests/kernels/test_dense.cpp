@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "leanseq/core/error.h"
+#include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/kernels/dense.h"
+#include "leanseq/kernels/product_flops.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
@@ -160,7 +162,9 @@ TEST(DenseProducts, TrainingProductsAndTheirGradientsGoToOnednn) {
         ASSERT_EQ(y.sizes(), yd.sizes()) << what;
         EXPECT_LT(test::max_abs_diff(y.detach(), yd.detach().to(torch::kFloat)), 1e-4) << what;
         EXPECT_LT(test::max_abs_diff(w.grad(), wd.grad().to(torch::kFloat)), 1e-4) << what;
-        if (with_bias) EXPECT_LT(test::max_abs_diff(b.grad(), bd.grad().to(torch::kFloat)), 1e-4) << what;
+        if (with_bias) {
+          EXPECT_LT(test::max_abs_diff(b.grad(), bd.grad().to(torch::kFloat)), 1e-4) << what;
+        }
         if (input_grad) {
           EXPECT_LT(test::max_abs_diff(x.grad(), xd.grad().to(torch::kFloat)), 1e-4) << what;
         } else {
@@ -198,4 +202,28 @@ TEST(DenseProducts, TheTrainingProductsSettingNamesALibrary) {
       EXPECT_NE(std::string(e.what()).find("LEANSEQ_TRAINING_PRODUCTS"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(DenseProducts, TheProductWorkIsCountedForwardAndBackward) {
+  if (!built_with_onednn()) GTEST_SKIP() << "a build without oneDNN";
+  RowsGuard guard;
+  kernels::set_training_products(kernels::TrainingProducts::onednn);
+  const int64_t m = 12, n = 37, k = 24;
+  auto x = torch::randn({3, 4, k}).requires_grad_(), w = torch::randn({n, k}).requires_grad_();
+  const auto b = torch::randn({n}).requires_grad_();
+  const uint64_t one = 2 * m * n * k;
+  uint64_t before = kernels::product_flops();
+  auto y = kernels::linear(x, w, b);
+  EXPECT_EQ(kernels::product_flops() - before, one);
+  before = kernels::product_flops();
+  y.sum().backward();  // dx and dw: two products of the same size
+  EXPECT_EQ(kernels::product_flops() - before, 2 * one);
+  // Forward, and without the input's gradient only dw backward.
+  before = kernels::product_flops();
+  kernels::linear(x.detach(), w, b).sum().backward();
+  EXPECT_EQ(kernels::product_flops() - before, 2 * one);
+  // A batched product: 6 matrices of [5, 8] by [8, 3].
+  before = kernels::product_flops();
+  kernels::batched_matmul(torch::randn({2, 3, 5, 8}).requires_grad_(), torch::randn({2, 3, 8, 3}));
+  EXPECT_EQ(kernels::product_flops() - before, 2u * 6 * 5 * 3 * 8);
 }

@@ -2,6 +2,7 @@
 
 #ifdef LEANSEQ_WITH_DNNL
 #include "leanseq/kernels/onednn_engine.h"
+#include "leanseq/kernels/product_flops.h"
 #endif
 
 namespace leanseq::kernels {
@@ -52,6 +53,7 @@ torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b) {
                            {DNNL_ARG_WEIGHTS, dnnl::memory(bd, engine, b.data_ptr())},
                            {DNNL_ARG_DST, dnnl::memory(cd, engine, c.data_ptr())}});
   stream.wait();
+  count_product_flops(a.size(-2), b.size(-1), a.size(-1), a.numel() / (a.size(-2) * a.size(-1)));
   return c;
 }
 #endif

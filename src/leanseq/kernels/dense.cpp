@@ -12,6 +12,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/kernels/parallel.h"
+#include "leanseq/kernels/product_flops.h"
 
 #ifdef LEANSEQ_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -103,7 +104,9 @@ bool sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, in
   // not run ATen's parallel code yet (a server's worker) ATen's thread count rather than OpenMP's
   // default of every core.
   (void)at::get_num_threads();
-  return dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n) == dnnl_success;
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n) != dnnl_success) return false;
+  count_product_flops(m, n, k);
+  return true;
 }
 
 // The same on contiguous 2-D tensors, c [m, n].
