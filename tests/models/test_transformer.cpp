@@ -172,9 +172,14 @@ TEST(IncrementalState, AppendBufferHoldsWhatCatAndIndexSelectWould) {
   const std::vector<Step> steps = {{1, {}, true},      {3, {1, 1, 0, 2}, false}, {1, {}, false},
                                    {1, {3, 2}, false}, {6, {}, false},          {1, {0, 0, 1}, true},
                                    {2, {2, 0}, false}, {9, {1, 1}, false},      {1, {}, true}};
-  int64_t rows = 3;
+  int64_t rows = 3, i = 0;
   for (const auto& [n, order, gather] : steps) {
-    auto x = torch::randn({rows, 2, n, 5});
+    // New positions as they come: contiguous, heads split from [rows, n, 2 x 5] as attention
+    // splits them (a strided view), and with a strided last dimension (the composite's copy).
+    const int64_t form = i++ % 3;
+    auto x = form == 0   ? torch::randn({rows, 2, n, 5})
+             : form == 1 ? torch::randn({rows, n, 10}).view({rows, n, 2, 5}).transpose(1, 2)
+                         : torch::randn({rows, 2, 5, n}).transpose(2, 3);
     buffer.append(x);
     expected = expected.defined() ? torch::cat({expected, x}, 2) : x;
     ASSERT_TRUE(torch::equal(through_origin(), expected)) << "after appending " << n;

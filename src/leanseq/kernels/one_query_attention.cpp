@@ -99,9 +99,13 @@ torch::Tensor per_row(const torch::Tensor& a, const torch::Tensor& b) {
                                                                       : b;
 }
 
-bool loop_applies(const torch::Tensor& a, const torch::Tensor& b) {
+// Whether the loops take a [..., 1, .] by b: float32 CPU tensors, b's rows shared by groups of
+// a's (unless `any_rows`: the rows are found otherwise, through a table), the other leading
+// dimensions equal, b's last dimension contiguous.
+bool loop_applies(const torch::Tensor& a, const torch::Tensor& b, bool any_rows = false) {
   if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != torch::kFloat || b.scalar_type() != torch::kFloat) return false;
-  if (a.dim() != b.dim() || (a.dim() != 3 && a.dim() != 4) || a.size(-2) != 1 || !grouped(a, b)) return false;
+  if (a.dim() != b.dim() || (a.dim() != 3 && a.dim() != 4) || a.size(-2) != 1) return false;
+  if (!any_rows && !grouped(a, b)) return false;
   for (int64_t i = 1; i + 2 < a.dim(); ++i) {
     if (a.size(i) != b.size(i)) return false;  // broadcast leading dimensions: the reference
   }
@@ -115,14 +119,14 @@ bool query_fits(const torch::Tensor& q, const torch::Tensor& k) {
 }
 
 // Whether `origin` is a table of stored rows for `rows` rows and S positions (one_query_attention.h)
-// over b [P, H, S, d] for a [rows, H, 1, .], and the loop applies to their first rows.
+// over b [P, H, S, d] for a [rows, H, 1, .], and the loop applies to them whatever their rows.
 bool table_fits(const torch::Tensor& origin, const torch::Tensor& a, const torch::Tensor& b) {
   if (!origin.is_cpu() || origin.scalar_type() != torch::kLong || !origin.is_contiguous() || origin.dim() != 2 ||
       a.dim() != 4 || b.dim() != 4 || b.size(0) == 0 || a.size(1) != b.size(1) || origin.size(0) != a.size(0) ||
       origin.size(1) != b.size(2)) {
     return false;
   }
-  return loop_applies(a.narrow(0, 0, std::min<int64_t>(1, a.size(0))), b.narrow(0, 0, 1));
+  return loop_applies(a, b, true);
 }
 
 // Calls fn(b, h, row) for every (batch, head) row, split over the compute threads when the work is

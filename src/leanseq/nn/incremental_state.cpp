@@ -13,6 +13,34 @@ bool table_on_cpu(const torch::Tensor& buffer, const torch::Tensor& order) {
   return buffer.is_cpu() && buffer.is_contiguous() && order.is_cpu() && order.scalar_type() == torch::kLong;
 }
 
+// x [rows, H, n, d] into positions [T, T + n) of the first rows of buffer [P, H, cap, d]
+// (contiguous): one copy of d floats per (row, head, position), the rows split over the compute
+// threads when there are many, where narrowing the buffer twice and ATen's copy_ cost a decoding
+// step more than the copy (a few rows of a few positions each). False, copying nothing, where the
+// tensors are not float32 CPU tensors with x's last dimension contiguous.
+bool copy_positions(const torch::Tensor& x, torch::Tensor& buffer, int64_t T) {
+  if (!x.is_cpu() || !buffer.is_cpu() || x.scalar_type() != torch::kFloat || buffer.scalar_type() != torch::kFloat ||
+      !buffer.is_contiguous() || x.dim() != 4 || buffer.dim() != 4 || x.size(1) != buffer.size(1) ||
+      x.size(3) != buffer.size(3) || (x.stride(3) != 1 && x.size(3) > 1)) {
+    return false;
+  }
+  const int64_t rows = x.size(0), H = x.size(1), n = x.size(2), d = x.size(3), cap = buffer.size(2);
+  const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2);
+  const float* from = x.data_ptr<float>();
+  float* to = buffer.data_ptr<float>();
+  kernels::parallel_chunks(rows * H, kernels::workers_for(rows * H * n * d, 1 << 16),
+                           [&](int, int64_t begin, int64_t end) {
+                             for (int64_t r = begin; r < end; ++r) {
+                               const int64_t b = r / H, h = r % H;
+                               for (int64_t t = 0; t < n; ++t) {
+                                 std::memcpy(to + (r * cap + T + t) * d, from + b * s0 + h * s1 + t * s2,
+                                             static_cast<size_t>(d) * sizeof(float));
+                               }
+                             }
+                           });
+  return true;
+}
+
 }  // namespace
 
 const torch::Tensor& AppendBuffer::tensor() {
@@ -33,7 +61,8 @@ void AppendBuffer::append(const torch::Tensor& x) {
     if (T > 0) grown.narrow(2, 0, T).copy_(view_);
     buffer_ = grown;
   }
-  buffer_.narrow(0, 0, rows).narrow(2, T, n).copy_(x);  // row b's new positions in stored row b
+  // Row b's new positions in stored row b.
+  if (!copy_positions(x, buffer_, T)) buffer_.narrow(0, 0, rows).narrow(2, T, n).copy_(x);
   view_ = buffer_.narrow(2, 0, T + n);
   if (origin_.defined()) {
     auto table = torch::empty({rows, T + n}, origin_.options());
