@@ -227,3 +227,43 @@ TEST(DenseProducts, TheProductWorkIsCountedForwardAndBackward) {
   kernels::batched_matmul(torch::randn({2, 3, 5, 8}).requires_grad_(), torch::randn({2, 3, 8, 3}));
   EXPECT_EQ(kernels::product_flops() - before, 2u * 6 * 5 * 3 * 8);
 }
+
+TEST(DenseProducts, ShapesAreTalliedWhileAskedAndTimedAloneThroughTheSameSgemm) {
+  if (!built_with_onednn()) GTEST_SKIP() << "a build without oneDNN";
+  RowsGuard guard;
+  kernels::set_training_products(kernels::TrainingProducts::onednn);
+  auto x = torch::randn({6, 8}).requires_grad_(), w = torch::randn({5, 8}).requires_grad_();
+  kernels::linear(x, w, {}).sum().backward();  // before any tally: not counted below
+  std::map<kernels::ProductShape, int64_t> counts;
+  {
+    kernels::ProductShapes shapes;
+    for (int i = 0; i < 2; ++i) kernels::linear(x, w, {}).sum().backward();
+    counts = shapes.counts();
+  }
+  // y = x w^T, dx = dy w, dw = dy^T x: twice each.
+  const std::map<kernels::ProductShape, int64_t> expected{
+      {{'N', 'T', 6, 5, 8}, 2}, {{'N', 'N', 6, 8, 5}, 2}, {{'T', 'N', 5, 8, 6}, 2}};
+  EXPECT_EQ(counts.size(), expected.size());
+  for (const auto& [shape, calls] : expected) {
+    EXPECT_EQ(counts[shape], calls) << shape.ta << shape.tb << " " << shape.m << "x" << shape.n << "x" << shape.k;
+  }
+  // Each shape alone: op(a) op(b) as torch::mm computes it.
+  torch::NoGradGuard no_grad;
+  for (char ta : {'N', 'T'}) {
+    for (char tb : {'N', 'T'}) {
+      auto a = ta == 'N' ? torch::randn({7, 9}) : torch::randn({9, 7});
+      auto b = tb == 'N' ? torch::randn({9, 4}) : torch::randn({4, 9});
+      auto c = torch::empty({7, 4});
+      ASSERT_TRUE(kernels::onednn_sgemm(ta, tb, a, b, c)) << ta << tb;
+      const auto expect = torch::mm(ta == 'N' ? a : a.t(), tb == 'N' ? b : b.t());
+      EXPECT_LT(test::max_abs_diff(c, expect), 1e-4) << ta << tb;
+    }
+  }
+  // Sizes that do not match, a transposed view, another type: refused, nothing written.
+  auto c = torch::zeros({7, 4});
+  EXPECT_FALSE(kernels::onednn_sgemm('N', 'N', torch::randn({7, 9}), torch::randn({8, 4}), c));
+  EXPECT_FALSE(kernels::onednn_sgemm('N', 'N', torch::randn({9, 7}).t(), torch::randn({9, 4}), c));
+  EXPECT_FALSE(kernels::onednn_sgemm('N', 'N', torch::randn({7, 9}, torch::kDouble), torch::randn({9, 4}), c));
+  EXPECT_FALSE(kernels::onednn_sgemm('X', 'N', torch::randn({7, 9}), torch::randn({9, 4}), c));
+  EXPECT_TRUE(torch::equal(c, torch::zeros({7, 4})));
+}

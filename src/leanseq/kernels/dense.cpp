@@ -105,7 +105,7 @@ bool sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, in
   // default of every core.
   (void)at::get_num_threads();
   if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n) != dnnl_success) return false;
-  count_product_flops(m, n, k);
+  count_sgemm({ta, tb, m, n, k});
   return true;
 }
 
@@ -218,6 +218,24 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
 #else
   (void)x, (void)weight, (void)bias;
   return {};
+#endif
+}
+
+bool onednn_sgemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c) {
+#ifdef LEANSEQ_WITH_DNNL
+  if ((ta != 'N' && ta != 'T') || (tb != 'N' && tb != 'T')) return false;
+  for (const torch::Tensor* t : {&a, &b, static_cast<const torch::Tensor*>(&c)}) {
+    if (!float_cpu(*t) || t->dim() != 2 || !t->is_contiguous() || t->numel() == 0) return false;
+  }
+  const int64_t k = ta == 'N' ? a.size(1) : a.size(0);
+  if ((ta == 'N' ? a.size(0) : a.size(1)) != c.size(0) || (tb == 'N' ? b.size(0) : b.size(1)) != k ||
+      (tb == 'N' ? b.size(1) : b.size(0)) != c.size(1)) {
+    return false;
+  }
+  return sgemm(ta, tb, a, b, 0.0f, c);
+#else
+  (void)ta, (void)tb, (void)a, (void)b, (void)c;
+  return false;
 #endif
 }
 

@@ -34,6 +34,13 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 // counts see it as the operator `leanseq::onednn_linear`.
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
+// c [m, n] = op(a) op(b) through oneDNN's sgemm, op transposing where its flag is 'T' (so that
+// the three products of a linear layer's training, y = x w^T, dx = dy w and dw = dy^T x, are
+// ('N', 'T'), ('N', 'N') and ('T', 'N')): contiguous non-empty 2-D float32 CPU tensors of matching
+// sizes, no autograd. False, writing nothing, for other operands or in a build without oneDNN.
+// Benchmarks time a training update's product shapes alone with it (kernels/product_flops.h).
+bool onednn_sgemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c);
+
 // The most rows a product may have to go to oneDNN: LEANSEQ_ONEDNN_ROWS from the environment when
 // set (0: never), no limit (the largest int64_t) otherwise; 0 in a build without oneDNN. set_onednn_rows() changes it for the
 // process (benchmarks compare both backends in one invocation).
