@@ -32,6 +32,7 @@
 
 namespace {
 using leanseq::bench::Contender;
+using leanseq::bench::parse_contender;
 
 // Milliseconds per update that the sgemm products tallied in `shapes` over `steps` updates take
 // alone: each shape timed on operands of its own (the median of 5 calls after one), times how often
@@ -53,7 +54,6 @@ double products_alone_ms(const std::map<leanseq::kernels::ProductShape, int64_t>
   }
   return ms;
 }
-using leanseq::bench::parse_contender;
 
 struct Settings {
   int64_t length = 20, batch_size = 64, vocab = 8000, steps = 5;
