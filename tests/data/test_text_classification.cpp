@@ -3,7 +3,6 @@
 
 #include <fstream>
 
-#include "leanseq/core/error.h"
 #include "leanseq/data/text_classification.h"
 #include "support/fixtures.h"
 
@@ -17,7 +16,6 @@ std::string write(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string error_of(const std::function<void()>& f) { return test::data_error_of(f); }
 }  // namespace
 
 TEST(TextClassificationData, ReadsSingleTextsWithAHeaderAndPairsWithout) {
@@ -44,18 +42,18 @@ TEST(TextClassificationData, ReadsSingleTextsWithAHeaderAndPairsWithout) {
 
 TEST(TextClassificationData, ErrorsNameTheFileAndLine) {
   auto bad_cols = write("c.tsv", "good\t1\nbad\t0\textra\n");
-  auto msg = error_of([&] { data::read_text_tsv(bad_cols, std::nullopt, true); });
+  auto msg = test::data_error_of([&] { data::read_text_tsv(bad_cols, std::nullopt, true); });
   EXPECT_NE(msg.find(bad_cols + ":2: expected 2"), std::string::npos) << msg;
   auto empty_text = write("e.tsv", "good\t1\n \t0\n");
-  msg = error_of([&] { data::read_text_tsv(empty_text, std::nullopt, true); });
+  msg = test::data_error_of([&] { data::read_text_tsv(empty_text, std::nullopt, true); });
   EXPECT_NE(msg.find(empty_text + ":2: empty text"), std::string::npos) << msg;
   auto utf8 = write("x.tsv", "good\t1\nb\xff" "ad\t0\n");
-  msg = error_of([&] { data::read_text_tsv(utf8, std::nullopt, true); });
+  msg = test::data_error_of([&] { data::read_text_tsv(utf8, std::nullopt, true); });
   EXPECT_NE(msg.find(utf8 + ":2"), std::string::npos) << msg;
-  msg = error_of([&] { data::read_text_tsv(write("h.tsv", "sentence\tlabel\n"), std::nullopt, true); });
+  msg = test::data_error_of([&] { data::read_text_tsv(write("h.tsv", "sentence\tlabel\n"), std::nullopt, true); });
   EXPECT_NE(msg.find("no examples"), std::string::npos) << msg;
   auto wrong_shape = write("w.tsv", "a\tb\tc\n");
-  msg = error_of([&] { data::read_text_tsv(wrong_shape, false, true); });
+  msg = test::data_error_of([&] { data::read_text_tsv(wrong_shape, false, true); });
   EXPECT_NE(msg.find(wrong_shape + ":1: expected 2 tab-separated column(s) (text, label) but found 3"), std::string::npos)
       << msg;
 
@@ -63,7 +61,7 @@ TEST(TextClassificationData, ErrorsNameTheFileAndLine) {
   auto dict = data::build_word_dictionary(train, 1);
   auto other = write("o.tsv", "fine\tpos\nmeh\tneutral\n");
   auto valid = data::read_text_tsv(other, std::nullopt, true);
-  msg = error_of([&] { data::encode_text(valid, dict, data::collect_labels(train)); });
+  msg = test::data_error_of([&] { data::encode_text(valid, dict, data::collect_labels(train)); });
   EXPECT_NE(msg.find(other + ":2: label 'neutral' is not one of the training labels (neg, pos)"), std::string::npos)
       << msg;
 }

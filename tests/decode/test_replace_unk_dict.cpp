@@ -19,8 +19,6 @@ std::string write_dict(const std::string& dir, const std::string& text) {
   return path;
 }
 
-std::string error_of(const std::function<void()>& f) { return test::data_error_of(f); }
-
 }  // namespace
 
 TEST(ReplaceUnkDict, ReadsSourceTargetLinesAndRefusesAFilePastItsLimits) {
@@ -30,22 +28,22 @@ TEST(ReplaceUnkDict, ReadsSourceTargetLinesAndRefusesAFilePastItsLimits) {
   ASSERT_EQ(dict.size(), 2u);
   EXPECT_EQ(dict.at("Haus"), "home");  // a later line wins
   EXPECT_EQ(dict.at("Baum"), "tree");
-  EXPECT_NE(error_of([&] { decode::read_replace_unk_dict(write_dict(dir, "a b\nlonely\n")); }).find(":2: "),
+  EXPECT_NE(test::data_error_of([&] { decode::read_replace_unk_dict(write_dict(dir, "a b\nlonely\n")); }).find(":2: "),
             std::string::npos);
 
   decode::ReplaceUnkLimits small;
   small.max_entries = 2;
   const auto three = write_dict(dir, "a x\nb y\nc z\n");
-  EXPECT_NE(error_of([&] { decode::read_replace_unk_dict(three, small); }).find(three + ":3: a --replace-unk dictionary of more than 2 words"),
+  EXPECT_NE(test::data_error_of([&] { decode::read_replace_unk_dict(three, small); }).find(three + ":3: a --replace-unk dictionary of more than 2 words"),
             std::string::npos);
   small = {};
   small.max_bytes = 5;
-  EXPECT_NE(error_of([&] { decode::read_replace_unk_dict(three, small); }).find(three + ":2: a --replace-unk dictionary past 5 bytes"),
+  EXPECT_NE(test::data_error_of([&] { decode::read_replace_unk_dict(three, small); }).find(three + ":2: a --replace-unk dictionary past 5 bytes"),
             std::string::npos);
   small = {};
   small.max_line_bytes = 8;
   const auto long_line = write_dict(dir, "a x\nlongword translation\n");
-  EXPECT_NE(error_of([&] { decode::read_replace_unk_dict(long_line, small); }).find(long_line + ":2: a --replace-unk line longer than 8 bytes"),
+  EXPECT_NE(test::data_error_of([&] { decode::read_replace_unk_dict(long_line, small); }).find(long_line + ":2: a --replace-unk line longer than 8 bytes"),
             std::string::npos);
   EXPECT_EQ(decode::read_replace_unk_dict(three).size(), 3u);  // within the default limits
 }

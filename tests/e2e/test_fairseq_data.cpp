@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "e2e/task.h"
-#include "leanseq/core/error.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/indexed.h"
 #include "leanseq/data/prepare.h"
@@ -23,12 +22,7 @@ namespace {
 const std::string kDir = leanseq::test::tests_path("fixtures/fairseq-data-bin");
 
 std::string refusal(const std::string& prefix) {
-  try {
-    leanseq::data::IndexedDataset ds(prefix);
-  } catch (const leanseq::DataError& e) {
-    return e.what();
-  }
-  return "";
+  return leanseq::test::data_error_of([&] { leanseq::data::IndexedDataset ds(prefix); });
 }
 }  // namespace
 
