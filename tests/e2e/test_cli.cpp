@@ -441,6 +441,11 @@ TEST(EndToEnd, ABadProductsSettingStopsEveryCommandBeforeItStarts) {
   EXPECT_EQ(run_command("LEANSEQ_TRAINING_PRODUCTS=blas " + kCli + " list-archs", out), 2) << out;
   EXPECT_EQ(out, "leanseq: error: LEANSEQ_TRAINING_PRODUCTS=blas: expected onednn or aten\n");
   ASSERT_EQ(run_command("LEANSEQ_TRAINING_PRODUCTS=aten " + kCli + " list-archs", out), 0) << out;
+  EXPECT_EQ(run_command("LEANSEQ_PACKED_WEIGHTS=yes " + kCli + " list-archs", out), 2) << out;
+  EXPECT_EQ(out, "leanseq: error: LEANSEQ_PACKED_WEIGHTS=yes: expected 1 or 0\n");
+  EXPECT_EQ(run_command("LEANSEQ_PACKED_WEIGHTS_MB=0 " + kCli + " list-archs", out), 2) << out;
+  EXPECT_EQ(out, "leanseq: error: LEANSEQ_PACKED_WEIGHTS_MB=0: expected a whole number of MiB, at least 1\n");
+  ASSERT_EQ(run_command("LEANSEQ_PACKED_WEIGHTS=0 LEANSEQ_PACKED_WEIGHTS_MB=64 " + kCli + " list-archs", out), 0) << out;
 }
 
 TEST(EndToEnd, ListArchsPrintsNamesFirst) {

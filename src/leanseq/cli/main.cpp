@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "leanseq/core/startup.h"
 #include "leanseq/core/version.h"
 #include "leanseq/kernels/dense.h"
+#include "leanseq/kernels/packed_products.h"
 
 namespace {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -117,10 +119,12 @@ int main(int argc, char** argv) {
   argv = args.data();
   if (unknown_command(app, argc, argv)) return 2;
   try {
-    // A bad LEANSEQ_ONEDNN_ROWS or LEANSEQ_TRAINING_PRODUCTS stops every command before it starts,
-    // not at its first product.
+    // A bad LEANSEQ_ONEDNN_ROWS, LEANSEQ_TRAINING_PRODUCTS or LEANSEQ_PACKED_WEIGHTS(_MB) stops
+    // every command before it starts, not at its first product.
     leanseq::kernels::onednn_rows();
     leanseq::kernels::training_products();
+    leanseq::kernels::packed_weights();
+    leanseq::kernels::parse_packed_weights_limit(std::getenv("LEANSEQ_PACKED_WEIGHTS_MB"));
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "leanseq/core/error.h"
+#include "leanseq/kernels/packed_products.h"
 #include "leanseq/kernels/parallel.h"
 #include "leanseq/kernels/product_flops.h"
 
@@ -214,7 +215,13 @@ torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight,
   if (records(x, weight, bias) || !onednn_operands(x, weight, bias)) return {};
   // One operator for profilers and operator counts (bench/), as ATen's products are.
   RECORD_FUNCTION("leanseq::onednn_linear", std::vector<c10::IValue>());
-  return product_rows(x.contiguous(), weight.contiguous(), bias);
+  const auto xc = x.contiguous(), w = weight.contiguous(), b = bias.defined() ? bias.contiguous() : bias;
+  if (auto out = packed_product(xc.view({-1, xc.size(-1)}), w, b); out.defined()) {
+    auto sizes = x.sizes().vec();
+    sizes.back() = w.size(0);
+    return out.view(sizes);
+  }
+  return product_rows(xc, w, b);
 #else
   (void)x, (void)weight, (void)bias;
   return {};
@@ -288,8 +295,9 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 std::string dense_products_summary() {
   const int64_t limit = onednn_rows();
   if (limit == 0) return "float32 products: ATen's for every size";
-  if (limit == std::numeric_limits<int64_t>::max()) return "float32 products at inference: oneDNN's sgemm";
-  return "float32 products of up to " + std::to_string(limit) + " rows at inference: oneDNN's sgemm; larger ones: ATen's";
+  const std::string onednn = packed_weights() ? "oneDNN's matmul on packed weights" : "oneDNN's sgemm";
+  if (limit == std::numeric_limits<int64_t>::max()) return "float32 products at inference: " + onednn;
+  return "float32 products of up to " + std::to_string(limit) + " rows at inference: " + onednn + "; larger ones: ATen's";
 }
 
 std::string training_products_summary() {

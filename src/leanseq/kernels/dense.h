@@ -5,7 +5,9 @@
 // encoder) the two libraries multiply about as fast, but oneDNN runs on the OpenMP threads of
 // ATen's element-wise operators, so a step does not hand its work back and forth between two
 // thread pools: decoding a batch of 64 at beam 5 was 7-12% faster with every product on oneDNN.
-// LEANSEQ_ONEDNN_ROWS=N sends only products of at most N rows there (0: none).
+// LEANSEQ_ONEDNN_ROWS=N sends only products of at most N rows there (0: none). There, by default,
+// oneDNN's matmul reads each weight packed once rather than the sgemm reading it as it is
+// (kernels/packed_products.h; LEANSEQ_PACKED_WEIGHTS=0: the sgemm).
 // In training (autograd recording), a linear layer's forward product and both of its gradients'
 // go to oneDNN's sgemm by default: at a training batch's shapes it is as fast or faster than
 // OpenBLAS, and it runs on the OpenMP threads ATen's element-wise operators use, so a step does
@@ -29,7 +31,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 // ReLU in its epilogue).
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
-// The same product through oneDNN's sgemm whatever its size (float32 CPU tensors, no autograd);
+// The same product through oneDNN whatever its size (float32 CPU tensors, no autograd): its matmul
+// on the packed weight when packed_weights() is on and the store takes the weight, its sgemm otherwise;
 // an undefined tensor in a build without oneDNN or when oneDNN refuses it. Profilers and operator
 // counts see it as the operator `leanseq::onednn_linear`.
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);

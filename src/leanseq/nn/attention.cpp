@@ -125,9 +125,23 @@ AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, cons
 
 namespace {
 
+// Gives `whole` and its `parts` one version counter, as a view shares its base's: an update in
+// place of a part (an optimizer's) is then one of the whole too, which caches keyed on the whole's
+// version see (kernels/packed_products.h). Inference tensors keep no version.
+torch::Tensor share_version(torch::Tensor whole, const std::vector<torch::Tensor*>& parts) {
+  if (whole.is_inference()) return whole;
+  const auto counter = parts.front()->unsafeGetTensorImpl()->version_counter();
+  for (auto* p : parts) {
+    if (p->is_inference()) return whole;
+  }
+  whole.unsafeGetTensorImpl()->set_version_counter(counter);
+  for (auto* p : parts) p->unsafeGetTensorImpl()->set_version_counter(counter);
+  return whole;
+}
+
 // Makes the parameters `parts` views of one new tensor, their concatenation along dimension 0
-// (the same values, the parameters stay the modules' own); returns it. Where they already are
-// consecutive views of one tensor, returns that tensor as it is.
+// (the same values, the parameters stay the modules' own); returns it, sharing their version
+// counter. Where they already are consecutive views of one tensor, returns that tensor as it is.
 torch::Tensor join_in_place(const std::vector<torch::Tensor*>& parts) {
   bool joined = parts.front()->storage_offset() == 0;
   int64_t offset = 0, rows = 0;
@@ -139,7 +153,7 @@ torch::Tensor join_in_place(const std::vector<torch::Tensor*>& parts) {
   std::vector<int64_t> sizes = parts.front()->sizes().vec();
   sizes[0] = rows;
   if (joined && static_cast<int64_t>(parts.front()->storage().nbytes()) == offset * parts.front()->element_size()) {
-    return torch::empty({0}, parts.front()->options()).set_(parts.front()->storage(), 0, sizes);
+    return share_version(torch::empty({0}, parts.front()->options()).set_(parts.front()->storage(), 0, sizes), parts);
   }
   std::vector<torch::Tensor> values;
   for (auto* p : parts) values.push_back(*p);
@@ -150,7 +164,7 @@ torch::Tensor join_in_place(const std::vector<torch::Tensor*>& parts) {
     p->set_(whole.narrow(0, begin, n));
     begin += n;
   }
-  return whole;
+  return share_version(whole, parts);
 }
 
 }  // namespace
