@@ -2,6 +2,8 @@
 // compute type after ':' (`pervasive_small:memory_efficient=true:threads=2`,
 // `transformer_small:compute_type=int8`), and the most rows of a float32 product that go to
 // oneDNN at inference (`transformer_small:onednn_rows=0`: ATen's products only; kernels/dense.h)
+// and whether those read packed weights (`transformer_small:packed_weights=0`: the sgemm;
+// kernels/packed_products.h)
 // and a vocabulary shortlist's size (`transformer_small:shortlist=1500`: each batch searched over
 // 1500 target tokens, decode/shortlist.h), and, for training, Adam's form (`transformer_small:adam=composite`: torch::optim::Adam's ATen
 // operators instead of train/adam.h's one pass) and the library of the linear layers' products
@@ -18,6 +20,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/kernels/dense.h"
+#include "leanseq/kernels/packed_products.h"
 #include "leanseq/models/registry.h"
 
 namespace leanseq::bench {
@@ -29,6 +32,7 @@ struct Contender {
   std::string compute_type = "float32";  // "compute_type=T": the inference compute type (decoding)
   std::string amp;                       // "amp=float16|bfloat16": mixed-precision training (CUDA)
   int64_t onednn_rows = -1;              // "onednn_rows=N": kernels::set_onednn_rows (-1: as started)
+  std::optional<bool> packed_weights;    // "packed_weights=1|0": kernels::set_packed_weights
   std::string adam = "one_pass";         // "adam=one_pass|composite": the training benchmark's optimizer
   std::optional<kernels::TrainingProducts> training_products;  // "training_products=onednn|aten"
   int64_t shortlist = 0;  // "shortlist=N": decoding searches N target tokens of a batch (0: all)
@@ -63,6 +67,10 @@ inline Contender parse_contender(const std::string& spec) {
         if (used == 0 || used != value.size() || c.onednn_rows < 0) {
           throw ConfigError(spec + ": onednn_rows= takes a number of rows (0: none)");
         }
+      } else if (item.rfind("packed_weights=", 0) == 0) {
+        const auto value = item.substr(15);
+        if (value != "1" && value != "0") throw ConfigError(spec + ": packed_weights= takes 1 or 0");
+        c.packed_weights = value == "1";
       } else if (item.rfind("adam=", 0) == 0) {
         c.adam = item.substr(5);
         if (c.adam != "one_pass" && c.adam != "composite") throw ConfigError(spec + ": adam= takes one_pass or composite");
@@ -105,14 +113,17 @@ class ContenderThreads {
   explicit ContenderThreads(const Contender& c)
       : before_(torch::get_num_threads()),
         rows_before_(kernels::onednn_rows()),
+        packed_before_(kernels::packed_weights()),
         training_before_(kernels::training_products()) {
     leanseq::set_compute_threads(c.threads);
     if (c.onednn_rows >= 0) kernels::set_onednn_rows(c.onednn_rows);
+    if (c.packed_weights) kernels::set_packed_weights(*c.packed_weights);
     if (c.training_products) kernels::set_training_products(*c.training_products);
   }
   ~ContenderThreads() {
     leanseq::set_compute_threads(before_);
     kernels::set_onednn_rows(rows_before_);
+    kernels::set_packed_weights(packed_before_);
     kernels::set_training_products(training_before_);
   }
   int before() const { return before_; }
@@ -120,6 +131,7 @@ class ContenderThreads {
  private:
   int before_;
   int64_t rows_before_;
+  bool packed_before_;
   kernels::TrainingProducts training_before_;
 };
 

@@ -16,6 +16,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/int8_gemm.h"
+#include "leanseq/kernels/packed_products.h"
 #include "median.h"
 
 namespace {
@@ -81,10 +82,12 @@ nlohmann::json measure(int rounds, bool low_precision) {
 }
 
 // A linear layer's inference product at the row counts of decoding steps (beam x sentences) and of
-// small encoder batches, through ATen (OpenBLAS) and through oneDNN's sgemm (kernels/dense.h),
-// alternated within each round: GF/s of each and their ratio, per shape.
+// small encoder batches, through ATen (OpenBLAS), through oneDNN's sgemm (kernels/dense.h) and
+// through oneDNN's matmul on the packed weight (kernels/packed_products.h), alternated within each
+// round: GF/s of each and their ratios, per shape.
 nlohmann::json measure_few_rows(int rounds) {
   torch::NoGradGuard no_grad;
+  const bool packed_before = leanseq::kernels::packed_weights();
   const std::vector<std::pair<int64_t, int64_t>> layers = {{512, 512}, {512, 2048}, {2048, 512}, {512, 8000}};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [k, n] : layers) {
@@ -92,13 +95,19 @@ nlohmann::json measure_few_rows(int rounds) {
     for (int64_t m : {1, 5, 20, 40, 80, 160, 320, 640, 1280}) {
       auto x = torch::randn({m, k});
       const double flops = 2.0 * m * k * n;
-      std::vector<double> aten, onednn;
+      std::vector<double> aten, onednn, packed;
       for (int r = 0; r < rounds; ++r) {
         aten.push_back(rate(flops, 1, [&] { torch::linear(x, w, bias); }));
+        leanseq::kernels::set_packed_weights(false);
         onednn.push_back(rate(flops, 1, [&] { leanseq::kernels::onednn_linear(x, w, bias); }));
+        leanseq::kernels::set_packed_weights(true);
+        packed.push_back(rate(flops, 1, [&] { leanseq::kernels::onednn_linear(x, w, bias); }));
       }
-      const double a = leanseq::bench::median(aten), o = leanseq::bench::median(onednn);
-      rows.push_back({{"m", m}, {"k", k}, {"n", n}, {"aten_gflops", a}, {"onednn_gflops", o}, {"onednn_to_aten", o / a}});
+      leanseq::kernels::set_packed_weights(packed_before);
+      const double a = leanseq::bench::median(aten), o = leanseq::bench::median(onednn),
+                   p = leanseq::bench::median(packed);
+      rows.push_back({{"m", m}, {"k", k}, {"n", n}, {"aten_gflops", a}, {"onednn_gflops", o}, {"onednn_to_aten", o / a},
+                      {"packed_gflops", p}, {"packed_to_onednn", p / o}});
     }
   }
   return rows;
@@ -141,7 +150,8 @@ int main(int argc, char** argv) {
   app.add_flag("--low-precision", low_precision,
                "also int8 (oneDNN, per-row activation quantization included) and bfloat16 products, as started");
   app.add_flag("--few-rows", few_rows,
-               "also, as started, inference products of 1 to 1280 rows through ATen and through oneDNN (kernels/dense.h)");
+               "also, as started, inference products of 1 to 1280 rows through ATen, oneDNN's sgemm and oneDNN's "
+               "matmul on packed weights (kernels/dense.h, kernels/packed_products.h)");
   app.add_flag("--child", child, "internal: measure in this process and print its rows");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-gemm-bench", [&] {
