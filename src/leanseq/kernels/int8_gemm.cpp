@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <cmath>
-#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -132,18 +131,11 @@ dnnl::matmul::primitive_desc amx_primitive_desc(int64_t M, int64_t K, int64_t N)
 // The primitive for M rows (already rounded), made once per shape; the cache is emptied when it
 // holds 512, which a translation run does not reach.
 std::shared_ptr<const AmxMatmul> amx_matmul(int64_t M, int64_t K, int64_t N) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const AmxMatmul>> cache;
-  const auto key = std::make_tuple(M, K, N);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  const auto pd = amx_primitive_desc(M, K, N);
-  auto made = std::make_shared<const AmxMatmul>(AmxMatmul{dnnl::matmul(pd), pd.weights_desc()});
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() >= 512) cache.clear();
-  return cache.emplace(key, made).first->second;
+  static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t>, AmxMatmul> cache(512);
+  return cache.get(std::make_tuple(M, K, N), [&] {
+    const auto pd = amx_primitive_desc(M, K, N);
+    return AmxMatmul{dnnl::matmul(pd), pd.weights_desc()};
+  });
 }
 
 // Rows the primitive is made for: M up to 64, then M rounded up to a multiple of 16.

@@ -86,18 +86,11 @@ dnnl::matmul::primitive_desc matmul_desc(int64_t M, int64_t K, int64_t N, bool b
 // Made once per shape. Pieces have at most 512 rows, 512, a multiple of 64 or fewer than 64, so a
 // pair (K, N) has at most 71 shapes; the cache is emptied past 4096 (several models' worth).
 std::shared_ptr<const Matmul> matmul_for(int64_t M, int64_t K, int64_t N, bool bias) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int64_t, int64_t, int64_t, bool>, std::shared_ptr<const Matmul>> cache;
-  const auto key = std::make_tuple(M, K, N, bias);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) return it->second;
-  }
-  const auto pd = matmul_desc(M, K, N, bias);
-  auto made = std::make_shared<const Matmul>(Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()});
-  std::lock_guard<std::mutex> lock(mutex);
-  if (cache.size() >= 4096) cache.clear();
-  return cache.emplace(key, made).first->second;
+  static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t, bool>, Matmul> cache(4096);
+  return cache.get(std::make_tuple(M, K, N, bias), [&] {
+    const auto pd = matmul_desc(M, K, N, bias);
+    return Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()};
+  });
 }
 
 // One packed weight: the storage it was read from (weakly: to see it freed), the version it had,
@@ -183,7 +176,6 @@ Store& store() {
 
 // The rows of the next piece of a product with `left` rows still to multiply.
 int64_t piece_rows(int64_t left) { return left >= 512 ? 512 : left >= 64 ? left / 64 * 64 : left; }
-
 
 // packed_product once packed weights are on; undefined when the store has no room for the weight
 // or the primitive wants another layout.

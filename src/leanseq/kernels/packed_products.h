@@ -12,16 +12,14 @@
 // in place (its version bumped, as ATen's in-place operators and train/'s optimizers do) is packed
 // again, and a weight freed frees its copy at the next packing. A weight is packed at its first
 // product: a model's copies (as much memory again as its float32 weights that its products read)
-// are made by its first translation. A tensor made in inference mode
-// has no version; as a weight (a derived one: ConvS2S's normalised weights, a shortlist's rows) it
-// is taken as never modified in place. The store holds at most
-// LEANSEQ_PACKED_WEIGHTS_MB (4096 by default) of copies; a weight past that is multiplied by the
-// sgemm unpacked.
+// are made by its first translation. A tensor made in inference mode has no version; as a weight
+// (a derived one: ConvS2S's normalised weights, a shortlist's rows) it is taken as never modified
+// in place. The store holds at most LEANSEQ_PACKED_WEIGHTS_MB (4096 by default) of copies; a
+// weight past that is multiplied by the sgemm unpacked.
 #pragma once
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <string>
 
 namespace leanseq::kernels {
 
