@@ -13,22 +13,28 @@ using namespace leanseq;
 
 namespace {
 
-// The setting and the store's limit restored, and the store emptied, after each test.
-struct PackedGuard {
-  bool before = kernels::packed_weights();
-  PackedGuard() { kernels::clear_packed_store(); }
-  ~PackedGuard() {
-    kernels::set_packed_weights(before);
+// Each test with packed weights on, an empty store and no gradient recorded; skipped in a build
+// without oneDNN. The setting and the store's limit are restored, and the store emptied, after it.
+class PackedProducts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kernels::clear_packed_store();
+    kernels::set_packed_weights(true);
+    if (!kernels::packed_product(torch::ones({1, 2}), torch::ones({3, 2}), {}).defined()) {
+      GTEST_SKIP() << "a build without oneDNN";
+    }
+    kernels::clear_packed_store();
+  }
+  void TearDown() override {
+    kernels::set_packed_weights(before_);
     kernels::set_packed_store_limit(kernels::parse_packed_weights_limit(std::getenv("LEANSEQ_PACKED_WEIGHTS_MB")) << 20);
     kernels::clear_packed_store();
   }
-};
 
-bool available() {
-  PackedGuard guard;
-  kernels::set_packed_weights(true);
-  return kernels::packed_product(torch::ones({1, 2}), torch::ones({3, 2}), {}).defined();
-}
+ private:
+  const bool before_ = kernels::packed_weights();
+  torch::NoGradGuard no_grad_;
+};
 
 // Whether y, a float32 x w^T + b, is within the rounding its sums allow: per element, K terms
 // rounded, so a bound of 4 K eps times the sum of the terms' magnitudes (plus the bias's).
@@ -46,12 +52,8 @@ void expect_product(const torch::Tensor& y, const torch::Tensor& x, const torch:
 
 }  // namespace
 
-TEST(PackedProducts, EqualTheProductAndARowsResultDoesNotDependOnTheOtherRows) {
-  if (!available()) GTEST_SKIP() << "a build without oneDNN";
-  PackedGuard guard;
-  kernels::set_packed_weights(true);
+TEST_F(PackedProducts, EqualTheProductAndARowsResultDoesNotDependOnTheOtherRows) {
   torch::manual_seed(5);
-  torch::NoGradGuard no_grad;
   // A decoding step's shapes, an FFN's long sums (K 4096), and an odd size; 1100 rows cross the
   // pieces of 512, of a multiple of 64 and of the rest.
   for (const auto& [K, N] : std::vector<std::pair<int64_t, int64_t>>{{256, 768}, {4096, 64}, {37, 501}}) {
@@ -73,11 +75,8 @@ TEST(PackedProducts, EqualTheProductAndARowsResultDoesNotDependOnTheOtherRows) {
   EXPECT_EQ(kernels::packed_store().weights, 1);  // the two weights freed were swept by the last packing
 }
 
-TEST(PackedProducts, InferencesLinearLayersTakeThemAndCountTheirWork) {
-  if (!available()) GTEST_SKIP() << "a build without oneDNN";
-  PackedGuard guard;
+TEST_F(PackedProducts, InferencesLinearLayersTakeThemAndCountTheirWork) {
   torch::manual_seed(6);
-  torch::NoGradGuard no_grad;
   const auto x = torch::randn({2, 5, 48}), w = torch::randn({40, 48}), b = torch::randn({40});
   kernels::set_packed_weights(false);
   const auto sgemm = kernels::linear(x, w, b);
@@ -102,12 +101,8 @@ TEST(PackedProducts, InferencesLinearLayersTakeThemAndCountTheirWork) {
   EXPECT_EQ(kernels::packed_store().weights, 1);
 }
 
-TEST(PackedProducts, AWeightChangedInPlaceIsPackedAgainAndAFreedOneReleased) {
-  if (!available()) GTEST_SKIP() << "a build without oneDNN";
-  PackedGuard guard;
-  kernels::set_packed_weights(true);
+TEST_F(PackedProducts, AWeightChangedInPlaceIsPackedAgainAndAFreedOneReleased) {
   torch::manual_seed(7);
-  torch::NoGradGuard no_grad;
   const auto x = torch::randn({5, 32});
   auto w = torch::randn({16, 32});
   const auto first = kernels::packed_product(x, w, {});
@@ -129,11 +124,7 @@ TEST(PackedProducts, AWeightChangedInPlaceIsPackedAgainAndAFreedOneReleased) {
   EXPECT_TRUE(torch::equal(kernels::packed_product(x, made, {}), kernels::packed_product(x, made, {})));
 }
 
-TEST(PackedProducts, TheStoreKeepsToItsLimitAndTheSgemmTakesTheRest) {
-  if (!available()) GTEST_SKIP() << "a build without oneDNN";
-  PackedGuard guard;
-  kernels::set_packed_weights(true);
-  torch::NoGradGuard no_grad;
+TEST_F(PackedProducts, TheStoreKeepsToItsLimitAndTheSgemmTakesTheRest) {
   const auto x = torch::randn({3, 64}), a = torch::randn({64, 64}), b = torch::randn({64, 64});
   kernels::set_packed_store_limit(64 * 64 * 4);  // room for one
   EXPECT_TRUE(kernels::packed_product(x, a, {}).defined());
@@ -145,12 +136,8 @@ TEST(PackedProducts, TheStoreKeepsToItsLimitAndTheSgemmTakesTheRest) {
   EXPECT_FALSE(kernels::packed_product(x, a, {}).defined());
 }
 
-TEST(PackedProducts, ThreadsShareAPackedWeight) {
-  if (!available()) GTEST_SKIP() << "a build without oneDNN";
-  PackedGuard guard;
-  kernels::set_packed_weights(true);
+TEST_F(PackedProducts, ThreadsShareAPackedWeight) {
   torch::manual_seed(8);
-  torch::NoGradGuard no_grad;
   const auto x = torch::randn({70, 128}), w = torch::randn({300, 128}), b = torch::randn({300});
   const auto expected = kernels::packed_product(x, w, b);
   std::vector<torch::Tensor> got(4);
@@ -165,7 +152,7 @@ TEST(PackedProducts, ThreadsShareAPackedWeight) {
   for (const auto& y : got) EXPECT_TRUE(torch::equal(y, expected));
 }
 
-TEST(PackedProducts, SettingsAreReadOrRefusedByName) {
+TEST(PackedProductSettings, AreReadOrRefusedByName) {
   EXPECT_TRUE(kernels::parse_packed_weights(nullptr));
   EXPECT_TRUE(kernels::parse_packed_weights("1"));
   EXPECT_FALSE(kernels::parse_packed_weights("0"));
