@@ -24,6 +24,7 @@
 #include "leanseq/core/startup.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/decode/beam_search.h"
+#include "leanseq/kernels/product_flops.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/nn/packed_weight.h"
 #include "contender.h"
@@ -136,6 +137,7 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pas
   std::optional<leanseq::bench::OperatorTime> times;
   if (pass == Pass::profile) times.emplace();
   sync();
+  const uint64_t flops_before = leanseq::kernels::product_flops();
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < s.sentences; i += s.batch_size) {
     const int64_t n = std::min(s.batch_size, s.sentences - i);
@@ -160,7 +162,9 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pas
           {"target_tokens", tokens},
           {"seconds", seconds},
           {"sentences_per_second", s.sentences / seconds},
-          {"target_tokens_per_second", tokens / seconds}};
+          {"target_tokens_per_second", tokens / seconds},
+          {"product_gflop_per_sentence",
+           static_cast<double>(leanseq::kernels::product_flops() - flops_before) / 1e9 / s.sentences}};
 }
 
 }  // namespace

@@ -463,3 +463,72 @@ TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
     }
   }
 }
+
+namespace {
+// A decoder that passes everything to another and records the rows fed at each step; `per_sentence`
+// says whether the search may feed the first step once per sentence.
+class RowCounter : public StepDecoder {
+ public:
+  RowCounter(StepDecoder& inner, bool per_sentence) : inner_(inner), per_sentence_(per_sentence) {}
+  torch::Tensor step(const torch::Tensor& last, torch::Tensor* attn) override {
+    rows.push_back(last.size(0));
+    return inner_.step(last, attn);
+  }
+  void reorder(const torch::Tensor& order, bool within) override { inner_.reorder(order, within); }
+  bool first_step_per_sentence() const override { return per_sentence_; }
+  std::vector<int64_t> rows;
+
+ private:
+  StepDecoder& inner_;
+  bool per_sentence_;
+};
+}  // namespace
+
+// A plain beam search feeds its first step once per sentence (all its beams are the same there),
+// then the model's rows become beams: in every family the hypotheses, their scores and alignments
+// are those of a first step over every beam row. With sampling every row is fed.
+TEST(BeamSearch, TheFirstStepOncePerSentenceFindsWhatEveryBeamRowFinds) {
+  const int64_t vocab = 40;
+  std::vector<std::vector<int64_t>> sources;
+  for (int64_t len : {9, 3, 6}) {
+    std::vector<int64_t> s;
+    for (int64_t t = 0; t + 1 < len; ++t) s.push_back(4 + (len * 3 + t * 7) % (vocab - 4));
+    s.push_back(2);
+    sources.push_back(s);
+  }
+  auto batch = data::collate(sources, {}, {0, 1, 2});
+  const std::vector<int64_t> lengths{9, 3, 6};
+  for (const std::string preset : {"transformer_tiny", "transformer_tiny_san_aan", "lightconv_tiny",
+                                   "dynamicconv_tiny", "fconv_tiny", "pervasive_tiny"}) {
+    torch::manual_seed(6);
+    auto model = models::build_model(*models::registry().preset_config(preset), {vocab, vocab, true});
+    model->eval();
+    c10::InferenceMode inference;  // as generate() decodes
+    SearchOptions opt;
+    opt.beam = 4;
+    opt.max_len_b = 8;
+    opt.need_attn = true;
+    ModelStepDecoder a_model(*model, batch.src, batch.src_lengths, opt.beam);
+    ModelStepDecoder b_model(*model, batch.src, batch.src_lengths, opt.beam);
+    RowCounter once(a_model, true), every(b_model, false);
+    auto a = beam_search(once, 3, batch.src.size(1), 1024, vocab, opt, nullptr, &lengths);
+    auto b = beam_search(every, 3, batch.src.size(1), 1024, vocab, opt, nullptr, &lengths);
+    ASSERT_GE(once.rows.size(), 2u) << preset;
+    EXPECT_EQ(once.rows[0], 3) << preset << ": one row per sentence";
+    EXPECT_EQ(once.rows[1], 12) << preset << ": then the beams";
+    EXPECT_EQ(every.rows[0], 12) << preset;
+    for (size_t i = 0; i < sources.size(); ++i) {
+      ASSERT_EQ(a[i].size(), b[i].size()) << preset;
+      for (size_t h = 0; h < a[i].size(); ++h) {
+        EXPECT_EQ(a[i][h].tokens, b[i][h].tokens) << preset << ", sentence " << i;
+        EXPECT_NEAR(a[i][h].score, b[i][h].score, 1e-5) << preset << ", sentence " << i;
+        EXPECT_EQ(a[i][h].alignment, b[i][h].alignment) << preset;
+      }
+    }
+    opt.sampling = true;
+    ModelStepDecoder c_model(*model, batch.src, batch.src_lengths, opt.beam);
+    RowCounter sampled(c_model, true);
+    beam_search(sampled, 3, batch.src.size(1), 1024, vocab, opt, nullptr, &lengths);
+    EXPECT_EQ(sampled.rows[0], 12) << preset << ": samples are drawn per row";
+  }
+}

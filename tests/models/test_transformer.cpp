@@ -239,3 +239,35 @@ TEST(IncrementalState, StaticAttentionKeepsOneCopyPerSourceForItsRows) {
   EXPECT_EQ(cache.k.size(0), 3);
   check(3, "after the groups broke");
 }
+
+// The beam search's first step is made once per sentence: encoder-decoder attention then holds one
+// row per source, and the reorder that makes the beam rows (each source's row repeated, the state
+// then counting that many rows per source) keeps one copy per source, with the results of one copy
+// per row.
+TEST(IncrementalState, StaticAttentionFromOneRowPerSourceToBeamRowsKeepsOneCopy) {
+  torch::manual_seed(33);
+  torch::NoGradGuard no_grad;
+  nn::MultiheadAttention att(16, 4, 0.0, true);
+  att->eval();
+  auto sources = torch::randn({3, 5, 16});
+  auto padding = torch::zeros({3, 5}, torch::kBool);
+  padding[1][4] = true;
+  nn::IncrementalState once, per_row;
+  auto& cache = once.get<nn::StaticAttentionCache>("a");
+  auto q0 = torch::randn({3, 1, 16});
+  auto first = att->step_static(q0, sources, padding, cache, true);
+  auto beams = torch::tensor({0, 0, 1, 1, 2, 2}, torch::kLong);
+  once.rows_per_source = 2;
+  once.reorder(beams, false);
+  EXPECT_EQ(cache.rows, 2);
+  EXPECT_EQ(cache.k.size(0), 3) << "one copy per source";
+  auto memory = sources.index_select(0, beams), memory_padding = padding.index_select(0, beams);
+  auto& reference = per_row.get<nn::StaticAttentionCache>("a");
+  auto q1 = torch::randn({6, 1, 16});
+  auto a = att->step_static(q1, memory, memory_padding, cache, true);
+  auto b = att->step_static(q1, memory, memory_padding, reference, true);
+  EXPECT_TRUE(torch::allclose(a.out, b.out, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(a.weights, b.weights, 1e-6, 1e-6));
+  auto c = att->step_static(q0, sources, padding, per_row.get<nn::StaticAttentionCache>("b"), true);
+  EXPECT_TRUE(torch::allclose(first.out, c.out, 1e-6, 1e-6));
+}

@@ -194,16 +194,26 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     }
   }
 
+  // A plain search makes its first step once per sentence, where all its beams are the same (the
+  // other beams' candidates were never looked at); sampling, constraints, prefixes and n-gram
+  // blocking treat each row.
+  const bool first_once = beam > 1 && decoder.first_step_per_sentence() && !constrained && !opt.sampling &&
+                          !prefixes && opt.no_repeat_ngram_size <= 0;
+
   for (int64_t step = 0; step <= max_len; ++step) {
     if (opt.cancelled && opt.cancelled()) throw Cancelled("the search was cancelled");
     const int64_t groups = static_cast<int64_t>(active.size());
+    const bool once = first_once && step == 0;  // rows are sentences, not beams
     torch::Tensor attn;
     // The candidates are chosen where the model runs (on a GPU only the top 2 x beam per sentence
     // come back to the host); the bookkeeping below is on the CPU.
-    auto lprobs = decoder.step(tokens.select(1, step), opt.need_attn ? &attn : nullptr);
+    auto last = tokens.select(1, step);
+    auto lprobs = decoder.step(once ? last.slice(0, 0, last.size(0), beam).contiguous() : last,
+                               opt.need_attn ? &attn : nullptr);
     if (lprobs.scalar_type() != torch::kFloat) lprobs = lprobs.to(torch::kFloat);
     if (opt.need_attn) {
       auto a = attn.to(torch::kFloat).cpu().unsqueeze(1);
+      if (once) a = a.repeat_interleave(beam, 0);
       attn_hist = attn_hist.defined() ? torch::cat({attn_hist, a}, 1) : a;
     }
     lprobs.select(1, kPad).fill_(kNegInf);
@@ -241,7 +251,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       std::tie(cand_scores, cand_idx) = sample_candidates(
           lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);
     } else {
-      auto lp = lprobs.view({groups, beam, vocab});
+      auto lp = lprobs.view({groups, once ? 1 : beam, vocab});
       torch::Tensor prev;  // each row's score so far, added to its log-probabilities
       if (step == 0) {
         lp = lp.narrow(1, 0, 1);  // all beams are identical: expand only the first
@@ -336,13 +346,10 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
                                    const torch::Tensor& src_lengths, int64_t beam, double temperature,
                                    const torch::Tensor& output_ids)
-    : model_(model), temperature_(temperature) {
+    : model_(model), temperature_(temperature), sentences_(src.size(0)), beam_(beam), expanded_(beam == 1) {
+  // One row per sentence until the first reorder, or a step with beam rows, expands them.
   enc_ = model.encode(src, src_lengths);
-  auto expand = torch::arange(src.size(0), torch::TensorOptions().dtype(torch::kLong).device(src.device()))
-                    .repeat_interleave(beam);
-  enc_.reorder(expand);
   state_ = model.init_state(enc_);
-  state_.rows_per_source = beam;  // the rows of enc_ come in groups of beam copies of one source
   if (output_ids.defined()) {
     output_ids_ = output_ids.to(enc_.out.device());
     state_.output_rows = std::make_shared<nn::OutputRows>();
@@ -350,7 +357,16 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
   }
 }
 
+void ModelStepDecoder::expand(const torch::Tensor& rows) {
+  state_.rows_per_source = beam_;  // the beam rows of a sentence follow each other
+  model_.reorder(enc_, state_, rows.to(enc_.out.device()), false);
+  expanded_ = true;
+}
+
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
+  if (!expanded_ && last_tokens.size(0) != sentences_) {
+    expand(torch::arange(sentences_, torch::kLong).repeat_interleave(beam_));
+  }
   auto tokens = last_tokens.to(enc_.out.device());
   if (output_ids_.defined()) tokens = output_ids_.index_select(0, tokens);  // columns -> token ids
   auto out = model_.step(tokens.unsqueeze(1), enc_, state_, attn != nullptr);
@@ -375,6 +391,7 @@ torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {
 }
 
 void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
+  if (!expanded_) return expand(torch::div(order, beam_, "floor"));
   model_.reorder(enc_, state_, order.to(enc_.out.device()), within_sentence);
 }
 

@@ -66,6 +66,10 @@ class StepDecoder {
   virtual torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) = 0;
   // Keeps rows `order` ([N'] int64). within_sentence: every row stays in its sentence's group.
   virtual void reorder(const torch::Tensor& order, bool within_sentence) = 0;
+  // Whether the first step may feed one row per sentence (its beams are all the same there): step
+  // then returns one row per sentence, and the first reorder, whose `order` still counts beam
+  // rows (sentence * beam + 0), makes the beam rows from them.
+  virtual bool first_step_per_sentence() const { return false; }
 };
 
 // Decodes `bsz` sentences; returns, per sentence, its finalized hypotheses best first (beam of
@@ -98,10 +102,15 @@ class ModelStepDecoder : public StepDecoder {
                    int64_t beam, double temperature = 1.0, const torch::Tensor& output_ids = {});
   torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
   void reorder(const torch::Tensor& order, bool within_sentence) override;
+  bool first_step_per_sentence() const override { return true; }
 
  private:
+  // From one row per sentence to the beam rows `rows` ([N'] sentence indices).
+  void expand(const torch::Tensor& rows);
   models::Seq2SeqModel& model_;
   double temperature_;
+  int64_t sentences_, beam_;
+  bool expanded_;  // the encoder output and the state have beam rows per sentence
   models::EncoderOut enc_;
   nn::IncrementalState state_;
   torch::Tensor output_ids_;
@@ -117,6 +126,7 @@ class EnsembleStepDecoder : public StepDecoder {
                       const torch::Tensor& output_ids = {});
   torch::Tensor step(const torch::Tensor& last_tokens, torch::Tensor* attn) override;
   void reorder(const torch::Tensor& order, bool within_sentence) override;
+  bool first_step_per_sentence() const override { return true; }
 
  private:
   std::vector<std::unique_ptr<ModelStepDecoder>> members_;

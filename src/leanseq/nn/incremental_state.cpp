@@ -145,15 +145,17 @@ void AppendBuffer::gather() {
   origin_ = torch::Tensor();
 }
 
-void StaticAttentionCache::reorder(const torch::Tensor& order, bool within_sentence) {
+void StaticAttentionCache::reorder(const torch::Tensor& order, bool within_sentence, int64_t rows_after) {
   if (within_sentence || !k.defined()) return;
   torch::Tensor sources;  // the source row of each new group, when the new rows are grouped
-  if (rows > 1 && order.size(0) % rows == 0) {
-    auto groups = torch::div(order, rows, "floor").view({-1, rows});
+  if (rows_after > 1 && order.size(0) % rows_after == 0) {
+    auto groups = torch::div(order, rows, "floor").view({-1, rows_after});
     auto first = groups.select(1, 0);
     if (groups.eq(first.unsqueeze(1)).all().item<bool>()) sources = first.contiguous();
   }
-  if (!sources.defined() && rows > 1) {  // one copy per row from here on
+  if (sources.defined()) {
+    rows = rows_after;
+  } else if (rows > 1) {  // one copy per row from here on
     for (auto* t : {&k, &v, &mask}) {
       if (t->defined()) *t = t->repeat_interleave(rows, 0);
     }

@@ -56,8 +56,10 @@ struct StaticAttentionCache {
   torch::Tensor mask;  // [B / rows, 1, 1, S] additive key padding of the memory; undefined when it has no pad
   int64_t rows = 1;    // consecutive decoder rows per source row of k, v and mask
   // A reorder within sentences changes nothing; one that drops sentences keeps the sources of the
-  // remaining groups (or, where the new rows are not grouped by source, goes to one copy per row).
-  void reorder(const torch::Tensor& order, bool within_sentence);
+  // remaining groups, `rows_after` rows each (or, where the new rows are not grouped so, goes to one
+  // copy per row). From one row per source to `rows_after` (the beam search's first step, made
+  // once per sentence) it keeps one copy.
+  void reorder(const torch::Tensor& order, bool within_sentence, int64_t rows_after);
 };
 
 // The last inputs of a causal 1D convolution (K-1 of them).
@@ -101,7 +103,8 @@ class IncrementalState {
   size_t size() const { return caches_.size(); }
   int64_t steps = 0;  // target tokens consumed so far
   // Consecutive rows that decode the same source (the beams of a sentence, as the beam search
-  // lays them out): caches computed from the source alone keep one copy per group.
+  // lays them out): caches computed from the source alone keep one copy per group. A reorder
+  // regroups them by the value it has then.
   int64_t rows_per_source = 1;
   // A vocabulary shortlist: the output layer's logits are those of its ids only (null: all).
   std::shared_ptr<OutputRows> output_rows;
@@ -129,7 +132,7 @@ class IncrementalState {
           [&](auto& cache) {
             using Cache = std::decay_t<decltype(cache)>;
             if constexpr (std::is_same_v<Cache, StaticAttentionCache>) {
-              cache.reorder(order, within_sentence);
+              cache.reorder(order, within_sentence, rows_per_source);
             } else if constexpr (!std::is_same_v<Cache, std::monostate>) {
               cache.for_each_tensor([&](auto& t) {
                 if constexpr (std::is_same_v<std::decay_t<decltype(t)>, AppendBuffer>) {
