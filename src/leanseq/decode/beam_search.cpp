@@ -346,7 +346,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
                                    const torch::Tensor& src_lengths, int64_t beam, double temperature,
                                    const torch::Tensor& output_ids)
-    : model_(model), temperature_(temperature), sentences_(src.size(0)), beam_(beam), expanded_(beam == 1) {
+    : model_(model), temperature_(temperature), sentences_(src.size(0)), beam_(beam) {
   // One row per sentence until the first reorder, or a step with beam rows, expands them.
   enc_ = model.encode(src, src_lengths);
   state_ = model.init_state(enc_);
@@ -358,13 +358,12 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
 }
 
 void ModelStepDecoder::expand(const torch::Tensor& rows) {
-  state_.rows_per_source = beam_;  // the beam rows of a sentence follow each other
+  state_.rows_per_source = beam_;  // the beam rows of a sentence follow each other (expanded())
   model_.reorder(enc_, state_, rows.to(enc_.out.device()), false);
-  expanded_ = true;
 }
 
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
-  if (!expanded_ && last_tokens.size(0) != sentences_) {
+  if (!expanded() && last_tokens.size(0) != sentences_) {
     expand(torch::arange(sentences_, torch::kLong).repeat_interleave(beam_));
   }
   auto tokens = last_tokens.to(enc_.out.device());
@@ -391,7 +390,7 @@ torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {
 }
 
 void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
-  if (!expanded_) return expand(torch::div(order, beam_, "floor"));
+  if (!expanded()) return expand(torch::div(order, beam_, "floor"));
   model_.reorder(enc_, state_, order.to(enc_.out.device()), within_sentence);
 }
 

@@ -92,8 +92,9 @@ torch::Tensor log_probs(const torch::Tensor& logits, double temperature);
 // Several models' log-probabilities as one (fairseq's EnsembleModel): the log of their mean probability.
 torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs);
 
-// A StepDecoder over a Seq2SeqModel: encodes once, expands the encoder output to `beam` rows per
-// sentence, and steps with the model's incremental state. With `output_ids` (a vocabulary
+// A StepDecoder over a Seq2SeqModel: encodes once, steps with the model's incremental state, and
+// expands the encoder output and the state to `beam` rows per sentence at the first reorder (or at
+// a first step fed beam rows). With `output_ids` (a vocabulary
 // shortlist: [V'] int64 ascending), its log-probabilities are over those tokens only, column k for
 // output_ids[k], and the tokens it is fed are such columns.
 class ModelStepDecoder : public StepDecoder {
@@ -107,10 +108,11 @@ class ModelStepDecoder : public StepDecoder {
  private:
   // From one row per sentence to the beam rows `rows` ([N'] sentence indices).
   void expand(const torch::Tensor& rows);
+  // Whether the encoder output and the state have beam rows per sentence.
+  bool expanded() const { return state_.rows_per_source == beam_; }
   models::Seq2SeqModel& model_;
   double temperature_;
   int64_t sentences_, beam_;
-  bool expanded_;  // the encoder output and the state have beam rows per sentence
   models::EncoderOut enc_;
   nn::IncrementalState state_;
   torch::Tensor output_ids_;
