@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <ATen/record_function.h>
+
+#include <string>
 
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/kernels/int8_gemm.h"
@@ -79,6 +82,38 @@ TEST(Int8Gemm, TheAmxMatmulGivesTheGemmsProducts) {
 // The form is chosen by the CPU: one product with VNNI (either kind), the split form without.
 // A feed-forward layer's first product with its relu applied while scaling back: bit-equal to the
 // relu of the product, with and without a bias, over rows that go to both threads.
+// A decoding step makes some twenty products: after the first, each allocates its result and
+// nothing else (the row scales, accumulators and quantized rows are the thread's scratch), and a
+// smaller product after a larger one, on the same scratch, still gives the exact integers.
+TEST(Int8Gemm, AfterTheFirstAProductAllocatesOnlyItsResult) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  if (default_int8_activations() != Int8Activations::u8_shifted) GTEST_SKIP() << "no VNNI: the split form";
+  torch::manual_seed(9);
+  auto w = quantize_weight(torch::randn({700, 96}) * 0.1);
+  auto bias = torch::randn({700});
+  auto big = torch::randn({80, 96}), small = torch::randn({3, 96});
+  // Tensors allocated on this thread while `allocations` counts (a captureless callback).
+  static thread_local int64_t allocations = 0;
+  auto product = [&](const torch::Tensor& x) {
+    auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+        [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          const std::string name = fn.name();
+          if (name == "aten::empty" || name == "aten::empty_strided") ++allocations;
+          return nullptr;
+        }));
+    allocations = 0;
+    auto y = int8_linear(x, w, bias, Int8Activations::u8_shifted);
+    at::removeCallback(handle);
+    return y;
+  };
+  product(big);
+  for (const auto& x : {small, big, small}) {
+    auto got = product(x);
+    EXPECT_EQ(allocations, 1) << x.size(0) << " rows";
+    EXPECT_LT(relative_error(got, int8_linear_reference(x, w, bias)), 1e-5) << x.size(0) << " rows";
+  }
+}
+
 TEST(Int8Gemm, TheReluFormIsTheReluOfTheProduct) {
   if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
   torch::manual_seed(6);

@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 
 #include "leanseq/kernels/parallel.h"
+#include "leanseq/kernels/scratch.h"
 
 namespace leanseq::kernels {
 
@@ -185,16 +187,16 @@ const dnnl::memory* packed_weight(const Int8Weight& w, const dnnl::memory::desc&
 
 // acc[:M] = xq w^T on AMX (M rows of xq, which has rows = amx_rows(M)); false when the weight's
 // layout does not fit the primitive.
-bool amx_product(torch::Tensor& xq, int64_t M, int64_t rows, const Int8Weight& w, torch::Tensor& acc) {
+bool amx_product(uint8_t* xq, int64_t M, int64_t rows, const Int8Weight& w, int32_t* acc) {
   const int64_t K = w.in_features(), N = w.out_features();
   const auto mm = amx_matmul(rows, K, N);
   const dnnl::memory* weights = packed_weight(w, mm->weights);
   if (!weights) return false;
-  if (rows > M) xq.narrow(0, M, rows - M).fill_(128);  // the padding rows: zeros once shifted
+  if (rows > M) std::memset(xq + M * K, 128, (rows - M) * K);  // the padding rows: zeros once shifted
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
-  dnnl::memory src({{rows, K}, dt::u8, tag::ab}, onednn_cpu_engine(), xq.data_ptr<uint8_t>());
-  dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, onednn_cpu_engine(), acc.data_ptr<int32_t>());
+  dnnl::memory src({{rows, K}, dt::u8, tag::ab}, onednn_cpu_engine(), xq);
+  dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, onednn_cpu_engine(), acc);
   dnnl::stream stream(onednn_cpu_engine());
   mm->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}});
   stream.wait();
@@ -283,49 +285,54 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   (void)act, (void)relu;
   throw std::runtime_error("int8 products need oneDNN, which this build lacks");
 #else
-  auto xscale = torch::empty({M}, torch::kFloat);
   const bool amx = act == Int8Activations::u8_shifted && int8_amx_in_use() && w.packed;
   const int64_t acc_rows = amx ? amx_rows(M) : M;  // the AMX primitive's rows, padding included
-  auto acc = torch::empty({acc_rows, N}, torch::kInt);
+  // The row scales, the accumulators and the quantized rows (twice M x K in the split form, with
+  // the low bit's own accumulators) in this thread's scratch, reused by the next product.
+  const bool split = act == Int8Activations::u8_split;
+  const size_t scale_bytes = aligned_size(M * sizeof(float)), acc_bytes = aligned_size(acc_rows * N * sizeof(int32_t)),
+               q_bytes = aligned_size(acc_rows * K), total = scale_bytes + (split ? 2 : 1) * (acc_bytes + q_bytes);
+  thread_local Scratch kept;
+  Scratch own;
+  auto* base = static_cast<uint8_t*>((total <= Scratch::kept_at_most ? kept : own).at(total));
+  auto* xs_w = reinterpret_cast<float*>(base);
+  auto* acc = reinterpret_cast<int32_t*>(base + scale_bytes);
+  auto* xq = base + scale_bytes + acc_bytes;  // u8 or s8 rows; the split form's high halves
   const int8_t* wq = w.q.data_ptr<int8_t>();
   const int32_t* column_offset = nullptr;  // added while scaling back (the AMX product's compensation)
+  const float* x_in = in.data_ptr<float>();
   if (act == Int8Activations::u8_shifted) {
-    auto xq = torch::empty({acc_rows, K}, torch::kByte);
-    quantize_rows(in.data_ptr<float>(), M, K, xq.data_ptr<uint8_t>(), xscale.data_ptr<float>(), 128);
+    quantize_rows(x_in, M, K, xq, xs_w, 128);
     // acc = xq * w^T + compensation[n] (per column): (x_s8 + 128) w = x_s8 w + 128 sum_k w.
     if (amx && amx_product(xq, M, acc_rows, w, acc)) {
       column_offset = w.compensation.data_ptr<int32_t>();
     } else {
-      check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
-                              acc.data_ptr<int32_t>(), N, w.compensation.data_ptr<int32_t>()),
+      check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq, K, 0, wq, K, 0, 0.f, acc, N,
+                              w.compensation.data_ptr<int32_t>()),
             "u8s8s32 GEMM");
     }
-  } else if (act == Int8Activations::u8_split) {
-    auto hi = torch::empty({M, K}, torch::kByte), lo = torch::empty({M, K}, torch::kByte);
-    quantize_rows_split(in.data_ptr<float>(), M, K, hi.data_ptr<uint8_t>(), lo.data_ptr<uint8_t>(),
-                        xscale.data_ptr<float>());
+  } else if (split) {
+    uint8_t* hi = xq;
+    auto* acc_lo = reinterpret_cast<int32_t*>(base + scale_bytes + acc_bytes + q_bytes);
+    uint8_t* lo = base + scale_bytes + 2 * acc_bytes + q_bytes;
+    quantize_rows_split(x_in, M, K, hi, lo, xs_w);
     // (h + 64) w - 64 sum_k w = h w (the weight's compensation is -128 sum_k w), then 2 (h w) + l w.
     auto co = torch::div(w.compensation, 2, "trunc").contiguous();  // exact: the values are even
-    auto acc_lo = torch::empty({M, N}, torch::kInt);
     const int32_t zero = 0;
-    check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, hi.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
-                            acc.data_ptr<int32_t>(), N, co.data_ptr<int32_t>()),
+    check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, hi, K, 0, wq, K, 0, 0.f, acc, N, co.data_ptr<int32_t>()),
           "u8s8s32 GEMM (high bits)");
-    check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, lo.data_ptr<uint8_t>(), K, 0, wq, K, 0, 0.f,
-                            acc_lo.data_ptr<int32_t>(), N, &zero),
+    check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, lo, K, 0, wq, K, 0, 0.f, acc_lo, N, &zero),
           "u8s8s32 GEMM (low bit)");
-    acc.mul_(2).add_(acc_lo);
+    for (int64_t i = 0; i < M * N; ++i) acc[i] = 2 * acc[i] + acc_lo[i];
   } else {
-    auto xq = torch::empty({M, K}, torch::kChar);
-    quantize_rows(in.data_ptr<float>(), M, K, xq.data_ptr<int8_t>(), xscale.data_ptr<float>(), 0);
+    auto* xq_s8 = reinterpret_cast<int8_t*>(xq);
+    quantize_rows(x_in, M, K, xq_s8, xs_w, 0);
     const int32_t zero = 0;
-    check(dnnl_gemm_s8s8s32('N', 'T', 'F', M, N, K, 1.f, xq.data_ptr<int8_t>(), K, 0, wq, K, 0, 0.f,
-                            acc.data_ptr<int32_t>(), N, &zero),
-          "s8s8s32 GEMM");
+    check(dnnl_gemm_s8s8s32('N', 'T', 'F', M, N, K, 1.f, xq_s8, K, 0, wq, K, 0, 0.f, acc, N, &zero), "s8s8s32 GEMM");
   }
 
-  const int32_t* a = acc.data_ptr<int32_t>();
-  const float* xs = xscale.data_ptr<float>();
+  const int32_t* a = acc;
+  const float* xs = xs_w;
   const float* ws = w.scale.data_ptr<float>();
   torch::Tensor b = bias;
   if (b.defined() && (b.scalar_type() != torch::kFloat || !b.is_contiguous())) {

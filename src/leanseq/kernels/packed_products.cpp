@@ -14,6 +14,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/kernels/product_flops.h"
+#include "leanseq/kernels/scratch.h"
 
 #ifdef LEANSEQ_WITH_DNNL
 #include "leanseq/kernels/onednn_engine.h"
@@ -188,15 +189,14 @@ torch::Tensor multiply(const torch::Tensor& rows, const torch::Tensor& weight, c
   auto out = torch::empty({M, N}, rows.options());
   const auto& engine = onednn_cpu_engine();
   dnnl::stream stream(engine);
-  thread_local std::vector<uint8_t> scratch;  // 64 bytes more, for the alignment below
+  thread_local Scratch scratch;
   const float* x = rows.data_ptr<float>();
   float* y = out.data_ptr<float>();
   for (int64_t done = 0; done < M;) {
     const int64_t m = piece_rows(M - done);
     const auto mm = matmul_for(m, K, N, bias.defined());
     if (mm->weights != weights->get_desc()) return {};  // a layout other than the one packed
-    if (scratch.size() < mm->scratchpad.get_size() + 64) scratch.resize(mm->scratchpad.get_size() + 64);
-    void* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+    void* aligned = scratch.at(mm->scratchpad.get_size());
     dnnl::memory src({{m, K}, dt::f32, tag::ab}, engine, const_cast<float*>(x + done * K));
     dnnl::memory dst({{m, N}, dt::f32, tag::ab}, engine, y + done * N);
     dnnl::memory pad(mm->scratchpad, engine, aligned);
