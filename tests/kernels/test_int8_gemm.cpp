@@ -79,9 +79,6 @@ TEST(Int8Gemm, TheAmxMatmulGivesTheGemmsProducts) {
   EXPECT_NE(int8_products_summary().find("AMX"), std::string::npos) << int8_products_summary();
 }
 
-// The form is chosen by the CPU: one product with VNNI (either kind), the split form without.
-// A feed-forward layer's first product with its relu applied while scaling back: bit-equal to the
-// relu of the product, with and without a bias, over rows that go to both threads.
 // A decoding step makes some twenty products: after the first, each allocates its result and
 // nothing else (the row scales, accumulators and quantized rows are the thread's scratch), and a
 // smaller product after a larger one, on the same scratch, still gives the exact integers.
@@ -114,6 +111,8 @@ TEST(Int8Gemm, AfterTheFirstAProductAllocatesOnlyItsResult) {
   }
 }
 
+// A feed-forward layer's first product with its relu applied while scaling back: bit-equal to the
+// relu of the product, with and without a bias, over rows that go to both threads.
 TEST(Int8Gemm, TheReluFormIsTheReluOfTheProduct) {
   if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
   torch::manual_seed(6);
@@ -126,6 +125,7 @@ TEST(Int8Gemm, TheReluFormIsTheReluOfTheProduct) {
   }
 }
 
+// The form is chosen by the CPU: one product with VNNI (either kind), the split form without.
 TEST(Int8Gemm, CpusWithoutVnniUseTheSplitForm) {
   leanseq::CpuVectorSupport cpu;
   cpu.avx2 = true;

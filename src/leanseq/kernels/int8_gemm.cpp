@@ -295,14 +295,14 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   thread_local Scratch kept;
   Scratch own;
   auto* base = static_cast<uint8_t*>((total <= Scratch::kept_at_most ? kept : own).at(total));
-  auto* xs_w = reinterpret_cast<float*>(base);
+  auto* xs = reinterpret_cast<float*>(base);
   auto* acc = reinterpret_cast<int32_t*>(base + scale_bytes);
   auto* xq = base + scale_bytes + acc_bytes;  // u8 or s8 rows; the split form's high halves
   const int8_t* wq = w.q.data_ptr<int8_t>();
   const int32_t* column_offset = nullptr;  // added while scaling back (the AMX product's compensation)
   const float* x_in = in.data_ptr<float>();
   if (act == Int8Activations::u8_shifted) {
-    quantize_rows(x_in, M, K, xq, xs_w, 128);
+    quantize_rows(x_in, M, K, xq, xs, 128);
     // acc = xq * w^T + compensation[n] (per column): (x_s8 + 128) w = x_s8 w + 128 sum_k w.
     if (amx && amx_product(xq, M, acc_rows, w, acc)) {
       column_offset = w.compensation.data_ptr<int32_t>();
@@ -315,7 +315,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
     uint8_t* hi = xq;
     auto* acc_lo = reinterpret_cast<int32_t*>(base + scale_bytes + acc_bytes + q_bytes);
     uint8_t* lo = base + scale_bytes + 2 * acc_bytes + q_bytes;
-    quantize_rows_split(x_in, M, K, hi, lo, xs_w);
+    quantize_rows_split(x_in, M, K, hi, lo, xs);
     // (h + 64) w - 64 sum_k w = h w (the weight's compensation is -128 sum_k w), then 2 (h w) + l w.
     auto co = torch::div(w.compensation, 2, "trunc").contiguous();  // exact: the values are even
     const int32_t zero = 0;
@@ -326,13 +326,11 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
     for (int64_t i = 0; i < M * N; ++i) acc[i] = 2 * acc[i] + acc_lo[i];
   } else {
     auto* xq_s8 = reinterpret_cast<int8_t*>(xq);
-    quantize_rows(x_in, M, K, xq_s8, xs_w, 0);
+    quantize_rows(x_in, M, K, xq_s8, xs, 0);
     const int32_t zero = 0;
     check(dnnl_gemm_s8s8s32('N', 'T', 'F', M, N, K, 1.f, xq_s8, K, 0, wq, K, 0, 0.f, acc, N, &zero), "s8s8s32 GEMM");
   }
 
-  const int32_t* a = acc;
-  const float* xs = xs_w;
   const float* ws = w.scale.data_ptr<float>();
   torch::Tensor b = bias;
   if (b.defined() && (b.scalar_type() != torch::kFloat || !b.is_contiguous())) {
@@ -342,7 +340,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   float* o = out.data_ptr<float>();
   auto rows = [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
-      scale_row(a + m * N, column_offset, xs[m], ws, bp, o + m * N, N);
+      scale_row(acc + m * N, column_offset, xs[m], ws, bp, o + m * N, N);
       if (relu) relu_row(o + m * N, N);
     }
   };
