@@ -18,6 +18,10 @@ OUT=$(cd "$OUT" && pwd)
 export PATH=/usr/local/cuda/bin:$PATH
 prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DLEANSEQ_CUDA=ON -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_ARCHITECTURES=90)
+# jemalloc where the machine has it (libjemalloc-dev), the system's malloc otherwise.
+jemalloc=OFF
+for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib /usr/local/lib; do [ -e "$d/libjemalloc.so" ] && jemalloc=ON; done
+common+=(-DLEANSEQ_JEMALLOC=$jemalloc)
 if cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=OFF -DLEANSEQ_CLI=ON -DLEANSEQ_PYTHON=OFF \
     > "$OUT/configure.log" 2>&1; then
   echo "build: the leanseq executable, the training library and the model stack"

@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sword-text-sparv sword-text-web libsword-utils
   python3-dev pybind11-dev python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
-  libcpp-httplib-dev chromium libdnnl-dev dpkg-dev
+  libcpp-httplib-dev chromium libdnnl-dev libjemalloc-dev dpkg-dev
   clang-14 libclang-rt-14-dev
 )
 missing=()

@@ -11,7 +11,9 @@ trap 'rm -rf "$work"' EXIT
   || { cat "$work/cpack.log"; exit 1; }
 deb=$(ls "$work"/out/leanseq_*_amd64.deb)
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libtorch1.13 libsentencepiece0 libcpp-httplib0.11 libdnnl2 libicu72 libyaml-cpp0.7; do
+libs=(libtorch1.13 libsentencepiece0 libcpp-httplib0.11 libdnnl2 libicu72 libyaml-cpp0.7)
+grep -q '^LEANSEQ_JEMALLOC:BOOL=ON' "$build/CMakeCache.txt" && libs+=(libjemalloc2)
+for lib in "${libs[@]}"; do
   [[ $depends == *"$lib "* || $depends == *"$lib," ]] || { echo "Depends lacks $lib: $depends"; exit 1; }
 done
 dpkg-deb -x "$deb" "$work/root"

@@ -10,6 +10,7 @@
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/memory.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
@@ -131,7 +132,7 @@ void add_serve(CLI::App& app, int& exit_code) {
     const bool ok = server.run([&](int port) {
       log::info("serving " + described + " on " + device.str() + " with " + std::to_string(compute_threads()) +
                 " threads; batches of up to " + std::to_string(a->server.batching.max_sentences) + " sentences");
-      if (device.is_cpu()) log::info(blas_summary() + "; " + kernels::dense_products_summary());
+      if (device.is_cpu()) log::info(blas_summary() + "; " + kernels::dense_products_summary() + "; " + allocator_summary());
       log::info("listening on http://" + a->server.host + ":" + std::to_string(port) + "/");
     });
     if (!ok) {

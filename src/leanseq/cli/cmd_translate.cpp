@@ -16,6 +16,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/memory.h"
 #include "leanseq/core/progress.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
@@ -181,7 +182,8 @@ void run_translate(TranslateArgs& a) {
   // A:B:C decodes the models as an ensemble.
   auto lt = load_for_decoding(a.checkpoint, "--checkpoint", a.compute_type, device);
   load_shortlist(a, *lt.translator);
-  log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() : "decoding on " + device.str());
+  log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() + "; " + allocator_summary()
+                            : "decoding on " + device.str());
   decode::TranslationStats stats;
   io::LineReader in(a.input);
   const bool prompt = a.interactive && a.input == "-" && isatty(0);

@@ -81,9 +81,12 @@ int main(int argc, char** argv) {
   leanseq::cli::set_program_args(argc, argv);
   CLI::App app{"leanseq: sequence-to-sequence models that pay less attention", "leanseq"};
   app.require_subcommand(1);
-  // The version and the BLAS this process runs (bench/peer/fairseq.sh gives fairseq the same).
-  app.set_version_flag("--version",
-                       [] { return std::string("leanseq ") + leanseq::kVersion + "\n" + leanseq::blas_summary(); });
+  // The version, the BLAS this process runs (bench/peer/fairseq.sh gives fairseq the same) and its
+  // allocator.
+  app.set_version_flag("--version", [] {
+    return std::string("leanseq ") + leanseq::kVersion + "\n" + leanseq::blas_summary() + "\n" +
+           leanseq::allocator_summary();
+  });
   int exit_code = 0;
   leanseq::cli::add_prepare(app, exit_code);
   leanseq::cli::add_train(app, exit_code);

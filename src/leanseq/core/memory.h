@@ -1,6 +1,7 @@
 // Process-wide allocator policy for tensor work on the CPU.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace leanseq {
 
@@ -9,7 +10,15 @@ namespace leanseq {
 // search allocate and free the same large buffers at every step; with the default policy each
 // of them pays its page faults again (measured: a fresh 64 MiB buffer costs ~165 ms of faults
 // on the 2-core reference machine, a reused one ~2 ms). Call once, before any tensor work.
+// Where a program allocates through jemalloc (CMake's LEANSEQ_JEMALLOC), jemalloc keeps freed
+// memory the same way: this file sets its malloc_conf ("dirty_decay_ms:-1"), which MALLOC_CONF in
+// the environment overrides (e.g. MALLOC_CONF=dirty_decay_ms:10000 hands freed pages back after
+// ten seconds).
 void retain_freed_memory();
+
+// "allocator: jemalloc 5.3.0 (freed memory kept for reuse)" or "allocator: the C library's malloc":
+// the malloc this process runs on, for the programs' start-up log.
+std::string allocator_summary();
 
 }  // namespace leanseq
 

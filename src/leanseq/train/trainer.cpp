@@ -13,6 +13,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/memory.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
@@ -172,7 +173,8 @@ struct Trainer::Impl {
     if (main_process()) log_file.open(opt.save_dir + "/train_log.jsonl", std::ios::app);
     tty = main_process() && opt.log_format == "auto" && isatty(2);
     log::info(task->describe() + "; on " + device.str());
-    log::info(device.is_cpu() ? blas_summary() + "; " + kernels::training_products_summary() : blas_summary());
+    log::info(device.is_cpu() ? blas_summary() + "; " + kernels::training_products_summary() + "; " + allocator_summary()
+                              : blas_summary());
   }
 
   void setup_mixed_precision() {
