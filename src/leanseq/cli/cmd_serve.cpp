@@ -7,12 +7,9 @@
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/decoding_options.h"
 #include "leanseq/cli/serve_models.h"
-#include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
-#include "leanseq/core/memory.h"
 #include "leanseq/core/threads.h"
-#include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/serve/server.h"
 
@@ -132,7 +129,7 @@ void add_serve(CLI::App& app, int& exit_code) {
     const bool ok = server.run([&](int port) {
       log::info("serving " + described + " on " + device.str() + " with " + std::to_string(compute_threads()) +
                 " threads; batches of up to " + std::to_string(a->server.batching.max_sentences) + " sentences");
-      if (device.is_cpu()) log::info(blas_summary() + "; " + kernels::dense_products_summary() + "; " + allocator_summary());
+      if (device.is_cpu()) log::info(cpu_decoding_summary());
       log::info("listening on http://" + a->server.host + ":" + std::to_string(port) + "/");
     });
     if (!ok) {

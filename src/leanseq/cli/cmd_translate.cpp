@@ -11,17 +11,14 @@
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/decoding_options.h"
 #include "leanseq/cli/translate.h"
-#include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/line_reader.h"
 #include "leanseq/core/logging.h"
-#include "leanseq/core/memory.h"
 #include "leanseq/core/progress.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/decode/stream.h"
-#include "leanseq/kernels/dense.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/text/post_process.h"
 
@@ -182,8 +179,7 @@ void run_translate(TranslateArgs& a) {
   // A:B:C decodes the models as an ensemble.
   auto lt = load_for_decoding(a.checkpoint, "--checkpoint", a.compute_type, device);
   load_shortlist(a, *lt.translator);
-  log::info(device.is_cpu() ? blas_summary() + "; " + kernels::dense_products_summary() + "; " + allocator_summary()
-                            : "decoding on " + device.str());
+  log::info(device.is_cpu() ? cpu_decoding_summary() : "decoding on " + device.str());
   decode::TranslationStats stats;
   io::LineReader in(a.input);
   const bool prompt = a.interactive && a.input == "-" && isatty(0);

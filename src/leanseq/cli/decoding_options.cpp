@@ -2,11 +2,14 @@
 
 #include <torch/torch.h>
 
+#include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/core/memory.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
 #include "leanseq/interop/torch_file.h"
+#include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/int8_gemm.h"
 
 namespace leanseq::cli {
@@ -148,6 +151,10 @@ void check_decoding_flags(DecodingFlags& f) {
   decode::check_options(f.opt);
   set_compute_threads(f.threads);
   torch::manual_seed(static_cast<uint64_t>(f.seed));
+}
+
+std::string cpu_decoding_summary() {
+  return blas_summary() + "; " + kernels::dense_products_summary() + "; " + allocator_summary();
 }
 
 }  // namespace leanseq::cli

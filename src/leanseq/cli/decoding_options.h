@@ -38,5 +38,8 @@ void load_shortlist(DecodingFlags& f, const decode::Translator& tr);
 // imports it. translate, serve and fairseq-generate load their models so.
 runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::string& key,
                                             kernels::ComputeTypeRequest request, const torch::Device& device);
+// The start-up log line of translate and serve on a CPU: the BLAS, where the products run, and the
+// allocator.
+std::string cpu_decoding_summary();
 
 }  // namespace leanseq::cli
