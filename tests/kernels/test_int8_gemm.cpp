@@ -38,7 +38,6 @@ TEST(Int8Gemm, MatchesTheExactIntegerReference) {
     auto x = torch::randn({M, K});
     auto w = quantize_weight(torch::randn({N, K}) * 0.1);
     auto bias = torch::randn({N});
-    auto want = int8_linear_reference(x, w, bias);
     // The one-product forms are exact where the CPU multiplies bytes with VNNI (elsewhere they
     // saturate, and the split form is the default); the split form is exact everywhere.
     std::vector<Int8Activations> forms{Int8Activations::u8_split};
@@ -47,10 +46,13 @@ TEST(Int8Gemm, MatchesTheExactIntegerReference) {
       forms.push_back(Int8Activations::s8);
     }
     for (auto act : forms) {
-      auto got = int8_linear(x, w, bias, act);
-      ASSERT_EQ(got.sizes(), want.sizes());
-      // The integers are the same; float rounding of the scales differs by a few ulps at most.
-      EXPECT_LT(relative_error(got, want), 1e-5) << M << "x" << K << "x" << N;
+      for (const auto& b : {bias, torch::Tensor()}) {
+        auto got = int8_linear(x, w, b, act);
+        auto want = int8_linear_reference(x, w, b);
+        ASSERT_EQ(got.sizes(), want.sizes());
+        // The integers are the same; float rounding of the scales differs by a few ulps at most.
+        EXPECT_LT(relative_error(got, want), 1e-5) << M << "x" << K << "x" << N << (b.defined() ? "" : ", no bias");
+      }
     }
   }
 }
@@ -81,17 +83,19 @@ TEST(Int8Gemm, TheAmxMatmulGivesTheGemmsProducts) {
 
 // A decoding step makes some twenty products: after the first, each allocates its result and
 // nothing else (the row scales, accumulators and quantized rows are the thread's scratch), and a
-// smaller product after a larger one, on the same scratch, still gives the exact integers.
+// smaller product after a larger one, on the same scratch, still gives the exact integers. So in
+// the split form (which any CPU runs exactly) and, with VNNI, in the one-product form.
 TEST(Int8Gemm, AfterTheFirstAProductAllocatesOnlyItsResult) {
   if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
-  if (default_int8_activations() != Int8Activations::u8_shifted) GTEST_SKIP() << "no VNNI: the split form";
+  std::vector<Int8Activations> forms{Int8Activations::u8_split};
+  if (default_int8_activations() == Int8Activations::u8_shifted) forms.push_back(Int8Activations::u8_shifted);
   torch::manual_seed(9);
   auto w = quantize_weight(torch::randn({700, 96}) * 0.1);
   auto bias = torch::randn({700});
   auto big = torch::randn({80, 96}), small = torch::randn({3, 96});
   // Tensors allocated on this thread while `allocations` counts (a captureless callback).
   static thread_local int64_t allocations = 0;
-  auto product = [&](const torch::Tensor& x) {
+  auto product = [&](const torch::Tensor& x, Int8Activations form) {
     auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
         [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
           const std::string name = fn.name();
@@ -99,15 +103,18 @@ TEST(Int8Gemm, AfterTheFirstAProductAllocatesOnlyItsResult) {
           return nullptr;
         }));
     allocations = 0;
-    auto y = int8_linear(x, w, bias, Int8Activations::u8_shifted);
+    auto y = int8_linear(x, w, bias, form);
     at::removeCallback(handle);
     return y;
   };
-  product(big);
-  for (const auto& x : {small, big, small}) {
-    auto got = product(x);
-    EXPECT_EQ(allocations, 1) << x.size(0) << " rows";
-    EXPECT_LT(relative_error(got, int8_linear_reference(x, w, bias)), 1e-5) << x.size(0) << " rows";
+  for (const auto form : forms) {
+    product(big, form);
+    for (const auto& x : {small, big, small}) {
+      auto got = product(x, form);
+      const auto what = std::to_string(x.size(0)) + " rows, form " + std::to_string(static_cast<int>(form));
+      EXPECT_EQ(allocations, 1) << what;
+      EXPECT_LT(relative_error(got, int8_linear_reference(x, w, bias)), 1e-5) << what;
+    }
   }
 }
 

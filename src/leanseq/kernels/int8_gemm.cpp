@@ -84,23 +84,40 @@ LEANSEQ_CLONES void relu_row(float* __restrict o, int64_t N) {
   for (int64_t n = 0; n < N; ++n) o[n] = o[n] > 0.f ? o[n] : 0.f;
 }
 
-// One output row back in float32: o[n] = (acc[n] + offset[n]) * s * ws[n] + bias[n], where the
-// column offset and the bias may be absent (nullptr).
-LEANSEQ_CLONES void scale_row(const int32_t* __restrict acc, const int32_t* __restrict offset, float s,
-                              const float* __restrict ws, const float* __restrict bias, float* __restrict o,
-                              int64_t N) {
-  if (offset && bias) {
+// One output row back in float32 from its accumulators: a = acc[n], or 2 acc[n] + lo[n] in the
+// u8_split form (the high halves' product doubled plus the low bits'), plus offset[n]; then
+// o[n] = a * s * ws[n] + bias[n]. `lo`, `offset` and `bias` may be absent (nullptr); the integer
+// sum is exact (|a| < 2^31), so it gives the same floats as combining the accumulators first.
+template <bool Lo, bool Offset, bool Bias>
+__attribute__((always_inline)) inline void scale_row_with(const int32_t* __restrict acc, const int32_t* __restrict lo,
+                                                          const int32_t* __restrict offset, float s,
+                                                          const float* __restrict ws, const float* __restrict bias,
+                                                          float* __restrict o, int64_t N) {
 #pragma omp simd
-    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n] + offset[n]) * (s * ws[n]) + bias[n];
+  for (int64_t n = 0; n < N; ++n) {
+    int32_t a = Lo ? 2 * acc[n] + lo[n] : acc[n];
+    if (Offset) a += offset[n];
+    const float v = static_cast<float>(a) * (s * ws[n]);
+    o[n] = Bias ? v + bias[n] : v;
+  }
+}
+
+LEANSEQ_CLONES void scale_row(const int32_t* acc, const int32_t* lo, const int32_t* offset, float s, const float* ws,
+                              const float* bias, float* o, int64_t N) {
+  if (lo) {  // the split form: its offset is always the weight's compensation
+    if (bias) {
+      scale_row_with<true, true, true>(acc, lo, offset, s, ws, bias, o, N);
+    } else {
+      scale_row_with<true, true, false>(acc, lo, offset, s, ws, bias, o, N);
+    }
+  } else if (offset && bias) {
+    scale_row_with<false, true, true>(acc, lo, offset, s, ws, bias, o, N);
   } else if (offset) {
-#pragma omp simd
-    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n] + offset[n]) * (s * ws[n]);
+    scale_row_with<false, true, false>(acc, lo, offset, s, ws, bias, o, N);
   } else if (bias) {
-#pragma omp simd
-    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n]) * (s * ws[n]) + bias[n];
+    scale_row_with<false, false, true>(acc, lo, offset, s, ws, bias, o, N);
   } else {
-#pragma omp simd
-    for (int64_t n = 0; n < N; ++n) o[n] = static_cast<float>(acc[n]) * (s * ws[n]);
+    scale_row_with<false, false, false>(acc, lo, offset, s, ws, bias, o, N);
   }
 }
 
@@ -300,6 +317,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   auto* xq = base + scale_bytes + acc_bytes;  // u8 or s8 rows; the split form's high halves
   const int8_t* wq = w.q.data_ptr<int8_t>();
   const int32_t* column_offset = nullptr;  // added while scaling back (the AMX product's compensation)
+  int32_t* acc_lo = nullptr;               // the split form's low-bit accumulators, combined while scaling back
   const float* x_in = in.data_ptr<float>();
   if (act == Int8Activations::u8_shifted) {
     quantize_rows(x_in, M, K, xq, xs, 128);
@@ -313,17 +331,17 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
     }
   } else if (split) {
     uint8_t* hi = xq;
-    auto* acc_lo = reinterpret_cast<int32_t*>(base + scale_bytes + acc_bytes + q_bytes);
+    acc_lo = reinterpret_cast<int32_t*>(base + scale_bytes + acc_bytes + q_bytes);
     uint8_t* lo = base + scale_bytes + 2 * acc_bytes + q_bytes;
     quantize_rows_split(x_in, M, K, hi, lo, xs);
-    // (h + 64) w - 64 sum_k w = h w (the weight's compensation is -128 sum_k w), then 2 (h w) + l w.
-    auto co = torch::div(w.compensation, 2, "trunc").contiguous();  // exact: the values are even
+    // acc = (h + 64) w and acc_lo = l w; scale_row makes 2 acc + acc_lo + compensation = 2 (h w) + l w
+    // (the compensation being -128 sum_k w), in the pass that scales the rows back.
     const int32_t zero = 0;
-    check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, hi, K, 0, wq, K, 0, 0.f, acc, N, co.data_ptr<int32_t>()),
+    check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, hi, K, 0, wq, K, 0, 0.f, acc, N, &zero),
           "u8s8s32 GEMM (high bits)");
     check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, lo, K, 0, wq, K, 0, 0.f, acc_lo, N, &zero),
           "u8s8s32 GEMM (low bit)");
-    for (int64_t i = 0; i < M * N; ++i) acc[i] = 2 * acc[i] + acc_lo[i];
+    column_offset = w.compensation.data_ptr<int32_t>();
   } else {
     auto* xq_s8 = reinterpret_cast<int8_t*>(xq);
     quantize_rows(x_in, M, K, xq_s8, xs, 0);
@@ -340,7 +358,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   float* o = out.data_ptr<float>();
   auto rows = [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
-      scale_row(acc + m * N, column_offset, xs[m], ws, bp, o + m * N, N);
+      scale_row(acc + m * N, acc_lo ? acc_lo + m * N : nullptr, column_offset, xs[m], ws, bp, o + m * N, N);
       if (relu) relu_row(o + m * N, N);
     }
   };
