@@ -83,7 +83,7 @@ nlohmann::json measure(int rounds, bool low_precision) {
 
 // A linear layer's inference product at the row counts of decoding steps (beam x sentences) and of
 // small encoder batches, through ATen (OpenBLAS), through oneDNN's sgemm (kernels/dense.h) and
-// through oneDNN's matmul on the packed weight (kernels/packed_products.h), alternated within each
+// through oneDNN's primitive on the packed weight (kernels/packed_products.h), alternated within each
 // round: GF/s of each and their ratios, per shape.
 nlohmann::json measure_few_rows(int rounds) {
   torch::NoGradGuard no_grad;
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
                "also int8 (oneDNN, per-row activation quantization included) and bfloat16 products, as started");
   app.add_flag("--few-rows", few_rows,
                "also, as started, inference products of 1 to 1280 rows through ATen, oneDNN's sgemm and oneDNN's "
-               "matmul on packed weights (kernels/dense.h, kernels/packed_products.h)");
+               "primitive on packed weights (kernels/dense.h, kernels/packed_products.h)");
   app.add_flag("--child", child, "internal: measure in this process and print its rows");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-gemm-bench", [&] {

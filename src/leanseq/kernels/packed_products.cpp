@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -68,30 +69,74 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-// The primitive for M rows of K times a packed [K, N] (with or without a bias), the weight layout
-// it reads and the scratchpad it needs (the caller's: a primitive shared by threads has none).
-struct Matmul {
-  dnnl::matmul primitive;
-  dnnl::memory::desc weights, scratchpad;
+// The primitive for M rows of K times a packed weight (with or without a bias), the layouts it
+// reads and writes and the scratchpad it needs (the caller's: a primitive shared by threads has
+// none).
+struct Product {
+  dnnl::primitive primitive;
+  dnnl::memory::desc src, weights, bias, dst, scratchpad;
 };
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
 
 dnnl::matmul::primitive_desc matmul_desc(int64_t M, int64_t K, int64_t N, bool bias) {
   const dnnl::memory::desc src({M, K}, dt::f32, tag::ab), weights({K, N}, dt::f32, tag::any),
       dst({M, N}, dt::f32, tag::ab), b({1, N}, dt::f32, tag::ab);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto desc = bias ? dnnl::matmul::desc(src, weights, b, dst) : dnnl::matmul::desc(src, weights, dst);
-  return dnnl::matmul::primitive_desc(desc, attr, onednn_cpu_engine());
+  return dnnl::matmul::primitive_desc(desc, user_scratchpad(), onednn_cpu_engine());
+}
+
+// The M rows [M, K] as one sequence of M positions with K channels (nwc: the same bytes), the
+// weight [N, K] as N filters of width 1.
+dnnl::convolution_forward::primitive_desc convolution_desc(int64_t M, int64_t K, int64_t N, bool bias) {
+  const dnnl::memory::desc src({1, K, M}, dt::f32, tag::nwc), weights({N, K, 1}, dt::f32, tag::any),
+      dst({1, N, M}, dt::f32, tag::nwc), b({N}, dt::f32, tag::x);
+  const auto kind = dnnl::prop_kind::forward_inference;
+  const auto algorithm = dnnl::algorithm::convolution_direct;
+  const dnnl::memory::dims stride{1}, padding{0};
+  const auto desc = bias ? dnnl::convolution_forward::desc(kind, algorithm, src, weights, b, dst, stride, padding, padding)
+                         : dnnl::convolution_forward::desc(kind, algorithm, src, weights, dst, stride, padding, padding);
+  return dnnl::convolution_forward::primitive_desc(desc, user_scratchpad(), onednn_cpu_engine());
+}
+
+// Which primitive multiplies: oneDNN's matmul where it runs its brgemm kernels (AVX-512 and up),
+// a 1x1 convolution over the rows as positions elsewhere (AVX2: there the matmul is the sgemm,
+// whose sums depend on the number of rows, while the convolution's direct kernel sums each output
+// the same way whatever the rows around it, and was faster at every shape measured).
+bool multiplies_with_matmul() {
+  static const bool brgemm = [] {
+    try {
+      return std::string(matmul_desc(64, 256, 256, false).impl_info_str()).rfind("brg", 0) == 0;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return brgemm;
 }
 
 // Made once per shape. Pieces have at most 512 rows, 512, a multiple of 64 or fewer than 64, so a
 // pair (K, N) has at most 71 shapes; the cache is emptied past 4096 (several models' worth).
-std::shared_ptr<const Matmul> matmul_for(int64_t M, int64_t K, int64_t N, bool bias) {
-  static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t, bool>, Matmul> cache(4096);
-  return cache.get(std::make_tuple(M, K, N, bias), [&] {
-    const auto pd = matmul_desc(M, K, N, bias);
-    return Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()};
+std::shared_ptr<const Product> product_for(int64_t M, int64_t K, int64_t N, bool bias) {
+  static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t, bool>, Product> cache(4096);
+  return cache.get(std::make_tuple(M, K, N, bias), [&]() -> Product {
+    if (multiplies_with_matmul()) {
+      const auto pd = matmul_desc(M, K, N, bias);
+      return {dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc(), pd.scratchpad_desc()};
+    }
+    const auto pd = convolution_desc(M, K, N, bias);
+    return {dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.bias_desc(), pd.dst_desc(),
+            pd.scratchpad_desc()};
   });
+}
+
+// The weight [N, K] as it is stored, in the dimensions the primitive's weights have.
+dnnl::memory::desc plain_weight(int64_t N, int64_t K) {
+  return multiplies_with_matmul() ? dnnl::memory::desc({K, N}, dt::f32, tag::ba)
+                                 : dnnl::memory::desc({N, K, 1}, dt::f32, tag::oiw);
 }
 
 // One packed weight: the storage it was read from (weakly: to see it freed), the version it had,
@@ -125,11 +170,11 @@ class Store {
       packed_.erase(it);
     }
     sweep();
-    const auto layout = matmul_for(64, K, N, false)->weights;
+    const auto layout = product_for(64, K, N, false)->weights;
     const auto size = static_cast<int64_t>(layout.get_size());
     if (bytes_ + size > limit_.load()) return nullptr;
     auto copy = std::make_shared<dnnl::memory>(layout, onednn_cpu_engine());
-    dnnl::memory plain({{K, N}, dt::f32, tag::ba}, onednn_cpu_engine(), weight.data_ptr<float>());
+    dnnl::memory plain(plain_weight(N, K), onednn_cpu_engine(), weight.data_ptr<float>());
     dnnl::stream stream(onednn_cpu_engine());
     dnnl::reorder(plain, *copy).execute(stream, plain, *copy);
     stream.wait();
@@ -194,16 +239,16 @@ torch::Tensor multiply(const torch::Tensor& rows, const torch::Tensor& weight, c
   float* y = out.data_ptr<float>();
   for (int64_t done = 0; done < M;) {
     const int64_t m = piece_rows(M - done);
-    const auto mm = matmul_for(m, K, N, bias.defined());
-    if (mm->weights != weights->get_desc()) return {};  // a layout other than the one packed
-    void* aligned = scratch.at(mm->scratchpad.get_size());
-    dnnl::memory src({{m, K}, dt::f32, tag::ab}, engine, const_cast<float*>(x + done * K));
-    dnnl::memory dst({{m, N}, dt::f32, tag::ab}, engine, y + done * N);
-    dnnl::memory pad(mm->scratchpad, engine, aligned);
+    const auto product = product_for(m, K, N, bias.defined());
+    if (product->weights != weights->get_desc()) return {};  // a layout other than the one packed
+    void* aligned = scratch.at(product->scratchpad.get_size());
+    dnnl::memory src(product->src, engine, const_cast<float*>(x + done * K));
+    dnnl::memory dst(product->dst, engine, y + done * N);
+    dnnl::memory pad(product->scratchpad, engine, aligned);
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}};
-    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, N}, dt::f32, tag::ab}, engine, bias.data_ptr<float>()));
-    mm->primitive.execute(stream, args);
+    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(product->bias, engine, bias.data_ptr<float>()));
+    product->primitive.execute(stream, args);
     done += m;
   }
   stream.wait();
@@ -225,6 +270,14 @@ torch::Tensor packed_product(const torch::Tensor& rows, const torch::Tensor& wei
 #else
   (void)rows, (void)weight, (void)bias;
   return {};
+#endif
+}
+
+const char* packed_primitive() {
+#ifdef LEANSEQ_WITH_DNNL
+  return multiplies_with_matmul() ? "matmul" : "1x1 convolution";
+#else
+  return "sgemm";
 #endif
 }
 

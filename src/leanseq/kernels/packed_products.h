@@ -1,9 +1,13 @@
-// Float32 products at inference on oneDNN's matmul primitive, each weight reordered once into the
+// Float32 products at inference on a oneDNN primitive, each weight reordered once into the
 // blocked layout the primitive reads (and kept while the weight lives and is not modified). Where
 // oneDNN's sgemm re-reads a transposed weight row by row on every call, the primitive streams the
 // packed copy: at a decoding step's few rows (beam x sentences) a product takes about half the time
 // of the sgemm's on 2 AVX-512 cores, and never more at a batch's or the encoder's rows
-// (docs/benchmarks/performance.md, "Packed float32 weights").
+// (docs/benchmarks/performance.md, "Packed float32 weights"). The primitive is oneDNN's matmul
+// where it runs its brgemm kernels (AVX-512 and up), and elsewhere (AVX2) a 1x1 convolution over
+// the rows taken as positions: there the matmul is the sgemm itself, whose sums change with the
+// number of rows, and the convolution's direct kernel was also the faster of the two
+// (docs/benchmarks/performance.md, "Packed weights on AVX2").
 //
 // A row's result does not depend on how many rows are multiplied with it (products are cut into
 // pieces of at most 512 rows, then a multiple of 64, then the rest, each piece the same kernel
@@ -39,6 +43,10 @@ void set_packed_weights(bool on);
 bool parse_packed_weights(const char* text);
 // LEANSEQ_PACKED_WEIGHTS_MB read the same way: a whole number of MiB, at least 1 (nullptr: 4096).
 int64_t parse_packed_weights_limit(const char* text);
+
+// The primitive that multiplies by the packed weights on this CPU: "matmul" or "1x1 convolution"
+// (for logs); "sgemm" in a build without oneDNN.
+const char* packed_primitive();
 
 // The store's content now: packed weights and their bytes (weights freed but not yet swept count
 // until the next packing sweeps them).
