@@ -295,7 +295,8 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 std::string dense_products_summary() {
   const int64_t limit = onednn_rows();
   if (limit == 0) return "float32 products: ATen's for every size";
-  const std::string onednn = packed_weights() ? std::string("oneDNN's ") + packed_primitive() + " on packed weights" : "oneDNN's sgemm";
+  const std::string onednn =
+      packed_weights() ? std::string("oneDNN's ") + packed_primitive() + " on packed weights" : "oneDNN's sgemm";
   if (limit == std::numeric_limits<int64_t>::max()) return "float32 products at inference: " + onednn;
   return "float32 products of up to " + std::to_string(limit) + " rows at inference: " + onednn + "; larger ones: ATen's";
 }

@@ -106,7 +106,8 @@ dnnl::convolution_forward::primitive_desc convolution_desc(int64_t M, int64_t K,
 // Which primitive multiplies: oneDNN's matmul where it runs its brgemm kernels (AVX-512 and up),
 // a 1x1 convolution over the rows as positions elsewhere (AVX2: there the matmul is the sgemm,
 // whose sums depend on the number of rows, while the convolution's direct kernel sums each output
-// the same way whatever the rows around it, and was faster at every shape measured).
+// the same way whatever the rows around it, and was faster from 5 rows on; at a single row it was
+// slower, docs/benchmarks/performance.md).
 bool multiplies_with_matmul() {
   static const bool brgemm = [] {
     try {

@@ -6,8 +6,8 @@
 // (docs/benchmarks/performance.md, "Packed float32 weights"). The primitive is oneDNN's matmul
 // where it runs its brgemm kernels (AVX-512 and up), and elsewhere (AVX2) a 1x1 convolution over
 // the rows taken as positions: there the matmul is the sgemm itself, whose sums change with the
-// number of rows, and the convolution's direct kernel was also the faster of the two
-// (docs/benchmarks/performance.md, "Packed weights on AVX2").
+// number of rows, and the convolution's direct kernel was also the faster of the two from 5 rows
+// on, the slower at a single row (docs/benchmarks/performance.md, "Packed weights on AVX2").
 //
 // A row's result does not depend on how many rows are multiplied with it (products are cut into
 // pieces of at most 512 rows, then a multiple of 64, then the rest, each piece the same kernel
