@@ -6,17 +6,20 @@
 # by round; prints one Markdown table of medians and ratios (and its JSON). Not part of the build
 # or the tests.
 #
-#   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/ctranslate2.sh [--work build/peer-fairseq]
-#       [--run transformer.fairseq-tuned.1] [--rounds 3] [--threads 2] [--batch-sizes "64 1"]
-#       [--compute-types "float32 int8"] [--data ../shared/data/multi30k] [--leanseq build/leanseq]
+#   [CT2_SRC=/path/to/CTranslate2] FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/ctranslate2.sh
+#       [--work build/peer-fairseq] [--run transformer.fairseq-tuned.1] [--rounds 3] [--threads 2]
+#       [--batch-sizes "64 1"] [--compute-types "float32 int8"] [--data ../shared/data/multi30k]
+#       [--leanseq build/leanseq]
 #
 # It needs a run of fairseq.sh under --work (its prepared data, and the fairseq checkpoint in
-# runs/<--run>/ckpt; `fairseq.sh --families transformer --sides tuned` trains just that model), and
-# CTranslate2's Python module importable by /usr/bin/python3 (`pip install ctranslate2`, or a build
-# of your own on PYTHONPATH), with python3-sentencepiece. The table names CTranslate2's version and,
-# from its load-time log (CT2_VERBOSE=1), the ISA and backends it picked: CTranslate2 runs its own
-# kernels with AVX-512 only on Intel CPUs; on others, run once more with CT2_FORCE_CPU_ISA=AVX512 in
-# the environment and report both. README.md beside this file has the details.
+# runs/<--run>/ckpt; `fairseq.sh --families transformer --sides tuned` trains just that model),
+# python3-sentencepiece, and CTranslate2: with CT2_SRC set to its source tree, it is built once under
+# --work (CPU only, on Debian's oneDNN; ct2_setup.sh), else its Python module must be importable by
+# /usr/bin/python3 (`pip install ctranslate2`, or a build of your own on PYTHONPATH). The table
+# names CTranslate2's version and, from its load-time log (CT2_VERBOSE=1), the ISA and backends it
+# picked: CTranslate2 runs its own kernels with AVX-512 only on Intel CPUs; on others, run once more
+# with CT2_FORCE_CPU_ISA=AVX512 in the environment and report both. README.md beside this file has
+# the details.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,18 +46,20 @@ for t in $compute_types; do
 done
 [ -n "${batch_sizes// /}" ] && [ -n "${compute_types// /}" ] || die "--batch-sizes and --compute-types need at least one value"
 . "$here/fairseq_setup.sh"
+. "$here/ct2_setup.sh"
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 check_fairseq
-$py -c 'import ctranslate2, sentencepiece' 2>/dev/null ||
-  die "/usr/bin/python3 cannot import ctranslate2 and sentencepiece (pip install ctranslate2, or PYTHONPATH to your build; apt-get install python3-sentencepiece)"
 [ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"
 [ -f "$data/test2016.en" ] || die "no Multi30k at $data (see bench/peer/fairseq.sh)"
 dir="$work/runs/$run"
 for f in "$dir/ckpt/checkpoint_last.pt" "$dir/hyp.en" "$work/data/spm.model" "$work/text/test.de" "$work/fairseq-data/dict.en.txt"; do
   [ -f "$f" ] || die "no $f: run bench/peer/fairseq.sh with --work $work first"
 done
-log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 fs="$work/fairseq"  # fairseq.sh's built copy, for the converter
 [ -f "$fs/.built" ] || die "no built fairseq copy under $work (run bench/peer/fairseq.sh first)"
+[ -z "${CT2_SRC:-}" ] || build_ctranslate2
+$py -c 'import ctranslate2, sentencepiece' 2>/dev/null ||
+  die "/usr/bin/python3 cannot import ctranslate2 and sentencepiece (CT2_SRC=<CTranslate2 source tree> to build it here, pip install ctranslate2, or PYTHONPATH to your build; apt-get install python3-sentencepiece)"
 out="$dir/ctranslate2"
 mkdir -p "$out"
 
