@@ -205,6 +205,6 @@ for round in $(seq 1 "$rounds"); do
 done
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), fairseq 0.12.2, $(date +%F), $(nproc) cores," \
   "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type;" \
-  "leanseq: $blas (training products and float32 decoding: oneDNN's sgemm); fairseq installed: OpenBLAS kernels $installed_kernels;" \
+  "leanseq: $blas (training products: oneDNN's sgemm; float32 decoding: oneDNN on weights packed once); fairseq installed: OpenBLAS kernels $installed_kernels;" \
   "fairseq tuned: env ${tuned[*]}"
 $py "$here/results.py" table "$results"
