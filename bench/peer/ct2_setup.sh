@@ -1,6 +1,7 @@
 # Sourced by ctranslate2.sh: builds CTranslate2 from the source tree in $CT2_SRC, CPU only, into
 # $work/ctranslate2 (once; the given tree is left as it is), and puts its Python module on
-# PYTHONPATH. Needs $py, $work and die(), log() from the script that sources it.
+# PYTHONPATH. Needs $py, $work and die(), log() from the script that sources it, and copy_tree()
+# from fairseq_setup.sh.
 #
 # The build is the one a CPU-only machine without Intel MKL can make from Debian packages: products
 # on oneDNN (libdnnl-dev), GNU OpenMP, no command-line clients. Debian 12's oneDNN is 2.6, and
@@ -21,8 +22,7 @@ build_ctranslate2() {
     $py -c 'import pybind11, setuptools, numpy, yaml' 2>/dev/null ||
       die "CTranslate2's Python module needs python3-pybind11 python3-setuptools python3-numpy python3-yaml python3-dev (apt-get install them)"
     log "copying $CT2_SRC and building it (CPU only, oneDNN; $ct2/build.log)"
-    rm -rf "$ct2" && mkdir -p "$ct2/src"
-    (cd "$CT2_SRC" && tar cf - --exclude=.git --exclude=build --exclude='*.so' .) | (cd "$ct2/src" && tar xf -)
+    rm -rf "$ct2" && copy_tree "$CT2_SRC" "$ct2/src"
     local conv="$ct2/src/src/ops/conv1d_cpu.cc"
     if [ -f "$conv" ] && grep -q '^#ifdef CT2_WITH_DNNL$' "$conv"; then
       $py - "$conv" <<'EOF'

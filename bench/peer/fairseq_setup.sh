@@ -1,6 +1,7 @@
-# Sourced by the peer scripts (fairseq.sh, prepare.sh): the checks that fairseq 0.12.2 can run here,
-# and a copy of its tree with the C extensions built (the given tree is left as it is). Needs $py,
-# $here, $work and die(), log() from the script that sources it; sets $fs to the built copy.
+# Sourced by the peer scripts (fairseq.sh, prepare.sh, ctranslate2.sh): the checks that fairseq
+# 0.12.2 can run here, and a copy of its tree with the C extensions built (the given tree is left as
+# it is; copy_tree serves ct2_setup.sh too). Needs $py, $here, $work and die(), log() from the
+# script that sources it; sets $fs to the built copy.
 
 check_fairseq() {
   [ -f "${FAIRSEQ_SRC:-/nonexistent}/fairseq/__init__.py" ] ||
@@ -9,12 +10,18 @@ check_fairseq() {
     die "fairseq needs Debian's python3-torch python3-omegaconf python3-numpy cython3 python3-regex python3-bitarray python3-tqdm python3-cffi python3-dev python3-setuptools (apt-get install them)"
 }
 
+# A source tree copied afresh to $2 (emptied first), without its .git, build directories and
+# built libraries: the peer tools are built in the copy, never in the tree they were given.
+copy_tree() {
+  rm -rf "$2" && mkdir -p "$2"
+  (cd "$1" && tar cf - --exclude=.git --exclude='*.so' --exclude=build .) | (cd "$2" && tar xf -)
+}
+
 build_fairseq_copy() {
   fs="$work/fairseq"
   if [ ! -f "$fs/.built" ]; then
     log "copying $FAIRSEQ_SRC and building its extensions"
-    rm -rf "$fs" && mkdir -p "$fs"
-    (cd "$FAIRSEQ_SRC" && tar cf - --exclude=.git --exclude='*.so' --exclude=build .) | (cd "$fs" && tar xf -)
+    copy_tree "$FAIRSEQ_SRC" "$fs"
     (cd "$fs" && $py "$here/build_extensions.py" >"$work/build_extensions.log" 2>&1) ||
       die "building fairseq's extensions failed; see $work/build_extensions.log"
     touch "$fs/.built"
