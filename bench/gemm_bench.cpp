@@ -113,13 +113,36 @@ nlohmann::json measure_few_rows(int rounds) {
   return rows;
 }
 
-// The cores' nominal clock (GHz) from /proc/cpuinfo, 0 when unknown.
-double clock_ghz() {
+// What /proc/cpuinfo says of the first core: its nominal clock (GHz, 0 when unknown), vendor,
+// family and model (-1 when unknown).
+struct CpuInfo {
+  double ghz = 0;
+  std::string vendor;
+  int family = -1, model = -1;
+};
+
+CpuInfo read_cpuinfo() {
+  CpuInfo info;
   std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("cpu MHz", 0) == 0) return std::stod(line.substr(line.find(':') + 1)) / 1000;
+  auto value = [](const std::string& line) { return line.substr(line.find(':') + 1); };
+  for (std::string line; std::getline(in, line) && !line.empty();) {
+    if (line.rfind("cpu MHz", 0) == 0) info.ghz = std::stod(value(line)) / 1000;
+    else if (line.rfind("vendor_id", 0) == 0) info.vendor = value(line).substr(value(line).find_first_not_of(' '));
+    else if (line.rfind("cpu family", 0) == 0) info.family = std::stoi(value(line));
+    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) info.model = std::stoi(value(line));
   }
-  return 0;
+  return info;
+}
+
+// Floats one FMA pipe multiplies and adds per cycle: the register width, except on AMD cores whose
+// datapaths are narrower than their registers. Zen and Zen+ (family 23, models below 0x30) run a
+// 256-bit AVX2 operation as two 128-bit halves; Zen 4 (family 25) an AVX-512 one as two 256-bit
+// halves. Two such pipes per core on all of them.
+int floats_per_fma_pipe(const CpuInfo& info, bool avx512) {
+  const bool amd = info.vendor == "AuthenticAMD";
+  if (amd && info.family == 23 && info.model >= 0 && info.model < 0x30) return 4;
+  if (amd && info.family == 25 && avx512) return 8;
+  return avx512 ? 16 : 8;
 }
 
 nlohmann::json run_child(const std::string& self, const std::string& coretype, int rounds, int threads,
@@ -165,9 +188,10 @@ int main(int argc, char** argv) {
     }
     const auto cpu = leanseq::detect_cpu_vector_support();
     const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512cd;
-    const double ghz = clock_ghz();
-    // Two FMA pipes of 16 (AVX-512) or 8 (AVX2) floats, two operations each, per cycle.
-    const double peak_per_core = ghz * 2 * (avx512 ? 16 : 8) * 2;
+    const CpuInfo info = read_cpuinfo();
+    const double ghz = info.ghz;
+    // Two FMA pipes, two operations per float, per cycle.
+    const double peak_per_core = ghz * 2 * floats_per_fma_pipe(info, avx512) * 2;
     std::vector<std::string> families{"", "PRESCOTT"};
     if (cpu.avx2 && cpu.fma) families.push_back("HASWELL");
     if (avx512) families.push_back("SKYLAKEX");
@@ -181,6 +205,7 @@ int main(int argc, char** argv) {
     std::cout << nlohmann::json{{"benchmark", "gemm_float32"},
                                 {"threads", threads},
                                 {"clock_ghz", ghz},
+                                {"floats_per_fma_pipe", floats_per_fma_pipe(info, avx512)},
                                 {"peak_gflops_per_core", peak_per_core},
                                 {"families", results}}
                      .dump()
