@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -114,7 +115,7 @@ nlohmann::json measure_few_rows(int rounds) {
 }
 
 // What /proc/cpuinfo says of the first core: its nominal clock (GHz, 0 when unknown), vendor,
-// family and model (-1 when unknown).
+// family and model (-1 when it has no such line).
 struct CpuInfo {
   double ghz = 0;
   std::string vendor;
@@ -124,23 +125,28 @@ struct CpuInfo {
 CpuInfo read_cpuinfo() {
   CpuInfo info;
   std::ifstream in("/proc/cpuinfo");
-  auto value = [](const std::string& line) { return line.substr(line.find(':') + 1); };
+  auto value = [](const std::string& line) {
+    const auto colon = line.find(':');
+    const auto start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? std::string() : line.substr(start);
+  };
   for (std::string line; std::getline(in, line) && !line.empty();) {
-    if (line.rfind("cpu MHz", 0) == 0) info.ghz = std::stod(value(line)) / 1000;
-    else if (line.rfind("vendor_id", 0) == 0) info.vendor = value(line).substr(value(line).find_first_not_of(' '));
-    else if (line.rfind("cpu family", 0) == 0) info.family = std::stoi(value(line));
-    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) info.model = std::stoi(value(line));
+    if (line.rfind("cpu MHz", 0) == 0) info.ghz = std::atof(value(line).c_str()) / 1000;
+    else if (line.rfind("vendor_id", 0) == 0) info.vendor = value(line);
+    else if (line.rfind("cpu family", 0) == 0) info.family = std::atoi(value(line).c_str());
+    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) info.model = std::atoi(value(line).c_str());
   }
   return info;
 }
 
-// Floats one FMA pipe multiplies and adds per cycle: the register width, except on AMD cores whose
-// datapaths are narrower than their registers. Zen and Zen+ (family 23, models below 0x30) run a
-// 256-bit AVX2 operation as two 128-bit halves; Zen 4 (family 25) an AVX-512 one as two 256-bit
-// halves. Two such pipes per core on all of them.
+// Floats one FMA pipe multiplies and adds per cycle: the register width, except on the cores whose
+// datapaths are narrower than their registers. Zen and Zen+ (family 23, models below 0x30) and
+// Hygon's Dhyana (family 24, a Zen) run a 256-bit AVX2 operation as two 128-bit halves; Zen 4
+// (family 25) an AVX-512 one as two 256-bit halves. Two such pipes per core on all of them.
 int floats_per_fma_pipe(const CpuInfo& info, bool avx512) {
   const bool amd = info.vendor == "AuthenticAMD";
   if (amd && info.family == 23 && info.model >= 0 && info.model < 0x30) return 4;
+  if (info.vendor == "HygonGenuine" && info.family == 24) return 4;
   if (amd && info.family == 25 && avx512) return 8;
   return avx512 ? 16 : 8;
 }
