@@ -195,9 +195,9 @@ int main(int argc, char** argv) {
     const auto cpu = leanseq::detect_cpu_vector_support();
     const bool avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx512cd;
     const CpuInfo info = read_cpuinfo();
-    const double ghz = info.ghz;
+    const int pipe_floats = floats_per_fma_pipe(info, avx512);
     // Two FMA pipes, two operations per float, per cycle.
-    const double peak_per_core = ghz * 2 * floats_per_fma_pipe(info, avx512) * 2;
+    const double peak_per_core = info.ghz * 2 * pipe_floats * 2;
     std::vector<std::string> families{"", "PRESCOTT"};
     if (cpu.avx2 && cpu.fma) families.push_back("HASWELL");
     if (avx512) families.push_back("SKYLAKEX");
@@ -210,8 +210,8 @@ int main(int argc, char** argv) {
     }
     std::cout << nlohmann::json{{"benchmark", "gemm_float32"},
                                 {"threads", threads},
-                                {"clock_ghz", ghz},
-                                {"floats_per_fma_pipe", floats_per_fma_pipe(info, avx512)},
+                                {"clock_ghz", info.ghz},
+                                {"floats_per_fma_pipe", pipe_floats},
                                 {"peak_gflops_per_core", peak_per_core},
                                 {"families", results}}
                      .dump()
