@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 
 #include <string>
+#include <vector>
 
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/kernels/int8_gemm.h"
@@ -34,7 +35,9 @@ TEST(Int8Gemm, WeightRoundTripIsWithinHalfAStepPerRow) {
 TEST(Int8Gemm, MatchesTheExactIntegerReference) {
   if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
   torch::manual_seed(2);
-  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 16, 8}, {7, 33, 65}, {320, 512, 2048}, {5, 1100, 3}}) {
+  // Row counts on both sides of where the split form stops multiplying its halves in one GEMM.
+  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 16, 8}, {7, 33, 65}, {32, 40, 24}, {33, 40, 24},
+                         {320, 512, 2048}, {5, 1100, 3}}) {
     auto x = torch::randn({M, K});
     auto w = quantize_weight(torch::randn({N, K}) * 0.1);
     auto bias = torch::randn({N});
@@ -52,6 +55,30 @@ TEST(Int8Gemm, MatchesTheExactIntegerReference) {
         ASSERT_EQ(got.sizes(), want.sizes());
         // The integers are the same; float rounding of the scales differs by a few ulps at most.
         EXPECT_LT(relative_error(got, want), 1e-5) << M << "x" << K << "x" << N << (b.defined() ? "" : ", no bias");
+      }
+    }
+  }
+}
+
+// Batching never changes a translation: a row's int8 product is the same floats, bit for bit,
+// alone, among a few rows and among many (either side of where the split form stacks its halves),
+// in every form exact on this CPU.
+TEST(Int8Gemm, ARowsProductDoesNotDependOnTheOtherRows) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  torch::manual_seed(4);
+  const int64_t K = 256, N = 1024;
+  auto w = quantize_weight(torch::randn({N, K}) * 0.1);
+  auto bias = torch::randn({N});
+  auto x = torch::randn({640, K}) * 3;
+  std::vector<Int8Activations> forms{Int8Activations::u8_split};
+  if (default_int8_activations() == Int8Activations::u8_shifted) forms.push_back(Int8Activations::u8_shifted);
+  for (auto act : forms) {
+    for (int64_t M : {640, 320, 64, 33, 32, 5}) {
+      auto many = int8_linear(x.narrow(0, 0, M), w, bias, act);
+      for (int64_t r : {int64_t{0}, M / 2, M - 1}) {
+        auto alone = int8_linear(x.narrow(0, r, 1), w, bias, act);
+        EXPECT_TRUE(torch::equal(alone[0], many[r])) << "row " << r << " of " << M << ", form " << static_cast<int>(act)
+                                                     << ": max difference " << (alone[0] - many[r]).abs().max().item<float>();
       }
     }
   }

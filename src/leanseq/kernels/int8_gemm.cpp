@@ -21,6 +21,13 @@ namespace leanseq::kernels {
 
 namespace {
 
+// The most rows (high halves and low bits together) the split form multiplies in one GEMM. At a
+// decoding step's few rows a product is bound by reading the weight, which one GEMM over both
+// halves reads once; past them oneDNN's AVX2 kernel was no faster for it, and at some row counts
+// slower, so the halves go in two GEMMs of M rows (docs/benchmarks/performance.md, "int8 without
+// VNNI: one GEMM for both halves at few rows").
+constexpr int64_t kStackedRowsAtMost = 64;
+
 // The row loops below are compiled for AVX-512 and AVX2 besides the baseline (chosen when the program starts):
 // the baseline has no vector rounding, and they would call the C library per element.
 #define LEANSEQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -304,11 +311,14 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
 #else
   const bool amx = act == Int8Activations::u8_shifted && int8_amx_in_use() && w.packed;
   const int64_t acc_rows = amx ? amx_rows(M) : M;  // the AMX primitive's rows, padding included
-  // The row scales, the accumulators and the quantized rows (twice M x K in the split form, with
-  // the low bit's own accumulators) in this thread's scratch, reused by the next product.
+  // The row scales, the accumulators and the quantized rows in this thread's scratch, reused by
+  // the next product. The split form stacks its high halves over its low bits (2M x K) and its
+  // accumulators the same way (2M x N).
   const bool split = act == Int8Activations::u8_split;
-  const size_t scale_bytes = aligned_size(M * sizeof(float)), acc_bytes = aligned_size(acc_rows * N * sizeof(int32_t)),
-               q_bytes = aligned_size(acc_rows * K), total = scale_bytes + (split ? 2 : 1) * (acc_bytes + q_bytes);
+  const int64_t stacked = split ? 2 : 1;
+  const size_t scale_bytes = aligned_size(M * sizeof(float)),
+               acc_bytes = aligned_size(stacked * acc_rows * N * sizeof(int32_t)),
+               q_bytes = aligned_size(stacked * acc_rows * K), total = scale_bytes + acc_bytes + q_bytes;
   thread_local Scratch kept;
   Scratch own;
   auto* base = static_cast<uint8_t*>((total <= Scratch::kept_at_most ? kept : own).at(total));
@@ -330,17 +340,20 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
             "u8s8s32 GEMM");
     }
   } else if (split) {
-    uint8_t* hi = xq;
-    acc_lo = reinterpret_cast<int32_t*>(base + scale_bytes + acc_bytes + q_bytes);
-    uint8_t* lo = base + scale_bytes + 2 * acc_bytes + q_bytes;
-    quantize_rows_split(x_in, M, K, hi, lo, xs);
-    // acc = (h + 64) w and acc_lo = l w; scale_row makes 2 acc + acc_lo + compensation = 2 (h w) + l w
-    // (the compensation being -128 sum_k w), in the pass that scales the rows back.
+    quantize_rows_split(x_in, M, K, xq, xq + M * K, xs);
+    // Rows m of acc = (h + 64) w and rows M + m = l w; scale_row makes 2 acc + acc_lo + compensation
+    // = 2 (h w) + l w (the compensation being -128 sum_k w), in the pass that scales the rows back.
+    acc_lo = acc + M * N;
     const int32_t zero = 0;
-    check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, hi, K, 0, wq, K, 0, 0.f, acc, N, &zero),
-          "u8s8s32 GEMM (high bits)");
-    check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, lo, K, 0, wq, K, 0, 0.f, acc_lo, N, &zero),
-          "u8s8s32 GEMM (low bit)");
+    if (2 * M <= kStackedRowsAtMost) {  // a decoding step's few rows: one GEMM reads the weight once
+      check(dnnl_gemm_u8s8s32('N', 'T', 'F', 2 * M, N, K, 1.f, xq, K, 0, wq, K, 0, 0.f, acc, N, &zero),
+            "u8s8s32 GEMM (high bits over low bits)");
+    } else {
+      check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, xq, K, 0, wq, K, 0, 0.f, acc, N, &zero),
+            "u8s8s32 GEMM (high bits)");
+      check(dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.f, xq + M * K, K, 0, wq, K, 0, 0.f, acc_lo, N, &zero),
+            "u8s8s32 GEMM (low bit)");
+    }
     column_offset = w.compensation.data_ptr<int32_t>();
   } else {
     auto* xq_s8 = reinterpret_cast<int8_t*>(xq);

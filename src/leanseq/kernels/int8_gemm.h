@@ -44,7 +44,9 @@ torch::Tensor dequantize(const Int8Weight& w);
 //   u8 x s8 products in 16 bits and saturates (2 x 255 x 127 > 32767), and u8_shifted and s8 (which
 //   oneDNN shifts to u8 itself) lose precision. Each activation q is split as q = 2h + l with
 //   h = q >> 1 in [-64, 63] (shifted by 64 to [0, 127]) and l = q & 1, and two u8 x s8 products
-//   whose pair sums stay under 2^15 give 2 (h w) + (l w) = q w exactly, at twice the work.
+//   whose pair sums stay under 2^15 give 2 (h w) + (l w) = q w exactly, at twice the work. At a
+//   decoding step's few rows (2M up to 64) the high halves and the low bits, stacked, go through
+//   one GEMM of 2M rows, which reads the weight once; past that, two GEMMs of M rows.
 // Every form gives the same integers as int8_linear_reference.
 enum class Int8Activations { u8_shifted, s8, u8_split };
 
