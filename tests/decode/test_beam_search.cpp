@@ -429,6 +429,27 @@ TEST(Ensemble, IsTheLogOfTheMembersMeanProbability) {
   EXPECT_NEAR(mixed[0][1].item<double>(), b[0][1].item<double>() - std::log(2.0), 1e-12);
 }
 
+// At inference a Transformer encoder gives a sentence the same bits alone and padded in a batch:
+// its attention's sums run in a fixed order over the sentence's keys (nn/functional.h), so a
+// difference cannot reach an int8 product's rounding.
+TEST(BeamSearch, ATransformerEncoderGivesASentenceTheSameBitsAloneAndPadded) {
+  torch::NoGradGuard no_grad;
+  const int64_t vocab = 200;
+  torch::manual_seed(3);
+  auto model = models::build_model(*models::registry().preset_config("transformer_small"), {vocab, vocab, true});
+  model->eval();
+  std::vector<int64_t> a, b;
+  for (int64_t t = 0; t < 30; ++t) a.push_back(4 + (t * 7) % 190);
+  a.push_back(2);
+  for (int64_t t = 0; t < 34; ++t) b.push_back(4 + (t * 11) % 190);
+  b.push_back(2);
+  auto one = data::collate({a}, {}, {0});
+  auto two = data::collate({a, b}, {}, {0, 1});
+  auto alone = model->encode(one.src, one.src_lengths).out[0];
+  auto padded = model->encode(two.src, two.src_lengths).out[0].narrow(0, 0, 31);
+  EXPECT_TRUE(torch::equal(alone, padded)) << "max difference " << (alone - padded).abs().max().item<float>();
+}
+
 TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
   // Sentences of different lengths, searched together (padded) and each alone: the same best
   // tokens, and scores equal up to the last bits of float32 (a step's products of 5 rows and of

@@ -83,6 +83,27 @@ TEST(OneQueryAttention, ARowIsTheSameAloneOrInABatchOnAnyThreadCount) {
   EXPECT_TRUE(torch::equal(alone_c, c2.narrow(0, 37, 1)));
 }
 
+// A sentence padded in a batch has more keys, whose weights are exactly 0: its scores and its
+// context are the same bits as with its own keys only, at every number of keys and of pads (the
+// last keys' group of 4 included), so padding never changes a translation.
+TEST(OneQueryAttention, PaddedKeysLeaveScoresAndContextTheSameBits) {
+  torch::manual_seed(13);
+  torch::NoGradGuard no_grad;
+  for (int64_t L : {1, 3, 4, 7, 29, 31}) {
+    for (int64_t pads : {1, 2, 4, 5}) {
+      const int64_t S = L + pads;
+      auto q = torch::randn({2, 4, 1, 64}), k = torch::randn({2, 4, S, 64}), v = torch::randn({2, 4, S, 64});
+      auto own_k = k.narrow(2, 0, L).contiguous(), own_v = v.narrow(2, 0, L).contiguous();
+      auto p = torch::softmax(torch::randn({2, 4, 1, L}), -1);
+      auto padded_p = torch::cat({p, torch::zeros({2, 4, 1, pads})}, -1);
+      EXPECT_TRUE(torch::equal(kernels::one_query_scores(q, own_k), kernels::one_query_scores(q, k).narrow(-1, 0, L)))
+          << L << " keys, " << pads << " pads";
+      EXPECT_TRUE(torch::equal(kernels::one_query_context(p, own_v), kernels::one_query_context(padded_p, v)))
+          << L << " keys, " << pads << " pads";
+    }
+  }
+}
+
 // What the loop does not take goes to the composite with the same result: broadcast leading
 // dimensions, a value matrix whose last dimension is strided (A2 passes a transposed one), double
 // precision, and inputs that record a gradient (which then flows).

@@ -31,32 +31,46 @@ LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restri
     }
     out[s] = a0, out[s + 1] = a1, out[s + 2] = a2, out[s + 3] = a3;
   }
-  for (; s < S; ++s) {
-    const float* ks = k[s];
-    float a = 0.f;
-#pragma omp simd reduction(+ : a)
-    for (int64_t j = 0; j < d; ++j) a += q[j] * ks[j];
-    out[s] = a;
+  if (s < S) {  // the last 1-3 keys through the same loop (the last key again in the free places), so
+                // that a key's score is the same bits whatever the number of keys after it
+    const float *k0 = k[s], *k1 = k[std::min(s + 1, S - 1)], *k2 = k[std::min(s + 2, S - 1)], *k3 = k[S - 1];
+    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+    for (int64_t j = 0; j < d; ++j) {
+      a0 += q[j] * k0[j];
+      a1 += q[j] * k1[j];
+      a2 += q[j] * k2[j];
+      a3 += q[j] * k3[j];
+    }
+    const float a[4] = {a0, a1, a2, a3};
+    for (int64_t i = 0; s + i < S; ++i) out[s + i] = a[i];
   }
 }
 
-// out = sum_s p[s] v[s], four values at a time (one pass over out per four).
-LEANSEQ_CLONES void weighted_sum(const float* __restrict p, int64_t p_stride, const float* const* __restrict v,
-                                 int64_t S, int64_t d, float* __restrict out) {
+// out += (w0 v0 + w1 v1) + (w2 v2 + w3 v3): one group of 4 keys, the one code every group runs
+// (not inlined: the last group is built with zero weights, and must round as the others do).
+__attribute__((noinline)) LEANSEQ_CLONES void add_group(const float* __restrict w, const float* const* __restrict v,
+                                                         int64_t d, float* __restrict out) {
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+  const float *v0 = v[0], *v1 = v[1], *v2 = v[2], *v3 = v[3];
+#pragma omp simd
+  for (int64_t j = 0; j < d; ++j) out[j] += (w0 * v0[j] + w1 * v1[j]) + (w2 * v2[j] + w3 * v3[j]);
+}
+
+// out = sum over s of p[s] v[s], in groups of 4 keys; the last 1-3 keys make a group with weights
+// 0 (over an existing row's values), as padded keys (weights exactly 0) do, so a sentence's
+// context is the same bits alone and in a batch padded to more keys.
+void weighted_sum(const float* __restrict p, int64_t p_stride, const float* const* __restrict v, int64_t S, int64_t d,
+                  float* __restrict out) {
   for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
-  int64_t s = 0;
-  for (; s + 4 <= S; s += 4) {
-    const float w0 = p[s * p_stride], w1 = p[(s + 1) * p_stride], w2 = p[(s + 2) * p_stride],
-                w3 = p[(s + 3) * p_stride];
-    const float *v0 = v[s], *v1 = v[s + 1], *v2 = v[s + 2], *v3 = v[s + 3];
-#pragma omp simd
-    for (int64_t j = 0; j < d; ++j) out[j] += (w0 * v0[j] + w1 * v1[j]) + (w2 * v2[j] + w3 * v3[j]);
-  }
-  for (; s < S; ++s) {
-    const float w = p[s * p_stride];
-    const float* vs = v[s];
-#pragma omp simd
-    for (int64_t j = 0; j < d; ++j) out[j] += w * vs[j];
+  for (int64_t s = 0; s < S; s += 4) {
+    float w[4];
+    const float* rows[4];
+    for (int64_t i = 0; i < 4; ++i) {
+      w[i] = s + i < S ? p[(s + i) * p_stride] : 0.f;
+      rows[i] = v[std::min(s + i, S - 1)];
+    }
+    add_group(w, rows, d, out);
   }
 }
 

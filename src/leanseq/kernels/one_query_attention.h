@@ -4,7 +4,8 @@
 // writing and re-reading it was a third of a transformer's decoding step).
 //
 // Each output is a dot product (or a weighted sum over the keys) in a fixed order that does not
-// depend on the batch, so a sentence decodes the same alone or batched.
+// depend on the batch, nor on padded keys after a sentence's own (weights exactly 0), so a
+// sentence decodes the same alone or batched.
 #pragma once
 #include <torch/torch.h>
 

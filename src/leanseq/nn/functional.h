@@ -39,13 +39,31 @@ inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
 // p v ([..., T, S] by [..., S, d]: [..., T, d]). With one query per row on the CPU (a decoding
 // step) kernels/one_query_attention.h: ATen's CPU bmm makes one BLAS call per matrix of the batch,
 // some microseconds each, which is most of what these products cost at a few hundred rows.
-// Otherwise kernels::batched_matmul.
+// Several queries per row [B, H, T, d] at inference on the CPU (an encoder, a full pass) go through
+// the same kernels, each query a row sharing its sentence's keys: their sums run in a fixed order,
+// where a BLAS product's change with the number of keys, so a sentence's attention is the same
+// bits alone and padded in a batch (the padded keys' weights are exact zeros, added last).
+// Otherwise (training) kernels::batched_matmul.
 inline bool single_cpu_query(const torch::Tensor& q) { return q.size(-2) == 1 && q.device().is_cpu(); }
+inline bool fixed_order_cpu_queries(const torch::Tensor& q) {
+  return q.dim() == 4 && q.device().is_cpu() && q.scalar_type() == torch::kFloat && !torch::GradMode::is_enabled();
+}
+// [B, H, T, X] as T rows per sentence, [B * T, H, 1, X], and back.
+inline torch::Tensor queries_as_rows(const torch::Tensor& x) {
+  return x.permute({0, 2, 1, 3}).reshape({x.size(0) * x.size(2), x.size(1), 1, x.size(3)});
+}
+inline torch::Tensor rows_as_queries(const torch::Tensor& x, int64_t B) {
+  return x.view({B, x.size(0) / B, x.size(1), x.size(3)}).permute({0, 2, 1, 3});
+}
 inline torch::Tensor attention_scores(const torch::Tensor& q, const torch::Tensor& k) {
-  return single_cpu_query(q) ? kernels::one_query_scores(q, k) : kernels::batched_matmul(q, k.transpose(-1, -2));
+  if (single_cpu_query(q)) return kernels::one_query_scores(q, k);
+  if (fixed_order_cpu_queries(q)) return rows_as_queries(kernels::one_query_scores(queries_as_rows(q), k), q.size(0));
+  return kernels::batched_matmul(q, k.transpose(-1, -2));
 }
 inline torch::Tensor attention_context(const torch::Tensor& p, const torch::Tensor& v) {
-  return single_cpu_query(p) ? kernels::one_query_context(p, v) : kernels::batched_matmul(p, v);
+  if (single_cpu_query(p)) return kernels::one_query_context(p, v);
+  if (fixed_order_cpu_queries(p)) return rows_as_queries(kernels::one_query_context(queries_as_rows(p), v), p.size(0));
+  return kernels::batched_matmul(p, v);
 }
 
 // fairseq's padding index (<pad> = 1 in every dictionary).
