@@ -15,25 +15,13 @@ namespace {
 
 // out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
 // chain of dependent additions, four independent ones keep the vector units busy (a decoding step's
-// keys are 64 numbers per head).
+// keys are 64 numbers per head). The last 1-3 keys go through the same loop (the last key again in
+// the free places), so that a key's score is the same bits whatever the number of keys after it.
 LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
                          float* __restrict out) {
-  int64_t s = 0;
-  for (; s + 4 <= S; s += 4) {
-    const float *k0 = k[s], *k1 = k[s + 1], *k2 = k[s + 2], *k3 = k[s + 3];
-    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
-#pragma omp simd reduction(+ : a0, a1, a2, a3)
-    for (int64_t j = 0; j < d; ++j) {
-      a0 += q[j] * k0[j];
-      a1 += q[j] * k1[j];
-      a2 += q[j] * k2[j];
-      a3 += q[j] * k3[j];
-    }
-    out[s] = a0, out[s + 1] = a1, out[s + 2] = a2, out[s + 3] = a3;
-  }
-  if (s < S) {  // the last 1-3 keys through the same loop (the last key again in the free places), so
-                // that a key's score is the same bits whatever the number of keys after it
-    const float *k0 = k[s], *k1 = k[std::min(s + 1, S - 1)], *k2 = k[std::min(s + 2, S - 1)], *k3 = k[S - 1];
+  for (int64_t s = 0; s < S; s += 4) {
+    const float *k0 = k[s], *k1 = k[std::min(s + 1, S - 1)], *k2 = k[std::min(s + 2, S - 1)],
+                *k3 = k[std::min(s + 3, S - 1)];
     float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
 #pragma omp simd reduction(+ : a0, a1, a2, a3)
     for (int64_t j = 0; j < d; ++j) {
@@ -43,7 +31,7 @@ LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restri
       a3 += q[j] * k3[j];
     }
     const float a[4] = {a0, a1, a2, a3};
-    for (int64_t i = 0; s + i < S; ++i) out[s + i] = a[i];
+    for (int64_t i = 0; i < 4 && s + i < S; ++i) out[s + i] = a[i];
   }
 }
 
