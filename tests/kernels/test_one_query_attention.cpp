@@ -104,6 +104,28 @@ TEST(OneQueryAttention, PaddedKeysLeaveScoresAndContextTheSameBits) {
   }
 }
 
+// The same for a whole step in one pass, the pads masked with -inf as a padded batch masks them:
+// the softmax's exponentials and sum take the same bits whatever keys follow (a sentence's cross
+// attention alone and in a batch of longer sources).
+TEST(OneQueryAttention, MaskedPadsLeaveAWholeStepTheSameBits) {
+  torch::manual_seed(13);
+  torch::NoGradGuard no_grad;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t L : {1, 3, 7, 8, 9, 29, 31}) {
+    for (int64_t pads : {1, 2, 5, 8, 13}) {
+      const int64_t S = L + pads;
+      auto q = torch::randn({5, 4, 1, 64}), k = torch::randn({1, 4, S, 64}), v = torch::randn({1, 4, S, 64});
+      auto own_k = k.narrow(2, 0, L).contiguous(), own_v = v.narrow(2, 0, L).contiguous();
+      auto mask = torch::cat({torch::zeros({1, 1, 1, L}), torch::full({1, 1, 1, pads}, -inf)}, -1);
+      auto [own_ctx, own_p] = kernels::one_query_attention(q, own_k, own_v, torch::zeros({1, 1, 1, L}), 0.125);
+      auto [ctx, p] = kernels::one_query_attention(q, k, v, mask, 0.125);
+      ASSERT_TRUE(own_ctx.defined() && ctx.defined());
+      EXPECT_TRUE(torch::equal(own_p, p.narrow(-1, 0, L))) << L << " keys, " << pads << " pads";
+      EXPECT_TRUE(torch::equal(own_ctx, ctx)) << L << " keys, " << pads << " pads";
+    }
+  }
+}
+
 // What the loop does not take goes to the composite with the same result: broadcast leading
 // dimensions, a value matrix whose last dimension is strided (A2 passes a transposed one), double
 // precision, and inputs that record a gradient (which then flows).
@@ -147,7 +169,9 @@ TEST(OneQueryAttention, TheFusedStepEqualsTheComposite) {
       auto want_context = kernels::one_query_context_reference(want_probs, vr).transpose(1, 2).reshape({B, 1, H * d});
       EXPECT_LT(max_diff(probs, want_probs), 1e-6) << group << masked;
       EXPECT_LT(max_diff(context, want_context), 1e-5) << group << masked;
-      if (masked) EXPECT_EQ(probs[group - 1][2][0][S - 1].item<float>(), 0.f) << "a padded key gets nothing";
+      if (masked) {
+        EXPECT_EQ(probs[group - 1][2][0][S - 1].item<float>(), 0.f) << "a padded key gets nothing";
+      }
     }
   }
   auto wrong_mask = torch::zeros({B, 1, 2, S});
