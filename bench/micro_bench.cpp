@@ -9,12 +9,14 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/aan_gate.h"
 #include "leanseq/kernels/add_layer_norm.h"
+#include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/nn/incremental_state.h"
 #include "leanseq/nn/double_attention.h"
+#include "leanseq/nn/functional.h"
 #include "leanseq/nn/transformer_layer.h"
 #include "leanseq/train/adam.h"
 #include "leanseq/train/criterion.h"
@@ -178,6 +180,27 @@ void BM_TransformerSmallDecodeStep(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * B);
 }
 BENCHMARK(BM_TransformerSmallDecodeStep)->Arg(320)->Unit(benchmark::kMillisecond);
+
+// The two products of an encoder's (or a full pass's) attention at inference for 64 sentences of
+// T positions (transformer_small's 4 heads of 64): range(0) 0 through the fixed-order one-query
+// kernels that inference takes (nn/functional.h), 1 through batched_matmul, training's path.
+void BM_InferenceAttention(benchmark::State& state) {
+  const int64_t B = 64, H = 4, T = state.range(1), d = 64;
+  torch::NoGradGuard g;
+  auto q = torch::randn({B, H, T, d}), k = torch::randn({B, H, T, d}), v = torch::randn({B, H, T, d});
+  const bool fixed_order = state.range(0) == 0;
+  for (auto _ : state) {
+    auto scores = fixed_order ? leanseq::nn::attention_scores(q, k)
+                              : leanseq::kernels::batched_matmul(q, k.transpose(-1, -2));
+    auto p = torch::softmax(scores, -1);
+    benchmark::DoNotOptimize(fixed_order ? leanseq::nn::attention_context(p, v)
+                                         : leanseq::kernels::batched_matmul(p, v));
+  }
+  state.SetItemsProcessed(state.iterations() * B * T);
+}
+BENCHMARK(BM_InferenceAttention)
+    ->Args({0, 16})->Args({1, 16})->Args({0, 32})->Args({1, 32})->Args({0, 100})->Args({1, 100})
+    ->Unit(benchmark::kMicrosecond);
 
 // A beam reorder of one self-attention cache of a decoding step at batch 64, beam 5 (320 rows,
 // transformer_small's 4 heads of 64, 12 positions so far) and the gather of its rows in order, on
