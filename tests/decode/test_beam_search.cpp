@@ -456,9 +456,8 @@ TEST(BeamSearch, ATransformerEncoderGivesASentenceTheSameBitsAloneAndPadded) {
 // Sentences of different lengths, searched together (padded) and each alone: the same best tokens,
 // and scores equal up to the last bits of float32 (a step's products of 5 rows and of 30 may take
 // different BLAS kernels, kernels/dense.h). In int8 the products are exact integers per row and
-// attention sums a sentence's keys in a fixed order whatever the padding: the same bits. Not for
-// Pervasive Attention, whose grid runs on ATen's float convolutions: their sums change with the
-// grid's width, and int8's rounding can magnify that (docs/pervasive.md, a known limitation).
+// attention sums a sentence's keys in a fixed order whatever the padding (Pervasive Attention's
+// grid: its linear layers' products per cell, models/pervasive.h): the same bits.
 TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
   const std::vector<std::string> presets{"transformer_tiny", "transformer_tiny_san_aan", "lightconv_tiny",
                                          "dynamicconv_tiny", "fconv_tiny", "pervasive_tiny"};
@@ -480,7 +479,6 @@ TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
     auto model = models::build_model(*models::registry().preset_config(preset), {vocab, vocab, true});
     model->eval();
     for (auto type : types) {
-      if (type == ComputeType::int8 && preset == "pervasive_tiny") continue;
       nn::set_compute_type(*model, type);
       std::vector<int64_t> ids(sources.size());
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);

@@ -101,6 +101,8 @@ void PervasiveConfig::validate() const {
 }
 
 torch::Tensor channel_linear(const nn::Linear& l, const torch::Tensor& x) {
+  // Inference: through a copy of the holder, as forward is not const.
+  if (!torch::GradMode::is_enabled() && x.device().is_cpu()) return nn::Linear(l)->forward(x);
   const auto& w = l->weight;
   auto y = torch::conv2d(x.permute({0, 3, 1, 2}), w.view({w.size(0), w.size(1), 1, 1}), l->bias);
   return y.permute({0, 2, 3, 1});

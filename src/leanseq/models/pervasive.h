@@ -117,7 +117,7 @@ class PervasiveModel : public Seq2SeqModel, public nn::LowPrecision {
   Aggregator aggregator{nullptr};
   torch::Tensor output_weight;
   nn::PackedWeight output_packed;  // output_weight in the compute type, when one is set
-  // The output projection and the Linear layers outside the grid (channel_linear stays float32).
+  // The output projection; the Linear layers (channel_linear's at inference too) pack their own.
   void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, {}, type); }
 
  private:
@@ -128,8 +128,10 @@ class PervasiveModel : public Seq2SeqModel, public nn::LowPrecision {
   PervasiveConfig cfg_;
 };
 
-// A 1x1 convolution of a Linear's weight over the channels of a channels-last grid (oneDNN runs it
-// faster than the equivalent matmul).
+// A Linear over the channels of a channels-last grid [B, T, S, C]. Training: a 1x1 convolution of
+// its weight (oneDNN runs it faster than the equivalent matmul). Inference on the CPU: the Linear's
+// own product in its compute type, whose rows do not depend on the others, so a cell's value is the
+// same bits whatever the grid's width (a sentence alone or padded in a batch).
 torch::Tensor channel_linear(const nn::Linear& l, const torch::Tensor& x);
 
 void register_pervasive(Registry& reg);
