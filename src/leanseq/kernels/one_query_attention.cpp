@@ -99,6 +99,7 @@ LEANSEQ_CLONES void softmax_in_place(float* __restrict x, int64_t n) {
     exp_block(tail, max, lanes);
     for (int64_t i = 0; j + i < n; ++i) x[j + i] = tail[i];
   }
+  static_assert(kSoftmaxLanes == 8, "the sum below adds 8 lanes");
   const float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
   const float inv = 1.f / sum;
 #pragma omp simd
