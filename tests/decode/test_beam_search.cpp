@@ -472,6 +472,9 @@ TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
   SearchOptions opt;
   opt.beam = 5;
   opt.max_len_b = 10;
+  std::vector<int64_t> ids(sources.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  const auto batch = data::collate(sources, {}, ids);
   std::vector<ComputeType> types{ComputeType::float32};
   if (kernels::int8_gemm_available()) types.push_back(ComputeType::int8);
   for (const auto& preset : presets) {
@@ -480,9 +483,6 @@ TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
     model->eval();
     for (auto type : types) {
       nn::set_compute_type(*model, type);
-      std::vector<int64_t> ids(sources.size());
-      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
-      auto batch = data::collate(sources, {}, ids);
       auto together = generate(*model, batch.src, batch.src_lengths, vocab, opt);
       for (size_t i = 0; i < sources.size(); ++i) {
         SCOPED_TRACE(preset + ", sentence " + std::to_string(i) + (type == ComputeType::int8 ? ", int8" : ""));

@@ -41,8 +41,8 @@ inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
 // some microseconds each, which is most of what these products cost at a few hundred rows.
 // Several queries per row [B, H, T, d] at inference on the CPU (an encoder, a full pass) go through
 // the same kernels, each query a row sharing its sentence's keys: their sums run in a fixed order,
-// where a BLAS product's change with the number of keys, so a sentence's attention is the same
-// bits alone and padded in a batch (the padded keys' weights are exact zeros, added last).
+// where a BLAS product's order changes with the number of keys, so a sentence's attention is the
+// same bits alone and padded in a batch (the padded keys' weights are exact zeros, added last).
 // Otherwise (training) kernels::batched_matmul.
 inline bool single_cpu_query(const torch::Tensor& q) { return q.size(-2) == 1 && q.device().is_cpu(); }
 inline bool fixed_order_cpu_queries(const torch::Tensor& q) {
