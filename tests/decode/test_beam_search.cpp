@@ -453,11 +453,12 @@ TEST(BeamSearch, ATransformerEncoderGivesASentenceTheSameBitsAloneAndPadded) {
   EXPECT_TRUE(torch::equal(alone, padded)) << "max difference " << (alone - padded).abs().max().item<float>();
 }
 
-// Sentences of different lengths, searched together (padded) and each alone: the same best tokens,
-// and scores equal up to the last bits of float32 (a step's products of 5 rows and of 30 may take
-// different BLAS kernels, kernels/dense.h). In int8 the products are exact integers per row and
-// attention sums a sentence's keys in a fixed order whatever the padding (Pervasive Attention's
-// grid: its linear layers' products per cell, models/pervasive.h): the same bits.
+// Sentences of different lengths, searched together (padded) and each alone: the same tokens and
+// the same bits in float32 and int8. A row's products do not depend on the other rows (packed
+// weights, kernels/packed_products.h; int8's exact integers), attention sums a sentence's keys in a
+// fixed order and its softmax does not depend on the padding (kernels/softmax.h), ConvS2S's
+// convolutions multiply each window alike at inference (nn/fconv.h), and Pervasive Attention's grid
+// takes its linear layers' products per cell (models/pervasive.h).
 TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
   const std::vector<std::string> presets{"transformer_tiny", "transformer_tiny_san_aan", "lightconv_tiny",
                                          "dynamicconv_tiny", "fconv_tiny", "pervasive_tiny"};
@@ -490,11 +491,8 @@ TEST(BeamSearch, ASentenceDecodesAloneAsInABatchInEveryFamily) {
         auto alone = generate(*model, one.src, one.src_lengths, vocab, opt);
         ASSERT_FALSE(alone[0].empty() || together[i].empty());
         EXPECT_EQ(alone[0][0].tokens, together[i][0].tokens);
-        if (type == ComputeType::int8) {
-          EXPECT_EQ(alone[0][0].score, together[i][0].score);
-        } else {
-          EXPECT_NEAR(alone[0][0].score, together[i][0].score, 1e-5);
-        }
+        EXPECT_EQ(alone[0][0].score, together[i][0].score) << "apart by " << alone[0][0].score - together[i][0].score;
+        EXPECT_EQ(alone[0][0].positional_scores, together[i][0].positional_scores);
       }
     }
   }

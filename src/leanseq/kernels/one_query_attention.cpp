@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "leanseq/kernels/parallel.h"
+#include "leanseq/kernels/softmax.h"
 
 namespace leanseq::kernels {
 
@@ -69,41 +69,6 @@ void row_addresses(const torch::Tensor& t, const float* base, int64_t row, const
                    int64_t S, const float** out) {
   const int64_t s0 = t.stride(0), s1 = t.stride(1), s2 = t.stride(2);
   for (int64_t s = 0; s < S; ++s) out[s] = base + (origin ? origin[s] : row) * s0 + h * s1 + s * s2;
-}
-
-constexpr int64_t kSoftmaxLanes = 8;
-
-// x = exp(x - max) over one block of kSoftmaxLanes entries, each added to its lane's sum: one
-// compiled copy of the arithmetic (the vector exp), whichever block of a row it is.
-__attribute__((noinline)) LEANSEQ_CLONES void exp_block(float* __restrict x, float max, float* __restrict lanes) {
-#pragma omp simd
-  for (int64_t j = 0; j < kSoftmaxLanes; ++j) {
-    x[j] = std::exp(x[j] - max);
-    lanes[j] += x[j];
-  }
-}
-
-// x = softmax(x) over n entries, as ATen computes it: exp(x - max), then times 1 / sum. The last
-// entries make a block with -inf (exp 0) as masked pads do, and the sum goes by lanes in a fixed
-// order, so a row's probabilities are the same bits alone and followed by masked keys.
-LEANSEQ_CLONES void softmax_in_place(float* __restrict x, int64_t n) {
-  float max = x[0];
-#pragma omp simd reduction(max : max)
-  for (int64_t j = 0; j < n; ++j) max = x[j] > max ? x[j] : max;
-  float lanes[kSoftmaxLanes] = {};
-  int64_t j = 0;
-  for (; j + kSoftmaxLanes <= n; j += kSoftmaxLanes) exp_block(x + j, max, lanes);
-  if (j < n) {
-    float tail[kSoftmaxLanes];
-    for (int64_t i = 0; i < kSoftmaxLanes; ++i) tail[i] = j + i < n ? x[j + i] : -std::numeric_limits<float>::infinity();
-    exp_block(tail, max, lanes);
-    for (int64_t i = 0; j + i < n; ++i) x[j + i] = tail[i];
-  }
-  static_assert(kSoftmaxLanes == 8, "the sum below adds 8 lanes");
-  const float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-  const float inv = 1.f / sum;
-#pragma omp simd
-  for (int64_t k = 0; k < n; ++k) x[k] *= inv;
 }
 
 // a [B, H, ., .] view of a 3- or 4-dimensional tensor (H = 1 for three).
@@ -275,7 +240,7 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
         const float* m = mp + b / mask_group * mask.stride(0);
         for (int64_t s = 0; s < S; ++s) p[s] += m[s * mask.stride(3)];
       }
-      softmax_in_place(p, S);
+      softmax_row(p, S);
       row_addresses(v, vp, b / group, vop ? vop + b * S : nullptr, h, S, addresses.data());
       weighted_sum(p, 1, addresses.data(), S, d, cp + (b * H + h) * d);
     }

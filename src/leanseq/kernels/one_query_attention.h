@@ -30,13 +30,14 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v);
 torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, const torch::Tensor& v_origin);
 
 // A whole decoding step's attention per (row, head) in one pass: probs = softmax(q_scale * q k^T +
-// mask) and context = probs v, without the ATen operators between the two products (mask
-// addition, softmax, the heads' transpose), each a pass and, above ATen's grain size, a wake-up
-// of its threads. q [B, H, 1, d]; k, v [B / r, H, S, d] (groups as above); mask undefined or
-// additive float [B / m, 1, 1, S] (broadcast over the heads, groups of m rows). With origin
-// tables ([B, S] int64, contiguous, both or neither), k and v have any number of rows and row b's
-// key at position s is in row k_origin[b, s] of k, its value in row v_origin[b, s] of v (a
-// self-attention cache reordered without moving its rows, nn/incremental_state.h). Returns the context as [B, 1, H * d] (the heads side by side, as the
+// mask) and context = probs v, without the ATen operators between the two products (mask addition,
+// softmax, the heads' transpose), each a pass and, above ATen's grain size, a wake-up of its
+// threads; its softmax is kernels/softmax.h's softmax_row. q [B, H, 1, d]; k, v [B / r, H, S, d]
+// (groups as above); mask undefined or additive float [B / m, 1, 1, S] (broadcast over the heads,
+// groups of m rows). With origin tables ([B, S] int64, contiguous, both or neither), k and v have
+// any number of rows and row b's key at position s is in row k_origin[b, s] of k, its value in row
+// v_origin[b, s] of v (a self-attention cache reordered without moving its rows,
+// nn/incremental_state.h). Returns the context as [B, 1, H * d] (the heads side by side, as the
 // output projection takes them) and probs [B, H, 1, S]; undefined tensors where
 // one_query_attention_applies() is false.
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

@@ -47,7 +47,7 @@ AttentionResult MultiheadAttentionImpl::attend(const torch::Tensor& q, const tor
                                                bool need_weights) {
   auto scores = attention_scores(q, k);  // [B, H, T, S]
   if (mask.defined()) scores = scores + mask;
-  auto probs = torch::softmax(scores, -1, torch::kFloat);
+  auto probs = attention_softmax(scores, torch::kFloat);
   return apply(probs.scalar_type() == q.scalar_type() ? probs : probs.to(q.scalar_type()), v, need_weights);
 }
 

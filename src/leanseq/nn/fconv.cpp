@@ -73,7 +73,10 @@ ConvTBCImpl::ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dr
 }
 
 torch::Tensor ConvTBCImpl::forward(const torch::Tensor& x, int64_t padding_l, int64_t padding_r) {
-  if (packed_.packed()) {  // the products of step(), over every window of the padded sequence
+  // The products of step(), over every window of the padded sequence: with packed weights, and at
+  // inference on the CPU, where each window's sum then runs in one order whatever the batch
+  // (ATen's conv_tbc makes one BLAS product per tap over all the batch's positions).
+  if (packed_.packed() || (!torch::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == torch::kFloat)) {
     auto padded = torch::constant_pad_nd(x, {0, 0, 0, 0, padding_l, padding_r}).transpose(0, 1);  // [B, T', Cin]
     return window_products(padded).transpose(0, 1);
   }
@@ -132,13 +135,16 @@ FConvAttentionResult FConvAttentionImpl::forward(const torch::Tensor& x, const t
   auto q = (in_projection(x) + target_embedding) * kSqrtHalf;
   auto scores = attention_scores(q, keys);  // [B, T, S]
   const int64_t S = keys.size(1);
-  torch::Tensor scale;  // s * sqrt(1 / s), s = real source tokens
+  // s * sqrt(1 / s), s = a sentence's real source tokens, computed in double and rounded once as
+  // fairseq does without padding, also for a padded batch's rows (fairseq takes float rsqrt
+  // there, a last-bit difference), so that a sentence's context is the same bits alone and padded.
+  torch::Tensor scale;
   if (padding_mask.defined()) {
     scores = scores.masked_fill(padding_mask.unsqueeze(1), -std::numeric_limits<float>::infinity());
-    auto s = (S - padding_mask.to(x.scalar_type()).sum(1, true)).unsqueeze(-1);  // [B, 1, 1]
-    scale = s * s.rsqrt();
+    auto s = (S - padding_mask.sum(1, true).to(torch::kDouble)).unsqueeze(-1);  // [B, 1, 1]
+    scale = (s * (1.0 / s).sqrt()).to(x.scalar_type());
   }
-  auto attn = torch::softmax(scores, -1);
+  auto attn = attention_softmax(scores);
   auto ctx = attention_context(attn, values);
   ctx = scale.defined() ? ctx * scale : ctx * (static_cast<double>(S) * std::sqrt(1.0 / static_cast<double>(S)));
   return {(out_projection(ctx) + x) * kSqrtHalf, attn};

@@ -40,7 +40,9 @@ TORCH_MODULE(WeightNormLinear);
 // forward() takes time-major input [T, B, Cin] and pads `padding_l` zeros before and
 // `padding_r` after the sequence; step() is the decoder's linearized form (causal, padding_l =
 // K - 1): batch-major new inputs [B, n, Cin] against the last K - 1 inputs kept in `cache`,
-// with the weight flattened to [Cout, K * Cin] once while the weights do not change.
+// with the weight flattened to [Cout, K * Cin] once while the weights do not change. At inference
+// on the CPU (float32, no gradient recorded) forward() multiplies every window the same way, so a
+// sentence's output is the same bits alone and padded in a batch; training takes ATen's conv_tbc.
 class ConvTBCImpl : public torch::nn::Module, public LowPrecision {
  public:
   ConvTBCImpl(int64_t in, int64_t out, int64_t kernel_size, double dropout = 0.0);

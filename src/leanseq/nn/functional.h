@@ -11,6 +11,7 @@
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/dropout_add_layer_norm.h"
 #include "leanseq/kernels/one_query_attention.h"
+#include "leanseq/kernels/softmax.h"
 
 namespace leanseq::nn {
 
@@ -64,6 +65,15 @@ inline torch::Tensor attention_context(const torch::Tensor& p, const torch::Tens
   if (single_cpu_query(p)) return kernels::one_query_context(p, v);
   if (fixed_order_cpu_queries(p)) return rows_as_queries(kernels::one_query_context(queries_as_rows(p), v), p.size(0));
   return kernels::batched_matmul(p, v);
+}
+
+// softmax over the keys (the last dimension): kernels/softmax.h's fixed order for float32 CPU
+// scores while no gradient is recorded (inference, validation), so that a sentence's probabilities
+// are the same bits alone and padded in a batch; ATen's softmax otherwise, in `dtype` when given.
+inline torch::Tensor attention_softmax(const torch::Tensor& scores,
+                                       c10::optional<torch::ScalarType> dtype = c10::nullopt) {
+  if (auto probs = kernels::fixed_order_softmax(scores); probs.defined()) return probs;
+  return torch::softmax(scores, -1, dtype);
 }
 
 // fairseq's padding index (<pad> = 1 in every dictionary).

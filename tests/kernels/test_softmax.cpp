@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "leanseq/core/threads.h"
+#include "leanseq/kernels/softmax.h"
+
+using namespace leanseq;
+
+// Against ATen's softmax: widths below, at and past a block of 8, a row with one dominant entry, a
+// constant row, masked entries (-inf) anywhere in a row, four dimensions and a non-contiguous input.
+TEST(FixedOrderSoftmax, EqualsAtensWithinRounding) {
+  torch::manual_seed(51);
+  for (int64_t n : {1, 3, 8, 9, 16, 37, 200}) {
+    auto x = torch::randn({29, n}) * 6 - 2;
+    x[3].fill_(1.5);
+    x[4][0] = 80.f;
+    if (n > 2) x.narrow(0, 5, 4).narrow(1, 1, n / 2).fill_(-std::numeric_limits<float>::infinity());
+    auto got = kernels::fixed_order_softmax(x);
+    ASSERT_TRUE(got.defined());
+    auto want = torch::softmax(x, -1);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-7)) << n << " " << (got - want).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(got.sum(-1), torch::ones({29}), 1e-6, 1e-6)) << n;
+  }
+  auto x4 = torch::randn({3, 4, 5, 11}).transpose(1, 2);
+  EXPECT_TRUE(torch::allclose(kernels::fixed_order_softmax(x4), torch::softmax(x4, -1), 1e-6, 1e-7));
+}
+
+// A row followed by masked entries (a sentence's keys, then its batch's padding) gives its own
+// entries the same bits as the row alone and exact zeros to the rest, on one thread or two.
+TEST(FixedOrderSoftmax, MaskedEntriesAfterARowLeaveItsBitsAlone) {
+  torch::manual_seed(52);
+  const float inf = std::numeric_limits<float>::infinity();
+  const int before = torch::get_num_threads();
+  for (int threads : {1, 2}) {
+    set_compute_threads(threads);
+    for (int64_t n = 1; n <= 40; ++n) {
+      auto row = torch::randn({64, n}) * 4;
+      auto alone = kernels::fixed_order_softmax(row);
+      for (int64_t pads : {1, 5, 8, 13}) {
+        auto padded = torch::cat({row, torch::full({64, pads}, -inf)}, 1);
+        auto got = kernels::fixed_order_softmax(padded);
+        EXPECT_TRUE(torch::equal(got.narrow(1, 0, n), alone)) << n << " keys, " << pads << " pads, " << threads;
+        EXPECT_TRUE(torch::equal(got.narrow(1, n, pads), torch::zeros({64, pads})));
+      }
+    }
+  }
+  set_compute_threads(before);
+}
+
+// What the loop leaves to ATen: other types, a recorded gradient.
+TEST(FixedOrderSoftmax, LeavesOtherTensorsToTheCaller) {
+  EXPECT_FALSE(kernels::fixed_order_softmax(torch::randn({2, 5}, torch::kDouble)).defined());
+  EXPECT_FALSE(kernels::fixed_order_softmax(torch::randn({2, 5}, torch::requires_grad())).defined());
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(kernels::fixed_order_softmax(torch::randn({2, 5}, torch::requires_grad())).defined());
+}
