@@ -184,7 +184,9 @@ TEST(San, TheFoldedAverageAttentionStepEqualsTheFullPass) {
       for (int64_t n : {2, 1, 1, 3}) {  // a chunk of two, two single steps, a chunk of three
         auto s = aan->step(x.narrow(1, t, n), {}, cache);
         EXPECT_LT(max_abs_diff(s, out.narrow(1, t, n)), 1e-5) << fold << " " << round << " t=" << t;
-        if (n == 1) EXPECT_EQ(cache.fc1_mean.defined(), fold) << "the folded step ran (or not)";
+        if (n == 1) {
+          EXPECT_EQ(cache.fc1_mean.defined(), fold) << "the folded step ran (or not)";
+        }
         t += n;
       }
       EXPECT_FALSE(cache.fc1_mean.defined()) << "a chunk of several positions drops the folded running product";

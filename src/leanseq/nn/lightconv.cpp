@@ -119,11 +119,13 @@ LightConvDecoderLayerImpl::LightConvDecoderLayerImpl(const LightConvLayerOptions
 
 AttentionResult LightConvDecoderLayerImpl::after_conv(
     const torch::Tensor& x, const std::function<AttentionResult(const torch::Tensor&)>& attend) {
-  if (!o_.encoder_attention) return {feed_forward(x, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), {}};
+  if (!o_.encoder_attention) {
+    return {feed_forward(x, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), {}, {}};
+  }
   auto h = o_.normalize_before ? encoder_attn_layer_norm(x) : x;
   auto r = attend(h);
   h = residual_add(x, r.out, o_.dropout, is_training(), encoder_attn_layer_norm, !o_.normalize_before);
-  return {feed_forward(h, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), r.weights};
+  return {feed_forward(h, fc1, fc2, final_layer_norm, ffn_options(o_), is_training()), r.weights, {}};
 }
 
 AttentionResult LightConvDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,

@@ -85,7 +85,7 @@ AttentionResult TransformerDecoderLayerImpl::forward(const torch::Tensor& x, con
     attn = r.weights;
     return r.out;
   });
-  return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn};
+  return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn, {}};
 }
 
 void TransformerDecoderLayerImpl::name_state(const std::string& name) {
@@ -114,7 +114,7 @@ AttentionResult TransformerDecoderLayerImpl::step(const torch::Tensor& x, const 
     attn = r.weights;
     return r.out;
   });
-  return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn};
+  return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn, {}};
 }
 
 }  // namespace leanseq::nn
