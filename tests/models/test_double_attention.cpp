@@ -91,6 +91,31 @@ TEST(DoubleAttention, PadsDoNotGatherAndKeepTheirInput) {
   EXPECT_LT(max_abs_diff(out[1].narrow(0, 3, 2), x[1].narrow(0, 3, 2)), 1e-7);
 }
 
+// At inference (float32, CPU, no gradient) the gather over the whole sequence runs in a fixed
+// order: the training pass's values within rounding, and a padded sentence's output the same bits
+// as the sentence alone, for every norm placement and a sequence and a grid.
+TEST(DoubleAttention, AtInferenceTheGatherIsTheTrainingOneAndIgnoresThePadding) {
+  for (auto norm : {nn::BlockNorm::none, nn::BlockNorm::pre, nn::BlockNorm::post}) {
+    auto blk = eval_block(7, 16, 8, 6, false, norm);
+    auto x = torch::randn({3, 11, 16});
+    auto pads = torch::zeros({3, 11}, torch::kBool);
+    pads.index_put_({1, torch::indexing::Slice(4)}, true);
+    pads.index_put_({2, torch::indexing::Slice(9)}, true);
+    auto grid = torch::randn({2, 3, 5, 16});
+    auto trained = blk(x.clone().requires_grad_(), pads);  // ATen's products, recorded
+    auto grid_trained = blk->forward_grid(grid.clone().requires_grad_(), {}, false);
+    torch::NoGradGuard ng;
+    auto out = blk(x, pads);
+    EXPECT_LT(max_abs_diff(out, trained), 1e-5) << static_cast<int>(norm);
+    for (int64_t b : {0, 1, 2}) {
+      const int64_t len = b == 0 ? 11 : b == 1 ? 4 : 9;
+      auto alone = blk(x[b].narrow(0, 0, len).unsqueeze(0));
+      EXPECT_TRUE(torch::equal(out[b].narrow(0, 0, len), alone[0])) << "sentence " << b << " " << static_cast<int>(norm);
+    }
+    EXPECT_LT(max_abs_diff(blk->forward_grid(grid, {}, false), grid_trained), 1e-5);
+  }
+}
+
 TEST(DoubleAttention, CausalStepsEqualTheFullFormAlsoAfterAReorder) {
   auto blk = eval_block(3, 8, 4, 5, true, nn::BlockNorm::pre);
   torch::NoGradGuard ng;

@@ -65,7 +65,16 @@ torch::Tensor DoubleAttentionImpl::full_groups(const torch::Tensor& x, const tor
   const auto m = a.size(-1), n = logits.size(-1);
   if (excluded.defined()) logits = logits.masked_fill(excluded.unsqueeze(-1), kMaskedLogit);
   torch::Tensor z;
-  if (!causal) {
+  if (!causal && x.is_cpu() && x.scalar_type() == torch::kFloat && !torch::GradMode::is_enabled()) {
+    // At inference, the gather as attention over the cells (each descriptor a query whose values
+    // are A's rows) and the distribution as attention over the descriptors: sums in one order
+    // whatever the padding (kernels/softmax.h, kernels/one_query_attention.h), so a sentence's
+    // output is the same bits alone and padded in a batch.
+    auto w = kernels::fixed_order_softmax(logits.reshape({B, G * P, n}).transpose(1, 2));  // [B, n, G P]
+    auto values = a.reshape({B, 1, G * P, m}).expand({B, n, G * P, m});
+    auto g = kernels::one_query_context(w.unsqueeze(2), values);  // [B, n, 1, m]
+    z = kernels::one_query_context(d.reshape({B * G * P, 1, 1, n}), g.view({B, 1, n, m})).view({B, G, P, m});
+  } else if (!causal) {
     auto w = torch::softmax(logits.reshape({B, G * P, n}), 1);          // over all cells
     auto g = torch::bmm(a.reshape({B, G * P, m}).transpose(1, 2), w);   // [B, m, n]
     z = torch::bmm(d.reshape({B, G * P, n}), g.transpose(1, 2)).view({B, G, P, m});
