@@ -16,9 +16,9 @@ namespace leanseq::kernels {
 // added in a fixed order.
 void softmax_row(float* x, int64_t n);
 
-// softmax over the last dimension, each row by softmax_row, for a float32 CPU tensor while no
-// gradient is recorded (a new contiguous tensor); an undefined tensor otherwise (the caller takes
-// ATen's softmax).
+// softmax over the last dimension, each row by softmax_row, for a float32 CPU tensor unless
+// autograd records it (it requires a gradient while grad mode is on): a new contiguous tensor; an
+// undefined tensor otherwise (the caller takes ATen's softmax).
 torch::Tensor fixed_order_softmax(const torch::Tensor& x);
 
 }  // namespace leanseq::kernels
