@@ -65,7 +65,7 @@ torch::Tensor DoubleAttentionImpl::full_groups(const torch::Tensor& x, const tor
   const auto m = a.size(-1), n = logits.size(-1);
   if (excluded.defined()) logits = logits.masked_fill(excluded.unsqueeze(-1), kMaskedLogit);
   torch::Tensor z;
-  if (!causal && x.is_cpu() && x.scalar_type() == torch::kFloat && !torch::GradMode::is_enabled()) {
+  if (!causal && fixed_order_inference(x)) {
     // At inference, the gather as attention over the cells (each descriptor a query whose values
     // are A's rows) and the distribution as attention over the descriptors: sums in one order
     // whatever the padding (kernels/softmax.h, kernels/one_query_attention.h), so a sentence's

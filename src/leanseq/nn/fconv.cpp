@@ -76,7 +76,7 @@ torch::Tensor ConvTBCImpl::forward(const torch::Tensor& x, int64_t padding_l, in
   // The products of step(), over every window of the padded sequence: with packed weights, and at
   // inference on the CPU, where each window's sum then runs in one order whatever the batch
   // (ATen's conv_tbc makes one BLAS product per tap over all the batch's positions).
-  if (packed_.packed() || (!torch::GradMode::is_enabled() && x.is_cpu() && x.scalar_type() == torch::kFloat)) {
+  if (packed_.packed() || fixed_order_inference(x)) {
     auto padded = torch::constant_pad_nd(x, {0, 0, 0, 0, padding_l, padding_r}).transpose(0, 1);  // [B, T', Cin]
     return window_products(padded).transpose(0, 1);
   }

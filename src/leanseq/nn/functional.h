@@ -36,6 +36,13 @@ inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
   }
 }
 
+// Float32 inference on the CPU (no gradient recorded): where layers take their fixed-order paths
+// (attention below, ConvS2S's window products, A2's gather), whose sums do not depend on the
+// padding, so that a sentence is the same bits alone and padded in a batch.
+inline bool fixed_order_inference(const torch::Tensor& x) {
+  return x.device().is_cpu() && x.scalar_type() == torch::kFloat && !torch::GradMode::is_enabled();
+}
+
 // Attention's two products: scores = q k^T ([..., T, d] by [..., S, d]: [..., T, S]) and context =
 // p v ([..., T, S] by [..., S, d]: [..., T, d]). With one query per row on the CPU (a decoding
 // step) kernels/one_query_attention.h: ATen's CPU bmm makes one BLAS call per matrix of the batch,
@@ -46,9 +53,7 @@ inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
 // same bits alone and padded in a batch (the padded keys' weights are exact zeros, added last).
 // Otherwise (training) kernels::batched_matmul.
 inline bool single_cpu_query(const torch::Tensor& q) { return q.size(-2) == 1 && q.device().is_cpu(); }
-inline bool fixed_order_cpu_queries(const torch::Tensor& q) {
-  return q.dim() == 4 && q.device().is_cpu() && q.scalar_type() == torch::kFloat && !torch::GradMode::is_enabled();
-}
+inline bool fixed_order_cpu_queries(const torch::Tensor& q) { return q.dim() == 4 && fixed_order_inference(q); }
 // [B, H, T, X] as T rows per sentence, [B * T, H, 1, X], and back.
 inline torch::Tensor queries_as_rows(const torch::Tensor& x) {
   return x.permute({0, 2, 1, 3}).reshape({x.size(0) * x.size(2), x.size(1), 1, x.size(3)});
