@@ -85,7 +85,9 @@ TEST(FairseqScripts, EachFixturesTrainShRunsWithLeanseqsProgramNames) {
     std::istringstream lines(out);
     std::string previous;
     for (std::string l; std::getline(lines, l); previous = l) {
-      if (l.rfind("D-", 0) == 0) EXPECT_EQ(l.find("\xe2\x96\x81"), std::string::npos) << "not detokenized: " << l;
+      if (l.rfind("D-", 0) == 0) {
+        EXPECT_EQ(l.find("\xe2\x96\x81"), std::string::npos) << "not detokenized: " << l;
+      }
       // fairseq-interactive's timing line after each S line: "W-<id>\t<seconds, 3 decimals>\tseconds".
       if (l.rfind("W-", 0) == 0) {
         EXPECT_TRUE(std::regex_match(l, std::regex("W-[0-4]\t[0-9]+\\.[0-9]{3}\tseconds"))) << l;

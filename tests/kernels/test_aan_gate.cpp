@@ -10,10 +10,10 @@ using namespace leanseq;
 
 namespace {
 // Logits across the whole range, saturated ends included; a non-contiguous x.
-struct Inputs {
+struct GateInputs {
   torch::Tensor z, x, g;
 };
-Inputs inputs(torch::ScalarType dtype, const torch::Device& device) {
+GateInputs gate_inputs(torch::ScalarType dtype, const torch::Device& device) {
   torch::manual_seed(3);
   auto z = torch::randn({4, 3, 2 * 37}, dtype) * 8;
   z.index_put_({0, 0, torch::indexing::Slice(0, 4)}, torch::tensor({-1e4, 1e4, -60.0, 60.0}, dtype));
@@ -25,7 +25,7 @@ Inputs inputs(torch::ScalarType dtype, const torch::Device& device) {
 TEST(AanGate, FusedPassEqualsTheComposite) {
   torch::NoGradGuard no_grad;
   for (auto dtype : {torch::kFloat, torch::kDouble}) {
-    auto in = inputs(dtype, torch::kCPU);
+    auto in = gate_inputs(dtype, torch::kCPU);
     auto y = kernels::aan_gate(in.z, in.x, in.g);
     auto ref = kernels::aan_gate_reference(in.z, in.x, in.g);
     ASSERT_EQ(y.sizes(), ref.sizes());
@@ -39,7 +39,7 @@ TEST(AanGate, FusedPassEqualsTheComposite) {
 TEST(AanGate, GradientsMatchFiniteDifferences) {
   // Under autograd the op takes the ATen composite; its gradients are checked against central
   // differences of the op itself in double precision, element by element (saturated logits too).
-  auto in = inputs(torch::kDouble, torch::kCPU);
+  auto in = gate_inputs(torch::kDouble, torch::kCPU);
   auto z = in.z.clone().requires_grad_(true), x = in.x.clone().requires_grad_(true);
   auto g = in.g.clone().requires_grad_(true);
   auto probe = torch::randn(in.x.sizes(), torch::kDouble);
@@ -68,7 +68,7 @@ TEST(AanGate, CudaKernelEqualsTheComposite) {
   }
   torch::NoGradGuard no_grad;
   for (auto dtype : {torch::kFloat, torch::kDouble}) {
-    auto in = inputs(dtype, torch::kCUDA);
+    auto in = gate_inputs(dtype, torch::kCUDA);
     auto y = kernels::aan_gate(in.z, in.x, in.g).cpu();
     auto ref = kernels::aan_gate_reference(in.z.cpu(), in.x.cpu(), in.g.cpu());
     EXPECT_LT(test::max_abs_diff(y, ref), dtype == torch::kFloat ? 1e-6 : 1e-12) << dtype;

@@ -52,8 +52,12 @@ TEST(BatchedMatmul, GradientsEqualThoseOfTheProduct) {
       auto g = torch::randn(exact(a0, b0).sizes());
       (kernels::batched_matmul(a, b) * g).sum().backward();
       (torch::matmul(a_ref, b_ref) * g.to(torch::kDouble)).sum().backward();
-      if (a.requires_grad()) EXPECT_LT(test::max_abs_diff(a.grad(), a_ref.grad().to(torch::kFloat)), 1e-5);
-      if (b.requires_grad()) EXPECT_LT(test::max_abs_diff(b.grad(), b_ref.grad().to(torch::kFloat)), 1e-5);
+      if (a.requires_grad()) {
+        EXPECT_LT(test::max_abs_diff(a.grad(), a_ref.grad().to(torch::kFloat)), 1e-5);
+      }
+      if (b.requires_grad()) {
+        EXPECT_LT(test::max_abs_diff(b.grad(), b_ref.grad().to(torch::kFloat)), 1e-5);
+      }
       EXPECT_EQ(a.grad().defined(), a.requires_grad());
       EXPECT_EQ(b.grad().defined(), b.requires_grad());
     }

@@ -405,3 +405,5 @@ torch::Tensor int8_linear_reference(const torch::Tensor& x, const Int8Weight& w,
 }
 
 }  // namespace leanseq::kernels
+
+#undef LEANSEQ_CLONES

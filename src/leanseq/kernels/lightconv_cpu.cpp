@@ -198,3 +198,6 @@ torch::Tensor lightconv_cpu(const torch::Tensor& x, const torch::Tensor& weights
 }
 
 }  // namespace leanseq::kernels
+
+#undef LEANSEQ_CLONES
+#undef LEANSEQ_INLINE

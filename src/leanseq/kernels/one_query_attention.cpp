@@ -249,3 +249,5 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
 }
 
 }  // namespace leanseq::kernels
+
+#undef LEANSEQ_CLONES

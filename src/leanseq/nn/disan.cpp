@@ -6,12 +6,6 @@
 
 namespace leanseq::nn {
 
-namespace {
-// A logit that no kept logit can approach: finite, so that a row with every key masked softmaxes
-// to a uniform row (later zeroed) instead of NaN.
-constexpr double kMaskedLogit = -1e30;
-}  // namespace
-
 torch::Tensor directional_mask(int64_t length, bool forward, const torch::Device& device) {
   auto idx = torch::arange(length, torch::TensorOptions().dtype(torch::kLong).device(device));
   auto query = idx.unsqueeze(1), key = idx.unsqueeze(0);

@@ -6,8 +6,6 @@
 namespace leanseq::nn {
 
 namespace {
-constexpr double kMaskedLogit = -1e30;
-
 // The causal gather-distribute over a sequence: z_t = sum_{s <= t} a_s sum_k (d_tk / den_tk) e_sk with
 // den_t = sum_{s <= t} e_s. a [B, T, m], e [B, T, n] (exponentiated logits, 0 at excluded
 // positions), d [B, T, n] -> z [B, T, m]. The sequence is cut into N chunks of `chunk` positions:

@@ -36,6 +36,10 @@ inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
   }
 }
 
+// A logit that no kept logit can approach: finite, so that a row with every key masked softmaxes
+// to a uniform row (later zeroed) instead of NaN.
+constexpr double kMaskedLogit = -1e30;
+
 // Float32 inference on the CPU (no gradient recorded): where layers take their fixed-order paths
 // (attention below, ConvS2S's window products, A2's gather), whose sums do not depend on the
 // padding, so that a sentence is the same bits alone and padded in a batch.

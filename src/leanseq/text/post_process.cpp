@@ -8,7 +8,7 @@ namespace leanseq::text {
 namespace {
 
 // Python's str.strip() for the whitespace a line of subwords can hold.
-std::string strip(const std::string& s) {
+std::string python_strip(const std::string& s) {
   const char* ws = " \t\n\r\f\v";
   const auto b = s.find_first_not_of(ws);
   if (b == std::string::npos) return "";
@@ -19,7 +19,7 @@ std::string strip(const std::string& s) {
 std::string words_marked_by(std::string sentence, const std::string& marker) {
   replace_all(sentence, " ", "");
   replace_all(sentence, marker, " ");
-  return strip(sentence);
+  return python_strip(sentence);
 }
 
 }  // namespace
@@ -41,7 +41,7 @@ std::string fairseq_post_process(const std::string& sentence, const std::string&
     for (char c : kept) {
       if (c != ' ' || out.empty() || out.back() != ' ') out += c;  // runs of spaces as one
     }
-    return strip(out);
+    return python_strip(out);
   }
   if (symbol == "subword_nmt" || symbol == "@@ " || symbol == "@@") {
     std::string out = sentence + " ";
