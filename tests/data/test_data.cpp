@@ -187,7 +187,6 @@ TEST(Batching, PaddingCountsThePositionsBeyondEachPairsLength) {
 }
 
 namespace {
-void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 std::string synthetic(int n, int seed, bool reverse) {
   std::string out;
   for (int i = 0; i < n; ++i) {
@@ -203,10 +202,10 @@ std::string synthetic(int n, int seed, bool reverse) {
 
 TEST(Prepare, EndToEndAndBadInputs) {
   auto dir = test::temp_dir("prep");
-  write(dir + "/train.xx", synthetic(300, 0, false));
-  write(dir + "/train.yy", synthetic(300, 0, true));
-  write(dir + "/valid.xx", synthetic(20, 1, false));
-  write(dir + "/valid.yy", synthetic(20, 1, true));
+  test::write_text(dir + "/train.xx", synthetic(300, 0, false));
+  test::write_text(dir + "/train.yy", synthetic(300, 0, true));
+  test::write_text(dir + "/valid.xx", synthetic(20, 1, false));
+  test::write_text(dir + "/valid.yy", synthetic(20, 1, true));
   PrepareOptions opt;
   opt.src_lang = "xx", opt.tgt_lang = "yy";
   opt.train = dir + "/train", opt.valid = dir + "/valid";
@@ -233,11 +232,11 @@ TEST(Prepare, EndToEndAndBadInputs) {
     EXPECT_FALSE(std::filesystem::exists(dir + "/bad/meta.yaml"));
     EXPECT_FALSE(std::filesystem::exists(dir + "/bad/train.xx.bin"));
   };
-  write(dir + "/valid.yy", synthetic(19, 1, true));
+  test::write_text(dir + "/valid.yy", synthetic(19, 1, true));
   expect_error("valid.xx has 20 lines but " + dir + "/valid.yy has 19");
-  write(dir + "/valid.yy", "");
+  test::write_text(dir + "/valid.yy", "");
   expect_error("valid.yy: file is empty");
-  write(dir + "/valid.yy", synthetic(19, 1, true) + "caf\xc3\x28\n");
+  test::write_text(dir + "/valid.yy", synthetic(19, 1, true) + "caf\xc3\x28\n");
   expect_error("valid.yy:20: invalid UTF-8");
   std::filesystem::remove(dir + "/valid.yy");
   expect_error("valid.yy: file not found");

@@ -1,8 +1,6 @@
 // Labelled TSV files for classification: headers, pairs, labels and the errors that name file:line.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "leanseq/data/text_classification.h"
 #include "support/fixtures.h"
 
@@ -11,9 +9,7 @@ using namespace leanseq;
 namespace {
 std::string scratch_file(const std::string& name, const std::string& text) {
   static const std::string dir = test::temp_dir("tsv");
-  std::string path = dir + "/" + name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path;
+  return test::write_text(dir + "/" + name, text);
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // file past its limits (bytes, entries, a line's bytes) refused with its name and line.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
 #include "leanseq/decode/options.h"
@@ -14,9 +13,7 @@ namespace {
 
 std::string write_dict(const std::string& dir, const std::string& text) {
   static int files = 0;
-  const std::string path = dir + "/dict" + std::to_string(++files) + ".txt";
-  std::ofstream(path) << text;
-  return path;
+  return test::write_text(dir + "/dict" + std::to_string(++files) + ".txt", text);
 }
 
 }  // namespace

@@ -116,6 +116,11 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+std::string write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  return path;
+}
+
 namespace {
 // Removes the temporary directories of a test binary when it exits.
 struct TempDirs {

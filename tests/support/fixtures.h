@@ -50,6 +50,9 @@ int run_command(const std::string& cmd, std::string& output);
 // The whole content of a file ("" when it cannot be read).
 std::string read_text(const std::string& path);
 
+// Writes `text` to `path` byte for byte (replacing the file) and returns `path`.
+std::string write_text(const std::string& path, const std::string& text);
+
 // A fresh temporary directory under the system temp dir, removed when the test binary exits.
 std::string temp_dir(const std::string& tag);
 
