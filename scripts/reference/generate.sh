@@ -12,7 +12,14 @@ leanseq=$build/leanseq
 # The help text wraps at CLI11's fixed widths; the environment must not change it.
 export COLUMNS=100 LC_ALL=C.UTF-8
 
-block() { printf '```text\n'; "$@" 2>&1; printf '```\n\n'; }
+# Each program start loads LibTorch (about a second), so each --help runs once; its text is kept
+# whole (a command substitution would drop its trailing newlines).
+help_of() {
+  help=$("$leanseq" "$@" --help 2>&1 && printf x)
+  help=${help%x}
+}
+block() { printf '```text\n%s```\n\n' "$1"; }
+subcommands() { awk '/^Subcommands:/{on=1; next} on && NF {print $1}' <<<"$1"; }
 
 {
   echo "# Command reference"
@@ -20,15 +27,19 @@ block() { printf '```text\n'; "$@" 2>&1; printf '```\n\n'; }
   echo "Generated from \`leanseq --help\` and every command's \`--help\` (scripts/reference/generate.sh);"
   echo "the guides in [docs/](../index.md) say when to use what."
   echo
-  block "$leanseq" --help
-  "$leanseq" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}' | while read -r cmd; do
+  help_of
+  top=$help
+  block "$top"
+  subcommands "$top" | while read -r cmd; do
     echo "## leanseq $cmd"
     echo
-    block "$leanseq" "$cmd" --help
-    "$leanseq" "$cmd" --help | awk '/^Subcommands:/{on=1; next} on && NF {print $1}' | while read -r sub; do
+    help_of "$cmd"
+    block "$help"
+    subcommands "$help" | while read -r sub; do
       echo "### leanseq $cmd $sub"
       echo
-      block "$leanseq" "$cmd" "$sub" --help
+      help_of "$cmd" "$sub"
+      block "$help"
     done
   done
 } >"$out/cli.md.tmp"
