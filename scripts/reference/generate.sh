@@ -8,6 +8,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
 out=${2:-$here/../../docs/reference}
 mkdir -p "$out"
+# Each page is written beside its place and moved there whole; a failed run leaves no part of one.
+trap 'rm -f "$out"/*.md.tmp' EXIT
 leanseq=$build/leanseq
 # The help text wraps at CLI11's fixed widths; the environment must not change it.
 export COLUMNS=100 LC_ALL=C.UTF-8
