@@ -68,6 +68,20 @@ TEST(Moses, TheRulesTheCorpusDoesNotReach) {
   EXPECT_EQ(MosesDetokenizer("fr").detokenize("l&apos; homme"), "l'homme");
 }
 
+// Runs of dots, with sacremoses' outputs (its quirk included: a one-dot run right after another is
+// not spaced from what follows), and long runs, which its loop took one pass per dot over.
+TEST(Moses, RunsOfDotsAsSacremosesInOnePass) {
+  const MosesTokenizer t{MosesOptions{}};
+  EXPECT_EQ(t.tokenize("Wait... what?.. ok."), "Wait ... what ? .. ok .");
+  EXPECT_EQ(t.tokenize("a.....b"), "a ..... b");
+  EXPECT_EQ(t.tokenize("Mr. ...... 3.5..and"), "Mr. ...... 3.5 .. and");
+  EXPECT_EQ(t.tokenize("DOTMULTI.DOTMULTI.a"), ".. ..a");
+  EXPECT_EQ(t.tokenize("x..DOTMULTI..y"), "x .. . .. y");
+  EXPECT_EQ(t.tokenize("He said 'DOTDOTMULTI' ..."), "He said &apos; .. &apos; ...");
+  EXPECT_EQ(t.tokenize(std::string(5000, '.') + " a"), std::string(5000, '.') + " a");
+  EXPECT_EQ(t.tokenize("b " + std::string(5000, '.')), "b " + std::string(5000, '.'));
+}
+
 TEST(Bpe, MergesInOrderKeepsGlossariesAndReadsBothVersions) {
   const auto bpe = Bpe::from_text("#version: 0.2\nl o\nlo w</w>\ne r</w>\nn e\n", "codes", {"USA", "[0-9]+"});
   EXPECT_EQ(bpe.apply_line("low lower newer"), "low lo@@ w@@ er ne@@ w@@ er");
