@@ -1,7 +1,8 @@
 // Writes a small seed corpus for each fuzz target under OUT/<target>/: valid inputs the fuzzer
 // mutates from (a torch.save zip and legacy file, a LibTorch archive, a dictionary, an index, a
-// request), and, when SHARED is given, the pickles and dictionaries of the real fairseq
-// checkpoints in SHARED/fixtures/fairseq-pt (read there, never copied into the repository).
+// request, BPE codes, sentences), and, when SHARED is given, the pickles and dictionaries of the
+// real fairseq checkpoints in SHARED/fixtures/fairseq-pt, its BPE codes and the first lines of its
+// tokenizer inputs (read there, never copied into the repository).
 // Usage: make_seeds OUT [SHARED]
 #include <torch/torch.h>
 
@@ -98,9 +99,26 @@ int main(int argc, char** argv) {
   write(out / "request/text.json", R"({"text": "Ein Mann fährt Rad.", "nbest": 1})");
   write(out / "request/constraints.json",
         R"({"texts": ["Ein Mann.", "Zwei Hunde."], "constraints": [["man", "two words"], []], "constraint_order": "unordered"})");
+  // bpe_codes: subword-nmt's two versions and fastBPE's; tokenize: what Moses' rules treat apart.
+  write(out / "bpe_codes/v02.codes", "#version: 0.2\ne r</w>\nl o\nlo w\nn e\nne w\ne s\nes t</w>\nM \xc3\xa4\n");
+  write(out / "bpe_codes/v01.codes", "e r\nl o\nlo w\nr </w>\n");
+  write(out / "bpe_codes/fastbpe.codes", "e r</w> 20\nl o 15\nlo w 9\n");
+  write(out / "tokenize/en.txt", "Mr. Smith paid $3.50 for the \"well-known\" book (it's 1,000 pages) & left...");
+  write(out / "tokenize/de.txt", "Die M\xc3\xa4nner, z.B. Herr M\xc3\xbcller, bauten 3 H\xc3\xa4user \xe2\x80\x93 1990er: \xc2\xabgut\xc2\xbb!");
+  write(out / "tokenize/xml.txt", "a < b > c & d | e [ f ] g ' h \" i @-@ j &amp; k");
 
   // The real fairseq checkpoints' pickles and dictionaries, where ../shared is there.
   if (argc > 2) {
+    const fs::path tokenizers = fs::path(argv[2]) / "fixtures/fairseq-pt/tokenizers";
+    const std::string codes = read(tokenizers / "bpecodes");
+    if (!codes.empty()) write(out / "bpe_codes/multi30k.codes", codes.substr(0, 8000));
+    for (const char* lang : {"en", "de"}) {
+      std::ifstream in(tokenizers / (std::string("input.") + lang));
+      std::string line;
+      for (int i = 0; i < 8 && std::getline(in, line); ++i) {
+        write(out / "tokenize" / (std::string(lang) + "." + std::to_string(i) + ".txt"), line);
+      }
+    }
     const fs::path dir = fs::path(argv[2]) / "fixtures/fairseq-pt";
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
