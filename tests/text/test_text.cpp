@@ -3,6 +3,8 @@
 // cases those lines do not reach: contractions, numbers, prefixes, glossaries, codes versions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <sstream>
 
 #include "leanseq/core/error.h"
@@ -80,6 +82,57 @@ TEST(Moses, RunsOfDotsAsSacremosesInOnePass) {
   EXPECT_EQ(t.tokenize("He said 'DOTDOTMULTI' ..."), "He said &apos; .. &apos; ...");
   EXPECT_EQ(t.tokenize(std::string(5000, '.') + " a"), std::string(5000, '.') + " a");
   EXPECT_EQ(t.tokenize("b " + std::string(5000, '.')), "b " + std::string(5000, '.'));
+}
+
+// subword-nmt's apply_bpe as it is written: the earliest merge's pair, everywhere it occurs left
+// to right (an overlapping occurrence skipped), one pass over the word per merge; the reference
+// for Bpe's merging, which takes each pair once.
+std::vector<std::string> subword_nmt_merges(std::vector<std::string> word,
+                                            const std::vector<std::pair<std::string, std::string>>& codes) {
+  while (word.size() > 1) {
+    size_t best = codes.size();
+    for (size_t i = 0; i + 1 < word.size(); ++i) {
+      const auto it = std::find(codes.begin(), codes.end(), std::make_pair(word[i], word[i + 1]));
+      best = std::min(best, static_cast<size_t>(it - codes.begin()));
+    }
+    if (best == codes.size()) break;
+    std::vector<std::string> merged;
+    for (size_t i = 0; i < word.size();) {
+      const bool hit = i + 1 < word.size() && std::make_pair(word[i], word[i + 1]) == codes[best];
+      merged.push_back(hit ? word[i] + word[i + 1] : word[i]);
+      i += hit ? 2 : 1;
+    }
+    word = std::move(merged);
+  }
+  return word;
+}
+
+TEST(Bpe, MergesAsSubwordNmtsPassPerMergeOnRandomCodesAndWords) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 3000; ++round) {
+    // Codes over a few letters, most merging symbols earlier codes made, some in any order.
+    const int letters = 2 + static_cast<int>(rng() % 4);
+    std::vector<std::string> symbols;
+    for (int c = 0; c < letters; ++c) symbols.emplace_back(1, static_cast<char>('a' + c));
+    std::vector<std::pair<std::string, std::string>> codes;
+    std::string text = "#version: 0.2\n";
+    for (int k = static_cast<int>(rng() % 14); k > 0; --k) {
+      auto pair = std::make_pair(symbols[rng() % symbols.size()], symbols[rng() % symbols.size()]);
+      if (rng() % 5 == 0) pair.second += "</w>";
+      if (std::find(codes.begin(), codes.end(), pair) != codes.end()) continue;
+      codes.push_back(pair);
+      text += pair.first + " " + pair.second + "\n";
+      if (rng() % 3 != 0 && pair.second.find("</w>") == std::string::npos) symbols.push_back(pair.first + pair.second);
+    }
+    std::string word;
+    for (int i = 1 + static_cast<int>(rng() % 16); i > 0; --i) word += static_cast<char>('a' + rng() % letters);
+    std::vector<std::string> chars;
+    for (char c : word) chars.emplace_back(1, c);
+    chars.back() += "</w>";
+    auto expected = subword_nmt_merges(chars, codes);
+    expected.back().resize(expected.back().size() - 4);  // "</w>"
+    ASSERT_EQ(Bpe::from_text(text, "codes").encode_word(word), expected) << text << word;
+  }
 }
 
 TEST(Bpe, MergesInOrderKeepsGlossariesAndReadsBothVersions) {

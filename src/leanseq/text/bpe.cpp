@@ -1,7 +1,7 @@
 #include "leanseq/text/bpe.h"
 
 #include <fstream>
-#include <limits>
+#include <queue>
 #include <sstream>
 
 #include "leanseq/core/error.h"
@@ -98,6 +98,64 @@ Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const st
   return bpe;
 }
 
+namespace {
+
+// The symbols of a word merged as subword-nmt merges them: the pair of the earliest merge
+// operation everywhere it occurs (left to right, an occurrence that overlaps the one before it
+// skipped), again until no pair has one. One pass over the word per merge operation made a long
+// word cost its length times the operations it takes; here the pairs wait in a heap by (rank,
+// position), the symbols form a linked list, and the pairs one merge makes wait until every
+// occurrence of that merge is done, as subword-nmt's next pass would find them.
+std::vector<std::string> merge_symbols(std::vector<std::string> word,
+                                       const std::map<std::pair<std::string, std::string>, int>& ranks) {
+  const int n = static_cast<int>(word.size());
+  std::vector<int> next(n), prev(n), version(n, 0);
+  for (int i = 0; i < n; ++i) next[i] = i + 1 < n ? i + 1 : -1, prev[i] = i - 1;
+  struct Pair {
+    int rank, left, right, left_version, right_version;
+    bool operator>(const Pair& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  };
+  std::priority_queue<Pair, std::vector<Pair>, std::greater<Pair>> heap;
+  auto offer = [&](int left) {
+    const int right = left < 0 ? -1 : next[left];
+    if (right < 0) return;
+    const auto it = ranks.find({word[left], word[right]});
+    if (it != ranks.end()) heap.push({it->second, left, right, version[left], version[right]});
+  };
+  for (int i = 0; i + 1 < n; ++i) offer(i);
+  std::vector<bool> alive(n, true);
+  std::vector<int> merged;
+  while (!heap.empty()) {
+    const int rank = heap.top().rank;
+    merged.clear();
+    while (!heap.empty() && heap.top().rank == rank) {
+      const Pair p = heap.top();
+      heap.pop();
+      // Stale: a symbol of it was merged into another, or changed, since it was offered.
+      if (!alive[p.left] || !alive[p.right] || next[p.left] != p.right || version[p.left] != p.left_version ||
+          version[p.right] != p.right_version) {
+        continue;
+      }
+      word[p.left] += word[p.right];
+      ++version[p.left];
+      alive[p.right] = false;
+      next[p.left] = next[p.right];
+      if (next[p.left] >= 0) prev[next[p.left]] = p.left;
+      merged.push_back(p.left);
+    }
+    for (const int at : merged) {
+      if (!alive[at]) continue;
+      offer(prev[at]);
+      offer(at);
+    }
+  }
+  std::vector<std::string> out;
+  for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(std::move(word[i]));
+  return out;
+}
+
+}  // namespace
+
 Bpe Bpe::from_file(const std::string& path, const std::vector<std::string>& glossaries) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw DataError(path + ": BPE codes not found");
@@ -129,29 +187,7 @@ std::vector<std::string> Bpe::merge(const std::string& orig) const {
   } else {
     word.push_back(kEndOfWord);
   }
-  while (word.size() > 1) {
-    // The pair of the earliest merge, and every position it occurs at.
-    int best = std::numeric_limits<int>::max();
-    std::pair<std::string, std::string> bigram;
-    for (size_t i = 0; i + 1 < word.size(); ++i) {
-      auto it = ranks_.find({word[i], word[i + 1]});
-      if (it != ranks_.end() && it->second < best) {
-        best = it->second;
-        bigram = it->first;
-      }
-    }
-    if (best == std::numeric_limits<int>::max()) break;
-    std::vector<std::string> merged;
-    for (size_t i = 0; i < word.size();) {
-      if (i + 1 < word.size() && word[i] == bigram.first && word[i + 1] == bigram.second) {
-        merged.push_back(word[i] + word[i + 1]);
-        i += 2;
-      } else {
-        merged.push_back(word[i++]);
-      }
-    }
-    word = std::move(merged);
-  }
+  word = merge_symbols(std::move(word), ranks_);
   if (word.back() == kEndOfWord) {
     word.pop_back();
   } else if (word.back().size() >= kEndOfWord.size() &&
