@@ -123,7 +123,6 @@ std::vector<std::string> merge_symbols(std::vector<std::string> word,
     if (it != ranks.end()) heap.push({it->second, left, right, version[left], version[right]});
   };
   for (int i = 0; i + 1 < n; ++i) offer(i);
-  std::vector<bool> alive(n, true);
   std::vector<int> merged;
   while (!heap.empty()) {
     const int rank = heap.top().rank;
@@ -131,23 +130,16 @@ std::vector<std::string> merge_symbols(std::vector<std::string> word,
     while (!heap.empty() && heap.top().rank == rank) {
       const Pair p = heap.top();
       heap.pop();
-      // Stale: a symbol of it was merged into another, or changed, since it was offered.
-      if (!alive[p.left] || !alive[p.right] || next[p.left] != p.right || version[p.left] != p.left_version ||
-          version[p.right] != p.right_version) {
-        continue;
-      }
+      // Stale: a symbol of it was merged since it was offered (every merge changes the versions of
+      // both its symbols, the right one's for good).
+      if (version[p.left] != p.left_version || version[p.right] != p.right_version) continue;
       word[p.left] += word[p.right];
-      ++version[p.left];
-      alive[p.right] = false;
+      ++version[p.left], ++version[p.right];
       next[p.left] = next[p.right];
       if (next[p.left] >= 0) prev[next[p.left]] = p.left;
       merged.push_back(p.left);
     }
-    for (const int at : merged) {
-      if (!alive[at]) continue;
-      offer(prev[at]);
-      offer(at);
-    }
+    for (const int at : merged) offer(prev[at]), offer(at);
   }
   std::vector<std::string> out;
   for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(std::move(word[i]));
