@@ -4,6 +4,7 @@
 // merges apply.
 #include <cstddef>
 #include <cstdint>
+#include <sstream>
 #include <string>
 
 #include "leanseq/core/error.h"
@@ -16,13 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const char* line : {"lower newest widest", "Männer , die Häuser", "a b c", "tschüß !"}) {
       if (bpe.remove(bpe.apply_line(line)) != line) __builtin_trap();
     }
-    size_t lines = 0;
-    for (size_t i = 0; i < codes.size() && lines < 16; ++lines) {
-      size_t j = codes.find('\n', i);
-      if (j == std::string::npos) j = codes.size();
-      (void)bpe.apply_line(codes.substr(i, j - i));
-      i = j + 1;
-    }
+    std::istringstream in(codes);
+    std::string line;
+    for (int i = 0; i < 16 && std::getline(in, line); ++i) (void)bpe.apply_line(line);
   } catch (const leanseq::Error&) {
   }
   return 0;

@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   write(out / "tokenize/de.txt", "Die M\xc3\xa4nner, z.B. Herr M\xc3\xbcller, bauten 3 H\xc3\xa4user \xe2\x80\x93 1990er: \xc2\xabgut\xc2\xbb!");
   write(out / "tokenize/xml.txt", "a < b > c & d | e [ f ] g ' h \" i @-@ j &amp; k");
 
-  // The real fairseq checkpoints' pickles and dictionaries, where ../shared is there.
+  // Where ../shared is there: its BPE codes and tokenizer inputs, and the real fairseq checkpoints'
+  // pickles and dictionaries.
   if (argc > 2) {
     const fs::path tokenizers = fs::path(argv[2]) / "fixtures/fairseq-pt/tokenizers";
     const std::string codes = read(tokenizers / "bpecodes");

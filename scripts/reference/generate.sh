@@ -30,9 +30,8 @@ subcommands() { awk '/^Subcommands:/{on=1; next} on && NF {print $1}' <<<"$1"; }
   echo "the guides in [docs/](../index.md) say when to use what."
   echo
   help_of
-  top=$help
-  block "$top"
-  subcommands "$top" | while read -r cmd; do
+  block "$help"
+  subcommands "$help" | while read -r cmd; do
     echo "## leanseq $cmd"
     echo
     help_of "$cmd"
