@@ -1,8 +1,12 @@
 // `leanseq serve` started in the background on loopback for the end-to-end tests.
 #pragma once
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,5 +68,51 @@ class ServerProcess {
   pid_t pid_ = -1;
   int port_ = 0;
 };
+
+// A raw TCP connection to the server, for clients no HTTP library would be.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawConnection() { ::close(fd_); }
+  RawConnection(const RawConnection&) = delete;
+  bool connected() const { return connected_; }
+  bool send(const std::string& s) { return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
+  // What the server sends until it closes or 5 s pass without a byte.
+  std::string receive() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    return out;
+  }
+  // Whether the server has closed the connection (a read returns end of file at once).
+  bool closed_by_server() {
+    char c;
+    return ::recv(fd_, &c, 1, MSG_DONTWAIT) == 0;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+// Seconds a GET /health takes on a new connection (-1: no answer).
+inline double health_seconds(int port) {
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(5, 0);
+  auto r = c.Get("/health");
+  if (!r || r->status != 200) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 }  // namespace leanseq::test

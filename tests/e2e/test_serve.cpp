@@ -24,7 +24,9 @@
 
 
 using json = nlohmann::json;
+using leanseq::test::health_seconds;
 using leanseq::test::kCli;
+using leanseq::test::RawConnection;
 using leanseq::test::read_text;
 using leanseq::test::ServerProcess;
 using leanseq::test::run_command;
@@ -151,10 +153,14 @@ TEST(Serve, TranslatesAsTranslateBatchedOrConcurrentAndRefusesBadRequests) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
+// Served from a checkpoint path longer than a request's "model" field may be (the page once sent
+// the path as the model's name, and every translation was refused).
 TEST(Serve, ThePageTranslatesInAHeadlessChromium) {
   const auto dir = temp_dir("serve-page");
   const auto expected = translate_cli(kLines, dir);
-  ServerProcess server("--beam 2 --max-len-b 6", dir);
+  const std::string long_path = dir + "/" + std::string(80, 'c') + ".pt";
+  std::filesystem::create_symlink(leanseq::test::tiny_checkpoint(), long_path);
+  ServerProcess server("--beam 2 --max-len-b 6", dir, "--checkpoint " + long_path);
   ASSERT_GT(server.port(), 0);
   httplib::Client client("127.0.0.1", server.port());
   auto res = client.Get("/");
@@ -174,53 +180,6 @@ TEST(Serve, ThePageTranslatesInAHeadlessChromium) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
-namespace {
-// A raw TCP connection to the server, for clients no HTTP library would be.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    timeval tv{5, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~RawConnection() { ::close(fd_); }
-  RawConnection(const RawConnection&) = delete;
-  bool connected() const { return connected_; }
-  bool send(const std::string& s) { return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
-  // What the server sends until it closes or 5 s pass without a byte.
-  std::string receive() {
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
-    return out;
-  }
-  // Whether the server has closed the connection (a read returns end of file at once).
-  bool closed_by_server() {
-    char c;
-    return ::recv(fd_, &c, 1, MSG_DONTWAIT) == 0;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-};
-
-// Seconds a GET /health takes on a new connection (-1: no answer).
-double health_seconds(int port) {
-  const auto start = std::chrono::steady_clock::now();
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(5, 0);
-  c.set_read_timeout(5, 0);
-  auto r = c.Get("/health");
-  if (!r || r->status != 200) return -1;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-}  // namespace
 
 // What took the server down before: a 100 000-character sentence (decoded for minutes, 23.7 GB),
 // 200 idle connections (/health took 89 s), slowloris clients, a chunked body past the limit

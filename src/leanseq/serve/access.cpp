@@ -13,6 +13,7 @@ namespace {
 constexpr auto kWindow = std::chrono::seconds(60);
 constexpr size_t kMaxKeyBytes = 256;
 constexpr int64_t kMaxPerMinute = 1000000000;
+constexpr uint64_t kMaxKeysFileBytes = uint64_t{64} << 20;
 }  // namespace
 
 int64_t RateLimiter::admit(const std::string& who, int64_t per_minute, Clock::time_point now) {
@@ -85,10 +86,13 @@ Access::Access(AccessOptions opt) : opt_(std::move(opt)) {
     throw ConfigError("--req-limit must be from 0 (no limit) to " + std::to_string(kMaxPerMinute) + " requests per minute");
   }
   if (!opt_.api_keys_file.empty()) {
-    if (!io::file_exists(opt_.api_keys_file)) throw ConfigError(opt_.api_keys_file + ": API keys file not found (--api-keys)");
-    std::string text;
-    for (const auto& line : io::read_lines(opt_.api_keys_file)) text += line + "\n";
-    keys_ = parse_keys(text, opt_.api_keys_file);
+    // The keys file is configuration: whatever is wrong with it is a usage error (exit 2).
+    try {
+      keys_ = parse_keys(io::read_file(opt_.api_keys_file, "API keys file (--api-keys)", kMaxKeysFileBytes),
+                         opt_.api_keys_file);
+    } catch (const DataError& e) {
+      throw ConfigError(e.what());
+    }
   }
   std::istringstream list(opt_.cors);
   for (std::string o; std::getline(list, o, ',');) {

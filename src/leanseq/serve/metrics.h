@@ -1,5 +1,6 @@
 // The server's counters and histograms in Prometheus' text format (GET /metrics).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -12,11 +13,18 @@
 namespace leanseq::serve {
 
 // Counters and histograms in Prometheus' text format.
+// Labels come from a closed set (the server's routes and HTTP status codes), never from a request,
+// so that no client can grow /metrics or write into it.
 class Metrics {
  public:
-  void request(const std::string& endpoint, int status, double seconds) {
+  // `endpoints`: the routes counted by name; any other path is counted as "other".
+  explicit Metrics(std::vector<std::string> endpoints) : endpoints_(std::move(endpoints)) {}
+
+  void request(const std::string& path, int status, double seconds) {
+    const bool known = std::find(endpoints_.begin(), endpoints_.end(), path) != endpoints_.end();
+    const int code = status >= 100 && status <= 599 ? status : 0;
     std::lock_guard<std::mutex> lock(mutex_);
-    ++requests_[endpoint + "\",code=\"" + std::to_string(status)];
+    ++requests_[{known ? path : "other", code}];
     observe(latency_, latency_bounds_, seconds);
   }
   void batch(const std::string& model, int64_t sentences, double seconds, int64_t tokens) {
@@ -35,7 +43,9 @@ class Metrics {
     std::ostringstream os;
     os << "# HELP leanseq_requests_total HTTP requests by endpoint and status code.\n"
           "# TYPE leanseq_requests_total counter\n";
-    for (const auto& [k, n] : requests_) os << "leanseq_requests_total{endpoint=\"" << k << "\"} " << n << "\n";
+    for (const auto& [k, n] : requests_) {
+      os << "leanseq_requests_total{endpoint=\"" << label(k.first) << "\",code=\"" << k.second << "\"} " << n << "\n";
+    }
     histogram(os, "leanseq_request_duration_seconds", "Time from a request's arrival to its answer.", latency_,
               latency_bounds_);
     histogram(os, "leanseq_batch_size_sentences", "Sentences per decoding batch.", batch_, batch_bounds_);
@@ -97,8 +107,9 @@ class Metrics {
     os << name << "_bucket{le=\"+Inf\"} " << h.total << "\n" << name << "_sum " << h.sum << "\n"
        << name << "_count " << h.total << "\n";
   }
+  const std::vector<std::string> endpoints_;
   mutable std::mutex mutex_;
-  std::map<std::string, int64_t> requests_;
+  std::map<std::pair<std::string, int>, int64_t> requests_;  // by (endpoint, status code)
   Histogram latency_, batch_;
   const std::vector<double> latency_bounds_{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   const std::vector<double> batch_bounds_{1, 2, 4, 8, 16, 32, 64, 128, 256};

@@ -1,6 +1,6 @@
 #include "leanseq/serve/page.h"
 
-#include <nlohmann/json.hpp>
+#include "leanseq/serve/request.h"
 
 namespace leanseq::serve {
 
@@ -29,9 +29,14 @@ std::string page_html(const std::vector<ModelInfo>& models, size_t selected) {
     others += std::string(others.empty() ? " Other models:" : ",") + " <a href=\"/?model=" + escape_html(models[i].name) +
               "\">" + escape_html(models[i].source_lang) + " &rarr; " + escape_html(models[i].target_lang) + "</a>";
   }
-  // The model's name as a JavaScript string (JSON), with "</" kept from ending the script.
-  std::string js_name = nlohmann::json(m.name).dump();
-  for (size_t at = 0; (at = js_name.find("</", at)) != std::string::npos;) js_name.replace(at, 2, "<\\/");
+  // The model's name as a JavaScript string (JSON), with "</" kept from ending the script; sent
+  // only where several models are served (one model's name may be a long checkpoint path, which a
+  // request's "model" field would refuse).
+  std::string model_field;
+  if (models.size() > 1) {
+    model_field = ", model: " + json_text(m.name);
+    for (size_t at = 0; (at = model_field.find("</", at)) != std::string::npos;) model_field.replace(at, 2, "<\\/");
+  }
   return R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>)" + title + R"(</title>
 <style>
@@ -57,7 +62,7 @@ async function translate() {
   const t0 = performance.now();
   try {
     const r = await fetch('/v1/translate', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                            body: JSON.stringify({texts: lines, model: )" + js_name + R"(})});
+                                            body: JSON.stringify({texts: lines)" + model_field + R"(})});
     const j = await r.json();
     if (!r.ok) { out.textContent = ''; meta.textContent = 'error: ' + j.error; return; }
     out.textContent = j.translations.map(t => t.text).join('\n');

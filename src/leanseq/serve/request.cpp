@@ -1,11 +1,27 @@
 #include "leanseq/serve/request.h"
 
+#include <atomic>
+#include <cstdio>
+#include <random>
+
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/logging.h"
 
 namespace leanseq::serve {
 
 using json = nlohmann::json;
+
+Refusal internal_error(const std::string& detail) {
+  static std::atomic<uint64_t> next{0};
+  static const uint32_t run = std::random_device{}();
+  char id[32];
+  std::snprintf(id, sizeof id, "%08x-%llu", run, static_cast<unsigned long long>(++next));
+  log::error("internal error " + std::string(id) + ": " + detail.substr(0, 4096));
+  return Refusal{500, "internal error " + std::string(id) + " (the server's log has its detail)"};
+}
+
+std::string json_text(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json parse_body(const std::string& body) {
   if (io::utf8_invalid_offset(body) >= 0) throw Refusal{400, "the body is not valid UTF-8"};

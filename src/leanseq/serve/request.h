@@ -18,6 +18,14 @@ struct Refusal {
   int64_t retry_after = 0;  // seconds, for the Retry-After header of a 429 (0: none)
 };
 
+// A 500 for a failure that is not the request's: a short id for the client, and the detail (which
+// may hold a backtrace with code addresses) in the server's log only, under that id.
+Refusal internal_error(const std::string& detail);
+
+// `v` as JSON text, with any invalid UTF-8 it holds (a client's bytes quoted in a message) replaced
+// by U+FFFD: an answer never fails for what a request contained.
+std::string json_text(const nlohmann::json& v);
+
 // The body as a JSON value: Refusal 400 when it is not valid UTF-8 or not JSON.
 nlohmann::json parse_body(const std::string& body);
 

@@ -46,6 +46,14 @@ std::string read_body(const httplib::ContentReader& reader, size_t limit) {
   return body;
 }
 
+// The endpoints counted by name in /metrics (any other path counts as "other").
+const std::vector<std::string> kEndpoints{"/v1/translate", "/translate", "/languages", "/health", "/metrics", "/"};
+
+// A path as a message may quote it: at most 200 bytes (the JSON answer replaces invalid UTF-8).
+std::string quoted_path(const std::string& path) {
+  return path.size() <= 200 ? path : path.substr(0, 200) + "...";
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -58,7 +66,7 @@ struct Server::Impl {
   ServeOptions opt;
   std::vector<std::unique_ptr<Model>> models;
   std::vector<ModelInfo> infos;  // the models' names and pairs, in order (for routing)
-  Metrics metrics;
+  Metrics metrics{kEndpoints};
   GuardedHttpServer http;
   Access access;
   int listen_socket = -1;
@@ -79,6 +87,14 @@ struct Server::Impl {
     const int64_t limit = opt.defaults.max_input_length;
     if (limit <= 0 || opt.truncate_long_inputs) return;
     for (size_t i = 0; i < texts.size(); ++i) {
+      // A text past the bytes its limit's tokens can span in real text is refused before it is
+      // tokenized (which costs a few hundred times its bytes).
+      const auto bytes_limit = static_cast<size_t>(limit) * decode::kMaxBytesPerToken;
+      if (texts[i].size() > bytes_limit) {
+        throw Refusal{413, field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " has more than " +
+                               std::to_string(bytes_limit) + " bytes, more than the " + std::to_string(limit) +
+                               " subword tokens this server takes can span (--max-input-length)"};
+      }
       const auto n = static_cast<int64_t>(m.translator->source_pieces(texts[i]).size()) + 1;
       if (n > limit) {
         throw Refusal{413, field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " has " +
@@ -113,7 +129,7 @@ struct Server::Impl {
       pending->cancel();
       throw Refusal{503, "the translation timed out; retry shortly"};
     }
-    if (!pending->error().empty()) throw Refusal{500, "translation failed: " + pending->error()};
+    if (!pending->error().empty()) throw internal_error("translation failed: " + pending->error());
     return pending->results();
   }
 
@@ -122,11 +138,11 @@ struct Server::Impl {
     GuardedHttpServer::handling();
     const auto start = Clock::now();
     try {
-      res.set_content(body().dump(), "application/json");
+      res.set_content(json_text(body()), "application/json");
       res.status = 200;
     } catch (const json::exception& e) {  // a field of another type than the API's
       res.status = 400;
-      res.set_content(json{{"error", std::string("invalid request: ") + e.what()}}.dump(), "application/json");
+      res.set_content(json_text({{"error", std::string("invalid request: ") + e.what()}}), "application/json");
     } catch (const Refusal& r) {
       res.status = r.status;
       if (r.retry_after > 0) {
@@ -134,7 +150,7 @@ struct Server::Impl {
       } else if (r.status == 503) {
         res.set_header("Retry-After", "1");
       }
-      res.set_content(json{{"error", r.message}}.dump(), "application/json");
+      res.set_content(json_text({{"error", r.message}}), "application/json");
     }
     metrics.request(endpoint, res.status, std::chrono::duration<double>(Clock::now() - start).count());
   }
@@ -186,7 +202,8 @@ struct Server::Impl {
           httplib::Params params = req.params;
           httplib::detail::parse_query_text(raw, params);
           for (const auto& [k, v] : params) {
-            if (io::utf8_invalid_offset(v) >= 0) throw Refusal{400, k + " is not valid UTF-8"};
+            if (io::utf8_invalid_offset(k) >= 0) throw Refusal{400, "a form field's name is not valid UTF-8"};
+            if (io::utf8_invalid_offset(v) >= 0) throw Refusal{400, k.substr(0, 64) + " is not valid UTF-8"};
             body[k] = v;
           }
         }
@@ -249,7 +266,7 @@ struct Server::Impl {
                                       : "Content-Length is not a number of bytes: '" + v.substr(0, 40) + "'";
       res.set_header("Connection", "close");
       add_cors(req, res);
-      res.set_content(json{{"error", what}}.dump(), "application/json");
+      res.set_content(json_text({{"error", what}}), "application/json");
       metrics.request(req.path, res.status, 0);
       return httplib::Server::HandlerResponse::Handled;
     });
@@ -270,13 +287,13 @@ struct Server::Impl {
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       add_cors(req, res);
       if (!res.body.empty()) return;
-      const std::string what = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
+      const std::string what = res.status == 404   ? "no such endpoint: " + req.method.substr(0, 20) + " " + quoted_path(req.path)
                                : res.status == 413 ? "the request body is too large"
                                                    : "the request cannot be served";
-      res.set_content(json{{"error", what}}.dump(), "application/json");
+      res.set_content(json_text({{"error", what}}), "application/json");
     });
     http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
-      std::string what = "internal error";
+      std::string what = "an exception of unknown type";
       try {
         std::rethrow_exception(e);
       } catch (const std::exception& ex) {
@@ -284,7 +301,7 @@ struct Server::Impl {
       } catch (...) {
       }
       res.status = 500;
-      res.set_content(json{{"error", what}}.dump(), "application/json");
+      res.set_content(json_text({{"error", internal_error(what).message}}), "application/json");
     });
   }
 };
