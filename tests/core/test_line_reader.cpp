@@ -39,7 +39,7 @@ TEST(LineReader, CutsLinesPastTheBoundAtACharacterAndKeepsTheRest) {
   EXPECT_FALSE(in.next(line));
 }
 
-// One 80 MB line with the default bound (64 MiB): cut, and the next line read.
+// One 80 MB line with the default bound (1 MiB): cut, and the next line read.
 TEST(LineReader, TheDefaultBoundCutsAnEightyMegabyteLine) {
   const std::string path = leanseq::test::temp_dir("huge-line") + "/in.txt";
   {

@@ -2,7 +2,6 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "leanseq/core/error.h"
@@ -82,14 +81,6 @@ torch::Tensor read_model_tensor(torch::serialize::InputArchive& ar, const std::s
 }  // namespace
 
 void write_bytes(const std::string& path, const std::string& bytes) { io::atomic_write_text(path, bytes); }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void save_checkpoint(const std::string& path, const std::string& config_yaml, const VocabFiles& vocab,
                      const TrainerProgress& progress, torch::nn::Module& model, torch::optim::Optimizer* optimizer,

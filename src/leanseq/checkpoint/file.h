@@ -73,6 +73,5 @@ bool is_classifier_checkpoint(const std::string& path);
 
 // Writes `bytes` to a file (atomically).
 void write_bytes(const std::string& path, const std::string& bytes);
-std::string read_bytes(const std::string& path);
 
 }  // namespace leanseq::checkpoint

@@ -63,8 +63,8 @@ void run_attention(const AnalyzeArgs& a) {
   const std::string data_dir = a.data.empty() ? loaded.config.data : a.data;
   if (data_dir.empty()) throw ConfigError(a.checkpoint + ": names no data directory; give --data");
   auto meta = data::load_prepared(data_dir);
-  if (checkpoint::read_bytes(meta.src_dict) != loaded.vocab.src_dict ||
-      checkpoint::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
+  if (io::read_file(meta.src_dict) != loaded.vocab.src_dict ||
+      io::read_file(meta.tgt_dict) != loaded.vocab.tgt_dict) {
     throw DataError(data_dir + ": prepared with other dictionaries than the checkpoint " + a.checkpoint);
   }
   data::PairDataset ds(meta.split_prefix(a.split, meta.src_lang), meta.split_prefix(a.split, meta.tgt_lang));

@@ -6,6 +6,7 @@
 #include "leanseq/checkpoint/model.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 #include "leanseq/core/timer.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/train/evaluate.h"
@@ -35,7 +36,7 @@ void add_eval_lm(CLI::App& app, int& exit_code) {
       throw ConfigError(o->data + ": corpus language '" + meta.tgt_lang + "' differs from the checkpoint's '" +
                         loaded.vocab.tgt_lang + "'");
     }
-    if (checkpoint::read_bytes(meta.tgt_dict) != loaded.vocab.tgt_dict) {
+    if (io::read_file(meta.tgt_dict) != loaded.vocab.tgt_dict) {
       throw DataError(meta.tgt_dict + ": this corpus was prepared with another dictionary than the checkpoint's");
     }
     std::string prefix = meta.split_prefix(o->split, meta.tgt_lang);

@@ -19,12 +19,13 @@ void check_name(const std::string& name, const std::string& where) {
 }
 
 std::vector<ModelSpec> read_models_file(const std::string& path, int workers, kernels::ComputeTypeRequest compute_type) {
-  if (!io::file_exists(path)) throw ConfigError(path + ": models file not found (--models)");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(io::read_file(path, "models file (--models)", uint64_t{4} << 20));
   } catch (const YAML::Exception& e) {
     throw ConfigError(path + ": not YAML: " + e.msg);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
   }
   if (!root.IsSequence() || root.size() == 0) {
     throw ConfigError(path + ": expected a list of models ({name, checkpoint, workers, compute_type})");

@@ -3,6 +3,8 @@
 #include <c10/util/Exception.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -75,11 +77,55 @@ std::vector<std::string> read_stream(std::istream& in, const std::string& path) 
 }
 }  // namespace
 
-std::vector<std::string> read_lines(const std::string& path) {
+int open_input(const std::string& path, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw DataError(path + ": " + what + " not found");
+    throw DataError(path + ": cannot open the " + what + " (" + std::strerror(errno) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw DataError(path + ": cannot read the " + what + " (" + std::strerror(e) + ")");
+  }
+  const bool dev_null = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+  const char* refused = S_ISDIR(st.st_mode)                                                  ? "a directory"
+                        : (S_ISCHR(st.st_mode) && !dev_null && !::isatty(fd)) || S_ISBLK(st.st_mode) ? "a device"
+                                                                                                   : nullptr;
+  if (refused) {
+    ::close(fd);
+    throw DataError(path + ": is " + refused + ", not a file (expected the " + what + ")");
+  }
+  return fd;
+}
+
+std::string read_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
+  const int fd = open_input(path, what);
+  std::string out;
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      ::close(fd);
+      throw DataError(path + ": cannot read the " + what + " (" + std::strerror(e) + ")");
+    }
+    if (n == 0) break;
+    if (static_cast<uint64_t>(n) > max_bytes - out.size()) {
+      ::close(fd);
+      throw DataError(path + ": the " + what + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::vector<std::string> read_lines(const std::string& path, const std::string& what, uint64_t max_bytes) {
   if (path == "-") return read_stream(std::cin, "<stdin>");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open file for reading");
-  return read_stream(in, path);
+  return split_lines(read_file(path, what, max_bytes), path);
 }
 
 std::vector<std::string> split_lines(const std::string& text, const std::string& origin) {

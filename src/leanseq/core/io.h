@@ -7,10 +7,23 @@
 
 namespace leanseq::io {
 
+// The most bytes a file read whole may have unless its reader says otherwise.
+constexpr uint64_t kMaxFileBytes = uint64_t{1} << 31;
+
+// Opens a file a user named for reading (O_CLOEXEC): a regular file, a pipe, a socket, a terminal
+// or /dev/null. A directory or another device (/dev/zero, a disk) is refused with DataError
+// "<path>: ... <what> ...", as is a missing file; `what` says which file it is ("BPE codes").
+int open_input(const std::string& path, const std::string& what = "file");
+
+// The whole of a file (open_input's rule), DataError past `max_bytes` (read, not declared: a
+// pipe counts as much as a file).
+std::string read_file(const std::string& path, const std::string& what = "file", uint64_t max_bytes = kMaxFileBytes);
+
 // Reads a text file ("-": standard input, named <stdin> in errors) into lines (without '\n'; a
-// trailing '\r' is kept out too). Throws DataError naming the file when it is missing, and
-// file:line when a line is not valid UTF-8.
-std::vector<std::string> read_lines(const std::string& path);
+// trailing '\r' is kept out too), read_file's rule and bound. Throws DataError naming the file when
+// it is missing, and file:line when a line is not valid UTF-8.
+std::vector<std::string> read_lines(const std::string& path, const std::string& what = "file",
+                                    uint64_t max_bytes = kMaxFileBytes);
 // The same for text already in memory; `origin` names it in errors.
 std::vector<std::string> split_lines(const std::string& text, const std::string& origin);
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 
 namespace leanseq::io {
 
@@ -18,8 +19,7 @@ LineReader::LineReader(const std::string& path, size_t max_line_bytes)
   if (path == "-") {
     fd_ = 0;
   } else {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw DataError(path + ": cannot open (" + std::strerror(errno) + ")");
+    fd_ = open_input(path);
     owned_ = true;
   }
   struct stat st {};

@@ -16,7 +16,9 @@ class LineReader {
   explicit LineReader(const std::string& path, size_t max_line_bytes = kMaxLineBytes);
   // An open descriptor (a pipe from a helper process), closed by the destructor; `name` for errors.
   LineReader(int fd, std::string name, size_t max_line_bytes = kMaxLineBytes);
-  static constexpr size_t kMaxLineBytes = size_t{64} << 20;
+  // 1 MiB: tokenizing a line costs a few hundred times its size, so a line's bound is its
+  // memory's.
+  static constexpr size_t kMaxLineBytes = size_t{1} << 20;
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;

@@ -24,6 +24,9 @@ namespace fs = std::filesystem;
 
 namespace leanseq::data {
 
+// meta.yaml is a few lines; a larger one is not one prepare wrote.
+constexpr uint64_t kMaxMetaBytes = uint64_t{1} << 20;
+
 std::string PrepareReport::format() const {
   std::ostringstream os;
   if (language_model) {
@@ -410,7 +413,7 @@ PreparedMeta load_prepared(const std::string& dir) {
   if (!io::file_exists(path)) throw DataError(path + ": not found; run 'leanseq prepare' for this directory first");
   YAML::Node n;
   try {
-    n = YAML::LoadFile(path);
+    n = YAML::Load(io::read_file(path, "prepared data's meta.yaml", kMaxMetaBytes));
   } catch (const YAML::Exception& e) {
     throw DataError(path + ": unreadable: " + e.msg);
   }
@@ -426,8 +429,15 @@ PreparedMeta load_prepared(const std::string& dir) {
   m.src_lang = n["src_lang"].as<std::string>();
   m.tgt_lang = n["tgt_lang"].as<std::string>();
   m.joint = n["joint"] && n["joint"].as<bool>();
-  m.src_spm = m.dir + "/" + n["src_spm"].as<std::string>();
-  m.tgt_spm = m.dir + "/" + n["tgt_spm"].as<std::string>();
+  // The SentencePiece models are files inside the directory: a path that leaves it is refused.
+  for (auto [key, field] : {std::pair<const char*, std::string*>{"src_spm", &m.src_spm}, {"tgt_spm", &m.tgt_spm}}) {
+    const fs::path name = fs::path(n[key].as<std::string>()).lexically_normal();
+    if (name.empty() || name.is_absolute() || *name.begin() == "..") {
+      throw DataError(path + ": " + key + " '" + n[key].as<std::string>().substr(0, 200) +
+                      "' must name a file inside the directory");
+    }
+    *field = m.dir + "/" + name.string();
+  }
   m.src_dict = m.dir + "/dict." + m.src_lang + ".txt";
   m.tgt_dict = m.dir + "/dict." + m.tgt_lang + ".txt";
   if (const auto shards = n["shards"]) {

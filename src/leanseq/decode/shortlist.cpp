@@ -12,14 +12,14 @@ namespace leanseq::decode {
 namespace {
 // The longest source n-gram a rule may have (CTranslate2's maps use unigrams to trigrams).
 constexpr size_t kMaxNgram = 8;
+constexpr uint64_t kMaxShortlistBytes = uint64_t{1} << 30;
 }  // namespace
 
 Shortlist Shortlist::read(const std::string& path, const data::Dictionary& tgt) {
-  if (!io::file_exists(path)) throw DataError(path + ": shortlist not found");
   Shortlist s;
   s.vocab_ = tgt.size();
   int64_t number = 0;
-  for (const auto& line : io::read_lines(path)) {
+  for (const auto& line : io::read_lines(path, "shortlist", kMaxShortlistBytes)) {
     ++number;
     if (line.empty()) continue;
     const auto tab = line.find('\t');

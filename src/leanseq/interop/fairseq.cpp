@@ -2,13 +2,13 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <sstream>
 
 #include "leanseq/checkpoint/file.h"
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/interop/torch_file.h"
@@ -249,14 +249,6 @@ std::string lang_from(const PyRef& root, const json& args, const char* key) {
   return "";
 }
 
-std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": " + what + " not found");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // dict.txt text padded as fairseq pads a dictionary when it builds the model's embedding:
 // madeupword0000, ... up to `rows` entries (the four specials included).
 std::string padded_dictionary(const std::string& text, int64_t rows, const std::string& path) {
@@ -478,8 +470,8 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   vocab.tgt_lang = result.target_lang;
   const std::string src_path = opt.data_dir + "/dict." + result.source_lang + ".txt";
   const std::string tgt_path = opt.data_dir + "/dict." + result.target_lang + ".txt";
-  vocab.src_dict = padded_dictionary(read_file(src_path, "source dictionary"), rows("encoder.embed_tokens.weight"), src_path);
-  vocab.tgt_dict = padded_dictionary(read_file(tgt_path, "target dictionary"), rows("decoder.embed_tokens.weight"), tgt_path);
+  vocab.src_dict = padded_dictionary(io::read_file(src_path, "source dictionary"), rows("encoder.embed_tokens.weight"), src_path);
+  vocab.tgt_dict = padded_dictionary(io::read_file(tgt_path, "target dictionary"), rows("decoder.embed_tokens.weight"), tgt_path);
   vocab.joint = vocab.src_dict == vocab.tgt_dict;
   if (opt.spm.empty() == opt.tokenizer.empty()) {
     throw ConfigError("import-fairseq: give the model's text pipeline: --spm MODEL, or --tokenizer moses|none "
@@ -487,11 +479,11 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   }
   if (!opt.bpe_codes.empty() && opt.tokenizer.empty()) throw ConfigError("import-fairseq: --bpe-codes goes with --tokenizer");
   if (!opt.spm.empty()) {
-    vocab.src_spm = vocab.tgt_spm = read_file(opt.spm, "SentencePiece model");
+    vocab.src_spm = vocab.tgt_spm = io::read_file(opt.spm, "SentencePiece model");
   } else {
     vocab.tokenizer = text::parse_tokenizer_spec(opt.tokenizer, "import-fairseq --tokenizer").text();
     if (!opt.bpe_codes.empty()) {
-      vocab.bpe_codes = read_file(opt.bpe_codes, "BPE codes");
+      vocab.bpe_codes = io::read_file(opt.bpe_codes, "BPE codes");
       text::Bpe::from_text(vocab.bpe_codes, opt.bpe_codes);  // a malformed file is refused now, not at translation
     }
   }

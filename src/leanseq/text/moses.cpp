@@ -5,11 +5,11 @@
 #include <unicode/uniset.h>
 #include <unicode/unistr.h>
 
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 #include "leanseq/core/strings.h"
 
 namespace leanseq::text {
@@ -34,6 +34,7 @@ std::string moses_class(const std::string& base, const std::string& lang) {
 std::string alnum_class(const std::string& lang) { return moses_class("\\p{Alphabetic}\\p{Nd}", lang); }
 std::string alpha_class(const std::string& lang) { return moses_class("\\p{Alphabetic}", lang); }
 const char* const kNumber = "\\p{N}";
+constexpr uint64_t kMaxNonbreakingPrefixBytes = uint64_t{16} << 20;
 
 // One substitution: every match of `pattern` replaced by `replacement` ($1: the first group).
 class Substitution {
@@ -223,9 +224,8 @@ struct MosesTokenizer::Rules {
 MosesTokenizer::MosesTokenizer(MosesOptions opt) : opt_(std::move(opt)) {
   std::vector<std::string> entries;
   if (!opt_.nonbreaking_prefixes.empty()) {
-    std::ifstream f(opt_.nonbreaking_prefixes);
-    if (!f) throw DataError(opt_.nonbreaking_prefixes + ": nonbreaking prefix file not found");
-    for (std::string line; std::getline(f, line);) {
+    for (const std::string& line :
+         io::read_lines(opt_.nonbreaking_prefixes, "nonbreaking prefix file", kMaxNonbreakingPrefixBytes)) {
       const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
       if (b == std::string::npos || line[b] == '#') continue;
       entries.push_back(line.substr(b, e - b + 1));

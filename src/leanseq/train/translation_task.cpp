@@ -56,8 +56,8 @@ struct TranslationTask::Impl {
     tgt_dict = data::Dictionary::load(meta.tgt_dict);
     vocab.src_lang = meta.src_lang;
     vocab.tgt_lang = meta.tgt_lang;
-    vocab.src_dict = checkpoint::read_bytes(meta.src_dict);
-    vocab.tgt_dict = checkpoint::read_bytes(meta.tgt_dict);
+    vocab.src_dict = io::read_file(meta.src_dict);
+    vocab.tgt_dict = io::read_file(meta.tgt_dict);
     read_text_pipeline();
     vocab.joint = meta.joint;
     if (meta.language_model() != cfg.model->language_model()) {
@@ -78,7 +78,7 @@ struct TranslationTask::Impl {
       const auto m = dir == dirs.front() ? meta : data::load_prepared(dir);
       if (!m.shards.empty()) throw ConfigError("data: " + dir + " holds shards itself; list it alone or its shards");
       if (m.task != meta.task || m.src_lang != meta.src_lang || m.tgt_lang != meta.tgt_lang ||
-          checkpoint::read_bytes(m.src_dict) != vocab.src_dict || checkpoint::read_bytes(m.tgt_dict) != vocab.tgt_dict) {
+          io::read_file(m.src_dict) != vocab.src_dict || io::read_file(m.tgt_dict) != vocab.tgt_dict) {
         throw DataError("data: " + dir + " was prepared with other languages or dictionaries than " + dirs.front() +
                         "; every shard needs the same (prepare --spm-model with the first's model, or --shard-size)");
       }
@@ -108,18 +108,18 @@ struct TranslationTask::Impl {
         throw ConfigError("text.spm_model, text.tokenizer and text.bpe_codes are for data without a text pipeline "
                           "(fairseq-preprocess's); " + cfg.data + " has its SentencePiece model");
       }
-      vocab.src_spm = checkpoint::read_bytes(meta.src_spm);
-      vocab.tgt_spm = checkpoint::read_bytes(meta.tgt_spm);
+      vocab.src_spm = io::read_file(meta.src_spm);
+      vocab.tgt_spm = io::read_file(meta.tgt_spm);
       return;
     }
     if (!cfg.text_spm_model.empty() && (!cfg.text_tokenizer.empty() || !cfg.text_bpe_codes.empty())) {
       throw ConfigError("text.spm_model or text.tokenizer (with text.bpe_codes), not both");
     }
     if (!cfg.text_spm_model.empty()) {
-      vocab.src_spm = vocab.tgt_spm = checkpoint::read_bytes(cfg.text_spm_model);
+      vocab.src_spm = vocab.tgt_spm = io::read_file(cfg.text_spm_model);
     } else if (!cfg.text_tokenizer.empty()) {
       vocab.tokenizer = text::parse_tokenizer_spec(cfg.text_tokenizer, "text.tokenizer").text();
-      if (!cfg.text_bpe_codes.empty()) vocab.bpe_codes = checkpoint::read_bytes(cfg.text_bpe_codes);
+      if (!cfg.text_bpe_codes.empty()) vocab.bpe_codes = io::read_file(cfg.text_bpe_codes);
     } else {
       throw ConfigError(meta.dir + " was written by fairseq-preprocess and holds no text pipeline: give its "
                                    "SentencePiece model (--set text.spm_model=PATH), or --set text.tokenizer=moses with "
