@@ -12,19 +12,19 @@ void ClassifyConfig::visit(ConfigVisitor& v) {
   v.field("data.train", train_file, "training TSV: text<TAB>label, or text1<TAB>text2<TAB>label for pairs");
   v.field("data.valid", valid_file, "validation TSV (same columns)");
   v.field("data.test", test_file, "test TSV, scored with checkpoint_best after training (optional)");
-  v.field("data.min_count", min_count, "words seen fewer times in training become <unk>");
+  v.field("data.min_count", min_count, "words seen fewer times in training become <unk>", Range::at_least(1));
   visit_loop(v);
   if (model) {
     PrefixedVisitor pv("model", v);
     model->visit(pv);
   }
-  v.field("optim.lr", lr, "Adam learning rate");
+  v.field("optim.lr", lr, "Adam learning rate", Range::above(0));
   adam.visit(v, "L2 weight decay");
-  v.field("optim.lr_shrink", lr_shrink, "multiply the LR by this after a validation without improvement (1: never)");
-  v.field("batch.max_sentences", max_sentences, "examples per batch");
-  v.field("batch.max_tokens", max_tokens, "padded tokens per batch (0: no limit)");
+  v.field("optim.lr_shrink", lr_shrink, "multiply the LR by this after a validation without improvement (1: never)", Range::left_open(0, 1));
+  v.field("batch.max_sentences", max_sentences, "examples per batch", Range::at_least(1));
+  v.field("batch.max_tokens", max_tokens, "padded tokens per batch (0: no limit)", Range::at_least(0));
   v.field("pruned.method", pruned_method, "set by leanseq prune: weight or unit magnitude pruning");
-  v.field("pruned.sparsity", pruned_sparsity, "set by leanseq prune: the fraction of prunable weights set to zero");
+  v.field("pruned.sparsity", pruned_sparsity, "set by leanseq prune: the fraction of prunable weights set to zero", kProbability);
 }
 
 void ClassifyConfig::validate() const {
@@ -32,11 +32,6 @@ void ClassifyConfig::validate() const {
   if (task != "classify") bad("task: expected classify, got '" + task + "'");
   if (train_file.empty()) bad("data.train: no training file (a TSV of text<TAB>label lines)");
   if (valid_file.empty()) bad("data.valid: no validation file (a TSV of text<TAB>label lines)");
-  if (lr <= 0) bad("optim.lr must be positive");
-  if (lr_shrink <= 0 || lr_shrink > 1) bad("optim.lr_shrink must be in (0, 1]");
-  if (max_sentences < 1) bad("batch.max_sentences must be positive");
-  if (max_tokens < 0) bad("batch.max_tokens must be 0 (no limit) or positive");
-  if (min_count < 1) bad("data.min_count must be at least 1");
   if (max_epoch == 0 && max_update == 0 && max_minutes == 0 && patience == 0) {
     bad("stop: set stop.max_epoch, stop.max_update, stop.max_minutes or stop.patience");
   }

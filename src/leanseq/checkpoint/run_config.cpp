@@ -21,31 +21,32 @@ void RunConfig::visit(ConfigVisitor& v) {
     model->visit(pv);
   }
   v.field("optim.optimizer", optimizer, "adam or nag (fairseq's Nesterov momentum, ConvS2S)");
-  v.field("optim.momentum", momentum, "NAG momentum");
+  v.field("optim.momentum", momentum, "NAG momentum", Range::half_open(0, 1));
   adam.visit(v, "L2 weight decay (as torch.optim.Adam; NAG: decoupled, as fairseq)");
-  v.field("optim.lr", lr.lr, "peak learning rate");
+  v.field("optim.lr", lr.lr, "peak learning rate", Range::above(0));
   v.field("optim.lr_scheduler", lr.kind, "inverse_sqrt or fixed");
-  v.field("optim.lr_shrink", lr.lr_shrink, "fixed: factor of each shrink");
-  v.field("optim.force_anneal", lr.force_anneal, "fixed: shrink every epoch from this one on (0: never)");
+  v.field("optim.lr_shrink", lr.lr_shrink, "fixed: factor of each shrink", Range::left_open(0, 1));
+  v.field("optim.force_anneal", lr.force_anneal, "fixed: shrink every epoch from this one on (0: never)", Range::at_least(0));
   v.field("optim.shrink_on_plateau", lr.shrink_on_plateau, "fixed: shrink when an epoch's valid loss does not improve");
-  v.field("optim.warmup_updates", lr.warmup_updates, "linear warmup updates");
-  v.field("optim.warmup_init_lr", lr.warmup_init_lr, "learning rate at update 0 (-1: fairseq's default)");
-  v.field("criterion.label_smoothing", label_smoothing, "label smoothing epsilon");
+  v.field("optim.warmup_updates", lr.warmup_updates, "linear warmup updates", Range::at_least(0));
+  v.field("optim.warmup_init_lr", lr.warmup_init_lr, "learning rate at update 0 (-1: fairseq's default)",
+          Range::at_least(-1));
+  v.field("criterion.label_smoothing", label_smoothing, "label smoothing epsilon", Range::half_open(0, 1));
   v.field("pruned.method", pruned_method, "set by leanseq prune: weight or unit magnitude pruning");
-  v.field("pruned.sparsity", pruned_sparsity, "set by leanseq prune: the fraction of prunable weights set to zero");
-  v.field("batch.max_tokens", max_tokens, "padded tokens per batch");
-  v.field("batch.max_sentences", max_sentences, "sentences per batch (0: no limit)");
+  v.field("pruned.sparsity", pruned_sparsity, "set by leanseq prune: the fraction of prunable weights set to zero", kProbability);
+  v.field("batch.max_tokens", max_tokens, "padded tokens per batch", Range::at_least(1));
+  v.field("batch.max_sentences", max_sentences, "sentences per batch (0: no limit)", Range::at_least(0));
   v.field("batch.max_cells", max_cells,
-          "padded source x target cells per batch, for models whose cost is their product (0: no limit)");
-  v.field("batch.max_source_len", max_source_len, "longest source in tokens, </s> included (0: no limit)");
-  v.field("batch.max_target_len", max_target_len, "longest target in tokens, </s> included (0: no limit)");
+          "padded source x target cells per batch, for models whose cost is their product (0: no limit)", Range::at_least(0));
+  v.field("batch.max_source_len", max_source_len, "longest source in tokens, </s> included (0: no limit)", Range::at_least(0));
+  v.field("batch.max_target_len", max_target_len, "longest target in tokens, </s> included (0: no limit)", Range::at_least(0));
   v.field("batch.too_long", too_long, "a pair over the length limits: error (stop, naming it) or skip");
   v.field("checkpoint.best_metric", best_metric, "loss or bleu");
   v.field("checkpoint.init_from", init_from,
           "start from the parameters of this checkpoint that the model has (same vocabularies; others stay random)");
   v.field("valid.bleu", eval_bleu, "compute detokenized BLEU on the valid set");
-  v.field("valid.bleu_beam", eval_bleu_beam, "beam size for validation BLEU");
-  v.field("valid.bleu_max_sentences", eval_bleu_max_sentences, "decode at most N valid sentences (0: all)");
+  v.field("valid.bleu_beam", eval_bleu_beam, "beam size for validation BLEU", Range::at_least(1));
+  v.field("valid.bleu_max_sentences", eval_bleu_max_sentences, "decode at most N valid sentences (0: all)", Range::at_least(0));
   v.field("valid.bleu_lenpen", eval_bleu_lenpen, "length penalty for validation BLEU");
 }
 
@@ -55,16 +56,7 @@ void RunConfig::validate() const {
   if (optimizer != "adam" && optimizer != "nag") {
     bad("optim.optimizer: unknown optimizer '" + optimizer + "' (expected adam or nag)");
   }
-  if (momentum < 0 || momentum >= 1) bad("optim.momentum must be in [0, 1)");
-  if (lr.lr_shrink <= 0 || lr.lr_shrink > 1) bad("optim.lr_shrink must be in (0, 1]");
-  if (lr.force_anneal < 0) bad("optim.force_anneal must be 0 (off) or an epoch");
-  if (max_tokens < 1) bad("batch.max_tokens must be positive");
-  if (max_cells < 0 || max_source_len < 0 || max_target_len < 0) {
-    bad("batch.max_cells, batch.max_source_len and batch.max_target_len must be 0 (no limit) or positive");
-  }
   if (too_long != "error" && too_long != "skip") bad("batch.too_long must be error or skip, got '" + too_long + "'");
-  if (lr.lr <= 0) bad("optim.lr must be positive");
-  if (label_smoothing < 0 || label_smoothing >= 1) bad("criterion.label_smoothing must be in [0, 1)");
   if (best_metric != "loss" && best_metric != "bleu") bad("checkpoint.best_metric must be loss or bleu");
   if (best_metric == "bleu" && !eval_bleu) bad("checkpoint.best_metric=bleu needs valid.bleu=true");
   validate_loop();

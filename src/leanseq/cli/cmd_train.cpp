@@ -112,7 +112,7 @@ void add_train(CLI::App& app, int& exit_code) {
     if (!a->data.empty()) flag("data", a->data);
     if (!a->save_dir.empty()) flag("save_dir", a->save_dir);
     if (!a->log_format.empty()) flag("log.format", a->log_format);
-    if (a->max_minutes >= 0) flag("stop.max_minutes", std::to_string(a->max_minutes));
+    if (!(a->max_minutes < 0)) flag("stop.max_minutes", std::to_string(a->max_minutes));  // NaN too: refused there
     if (a->max_update >= 0) flag("stop.max_update", std::to_string(a->max_update));
     if (a->max_epoch >= 0) flag("stop.max_epoch", std::to_string(a->max_epoch));
     if (a->patience >= 0) flag("stop.patience", std::to_string(a->patience));

@@ -11,13 +11,15 @@
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/blas.h"
 #include "leanseq/core/error.h"
+#include "leanseq/core/strings.h"
 #include "leanseq/core/startup.h"
 #include "leanseq/core/version.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/packed_products.h"
 
+using leanseq::first_line;
+
 namespace {
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // "leanseq analyze" for the subcommand path of `app`.
 std::string command_path(const CLI::App* app) {

@@ -3,11 +3,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
+#include "leanseq/core/strings.h"
 
 namespace leanseq {
 
@@ -33,12 +35,23 @@ ConfigValues parse_assignments(const std::vector<std::string>& items, const std:
 }
 
 namespace {
-void flatten(const YAML::Node& node, const std::string& prefix, const std::string& origin,
-             ConfigValues& out) {
+// A config file's bounds: its bytes, and the nodes and depth its keys flatten to. YAML's aliases
+// share nodes, so a small file can name a tree of billions of keys: it is refused at the bound.
+constexpr uint64_t kMaxConfigBytes = uint64_t{4} << 20;
+constexpr size_t kMaxConfigNodes = 100000;
+constexpr int kMaxConfigDepth = 32;
+
+void flatten(const YAML::Node& node, const std::string& prefix, const std::string& origin, ConfigValues& out,
+             size_t& visited, int depth = 0) {
+  if (++visited > kMaxConfigNodes || depth > kMaxConfigDepth) {
+    throw ConfigError(origin + ": more than " + std::to_string(kMaxConfigNodes) + " keys or " +
+                      std::to_string(kMaxConfigDepth) + " levels once its aliases are expanded");
+  }
   if (node.IsMap()) {
     for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) throw ConfigError(origin + ": a key under '" + prefix + "' is not a plain name");
       std::string key = kv.first.as<std::string>();
-      flatten(kv.second, prefix.empty() ? key : prefix + "." + key, origin, out);
+      flatten(kv.second, prefix.empty() ? key : prefix + "." + key, origin, out, visited, depth + 1);
     }
   } else if (node.IsScalar()) {
     out.set(prefix, node.Scalar(), origin);
@@ -60,16 +73,19 @@ ConfigValues parse_yaml_text(const std::string& text, const std::string& origin)
   }
   if (root.IsNull()) return out;
   if (!root.IsMap()) throw ConfigError(origin + ": expected a YAML mapping at the top level");
-  flatten(root, "", origin, out);
+  size_t visited = 0;
+  flatten(root, "", origin, out, visited);
   return out;
 }
 
 ConfigValues load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_yaml_text(ss.str(), path);
+  std::string text;
+  try {
+    text = io::read_file(path, "config file", kMaxConfigBytes);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
+  }
+  return parse_yaml_text(text, path);
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -89,10 +105,22 @@ std::string closest_match(const std::string& key, const std::vector<std::string>
   std::string best;
   size_t best_d = std::max<size_t>(3, key.size() / 3) + 1;
   for (const auto& c : candidates) {
+    // The distance is at least the lengths' difference: a far longer key is compared with none.
+    if ((key.size() > c.size() ? key.size() - c.size() : c.size() - key.size()) >= best_d) continue;
     size_t d = edit_distance(key, c);
     if (d < best_d) best_d = d, best = c;
   }
   return best;
+}
+
+std::string Range::text() const {
+  const bool low = lo > -std::numeric_limits<double>::max(), high = hi < std::numeric_limits<double>::max();
+  if (low && high) {
+    return std::string(" in ") + (lo_open ? "(" : "[") + shortest_text(lo) + ", " + shortest_text(hi) + (hi_open ? ")" : "]");
+  }
+  if (low) return (lo_open ? " > " : " >= ") + shortest_text(lo);
+  if (high) return (hi_open ? " < " : " <= ") + shortest_text(hi);
+  return "";
 }
 
 namespace {
@@ -100,14 +128,24 @@ namespace {
 class KeyCollector : public ConfigVisitor {
  public:
   std::vector<ConfigKey> keys;
-  void field(const std::string& k, int64_t& v, const char* h) override { keys.push_back({k, "int", std::to_string(v), h}); }
-  void field(const std::string& k, double& v, const char* h) override {
+  using ConfigVisitor::field;
+  void field(const std::string& k, int64_t& v, const char* h, const Range& r) override {
+    keys.push_back({k, "int", std::to_string(v), with_range(h, r)});
+  }
+  void field(const std::string& k, double& v, const char* h, const Range& r) override {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", v);
-    keys.push_back({k, "float", buf, h});
+    keys.push_back({k, "float", buf, with_range(h, r)});
   }
   void field(const std::string& k, bool& v, const char* h) override { keys.push_back({k, "bool", v ? "true" : "false", h}); }
   void field(const std::string& k, std::string& v, const char* h) override { keys.push_back({k, "string", v, h}); }
+
+ private:
+  // The help with the values the key takes: "peak learning rate (> 0)".
+  static std::string with_range(const char* help, const Range& r) {
+    const std::string range = r.text();
+    return range.empty() ? help : std::string(help) + " (" + range.substr(1) + ")";
+  }
 };
 
 class Applier : public ConfigVisitor {
@@ -115,7 +153,8 @@ class Applier : public ConfigVisitor {
   explicit Applier(const ConfigValues& v) : v_(v) {}
   std::vector<std::string> used;
 
-  void field(const std::string& k, int64_t& value, const char*) override {
+  using ConfigVisitor::field;
+  void field(const std::string& k, int64_t& value, const char*, const Range& range) override {
     if (const auto* s = find(k)) {
       size_t pos = 0;
       long long x = 0;
@@ -124,11 +163,13 @@ class Applier : public ConfigVisitor {
       } catch (...) {
         pos = 0;
       }
-      if (pos == 0 || pos != s->size()) bad(k, *s, "an integer");
+      if (pos == 0 || pos != s->size() || !range.contains(static_cast<double>(x))) {
+        bad(k, *s, ("an integer" + range.text()).c_str());
+      }
       value = x;
     }
   }
-  void field(const std::string& k, double& value, const char*) override {
+  void field(const std::string& k, double& value, const char*, const Range& range) override {
     if (const auto* s = find(k)) {
       size_t pos = 0;
       double x = 0;
@@ -137,7 +178,10 @@ class Applier : public ConfigVisitor {
       } catch (...) {
         pos = 0;
       }
-      if (pos == 0 || pos != s->size()) bad(k, *s, "a number");
+      // NaN fails both comparisons; infinities are outside any range.
+      if (pos == 0 || pos != s->size() || !std::isfinite(x) || !range.contains(x)) {
+        bad(k, *s, ("a finite number" + range.text()).c_str());
+      }
       value = x;
     }
   }
@@ -166,7 +210,7 @@ class Applier : public ConfigVisitor {
     return &it->second;
   }
   [[noreturn]] void bad(const std::string& k, const std::string& s, const char* expected) {
-    throw ConfigError(v_.origin.at(k) + ": key '" + k + "': expected " + expected + ", got '" + s +
+    throw ConfigError(v_.origin.at(k) + ": key '" + k + "': expected " + expected + ", got '" + first_line(s, 200) +
                       "'");
   }
   const ConfigValues& v_;
@@ -181,8 +225,9 @@ class YamlDumper : public ConfigVisitor {
   };
   std::vector<Entry> root;
 
-  void field(const std::string& k, int64_t& v, const char*) override { put(k, std::to_string(v)); }
-  void field(const std::string& k, double& v, const char*) override {
+  using ConfigVisitor::field;
+  void field(const std::string& k, int64_t& v, const char*, const Range&) override { put(k, std::to_string(v)); }
+  void field(const std::string& k, double& v, const char*, const Range&) override {
     std::ostringstream os;
     os.precision(17);
     os << v;

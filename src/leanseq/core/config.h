@@ -2,27 +2,51 @@
 // load/dump, --set key=value overrides, unknown-key errors and the copy stored in checkpoints.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace leanseq {
 
+// The values a number field takes: from lo to hi, each end included unless open. A float field is
+// also always finite (NaN and infinities are refused). Without one, any finite value.
+struct Range {
+  double lo = -std::numeric_limits<double>::max();
+  double hi = std::numeric_limits<double>::max();
+  bool lo_open = false, hi_open = false;
+  static Range at_least(double lo) { return {lo}; }
+  static Range above(double lo) { return {lo, std::numeric_limits<double>::max(), true}; }
+  static Range closed(double lo, double hi) { return {lo, hi}; }
+  static Range half_open(double lo, double hi) { return {lo, hi, false, true}; }  // [lo, hi)
+  static Range left_open(double lo, double hi) { return {lo, hi, true, false}; }  // (lo, hi]
+  bool contains(double x) const {
+    return (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi);
+  }
+  // " in [0, 1)", " > 0", " >= 1" ("" for any value).
+  std::string text() const;
+};
+// A probability (dropout rates).
+inline const Range kProbability = Range::closed(0, 1);
+
 class ConfigVisitor {
  public:
   virtual ~ConfigVisitor() = default;
-  virtual void field(const std::string& key, int64_t& value, const char* help) = 0;
-  virtual void field(const std::string& key, double& value, const char* help) = 0;
+  virtual void field(const std::string& key, int64_t& value, const char* help, const Range& range) = 0;
+  virtual void field(const std::string& key, double& value, const char* help, const Range& range) = 0;
   virtual void field(const std::string& key, bool& value, const char* help) = 0;
   virtual void field(const std::string& key, std::string& value, const char* help) = 0;
+  void field(const std::string& key, int64_t& value, const char* help) { field(key, value, help, Range{}); }
+  void field(const std::string& key, double& value, const char* help) { field(key, value, help, Range{}); }
 };
 
 // Forwards every field to `inner` with "<prefix>." in front of its key (for nested sections).
 class PrefixedVisitor : public ConfigVisitor {
  public:
   PrefixedVisitor(std::string prefix, ConfigVisitor& inner) : prefix_(std::move(prefix) + "."), inner_(inner) {}
-  void field(const std::string& k, int64_t& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
-  void field(const std::string& k, double& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
+  using ConfigVisitor::field;
+  void field(const std::string& k, int64_t& v, const char* h, const Range& r) override { inner_.field(prefix_ + k, v, h, r); }
+  void field(const std::string& k, double& v, const char* h, const Range& r) override { inner_.field(prefix_ + k, v, h, r); }
   void field(const std::string& k, bool& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
   void field(const std::string& k, std::string& v, const char* h) override { inner_.field(prefix_ + k, v, h); }
 

@@ -33,6 +33,16 @@ inline std::string join_words(const std::vector<std::string>& words) {
   return out;
 }
 
+// The first line of an error message, cut to `max_bytes` (at a UTF-8 character's start, with
+// "..." after it): a message quoting a user's value (a 10 MB "arch") stays one readable line.
+inline std::string first_line(const std::string& s, size_t max_bytes = 1000) {
+  std::string line = s.substr(0, s.find('\n'));
+  if (line.size() <= max_bytes) return line;
+  size_t keep = max_bytes;
+  while (keep > 0 && (static_cast<unsigned char>(line[keep]) & 0xC0) == 0x80) --keep;
+  return line.substr(0, keep) + "...";
+}
+
 // The paths of a colon-separated list ("a.pt:b.pt", fairseq's way for ensembles and data shards);
 // ConfigError naming `key` for an empty one.
 inline std::vector<std::string> colon_separated_paths(const std::string& spec, const std::string& key) {

@@ -22,9 +22,9 @@ void ClassifierConfig::visit(ConfigVisitor& v) {
   v.field("kernel_size", kernel_size, "lightconv: kernel width (odd)");
   v.field("pooling", pooling, "mean, max or source2token (empty: source2token for disan, mean otherwise)");
   v.field("activation", activation, "elu or relu (DiSAN blocks, source2token, head)");
-  v.field("dropout", dropout, "dropout probability");
+  v.field("dropout", dropout, "dropout probability", Range::half_open(0, 1));
   v.field("classifier_hidden", classifier_hidden, "hidden units of the MLP head");
-  v.field("max_positions", max_positions, "longest input in tokens (longer ones are cut)");
+  v.field("max_positions", max_positions, "longest input in tokens (longer ones are cut)", Range::at_least(1));
   a2.visit(v, "");
   v.field("pair", pair, "sentence-pair input (set from the data)");
   v.field("num_classes", num_classes, "number of labels (set from the data)");
@@ -69,7 +69,6 @@ void ClassifierConfig::validate() const {
   if (encoder == "lightconv" && (kernel_size <= 0 || kernel_size % 2 == 0)) {
     throw ConfigError("model.kernel_size must be odd and positive");
   }
-  if (dropout < 0 || dropout >= 1) throw ConfigError("model.dropout must be in [0, 1)");
   a2.validate(encoder == "disan" ? 1 : layers, "");
   if (num_classes < 2) throw ConfigError("model.num_classes must be at least 2");
 }

@@ -153,12 +153,12 @@ void FConvConfig::visit(ConfigVisitor& v) {
   v.field("decoder.layers", decoder_layers, "decoder convolutions, e.g. [(512, 3)] * 20");
   v.field("decoder.out_embed_dim", decoder_out_embed_dim, "dimension before the output layer");
   v.field("decoder.attention", decoder_attention, "attention in every decoder layer (True) or a list per layer");
-  v.field("dropout", dropout, "dropout probability");
+  v.field("dropout", dropout, "dropout probability", kProbability);
   v.field("share_input_output_embed", share_input_output_embed, "tie the output layer to the decoder embedding");
   encoder_a2.visit(v, "encoder.");
   decoder_a2.visit(v, "decoder.");
-  v.field("max_source_positions", max_source_positions, "rows of the source position table");
-  v.field("max_target_positions", max_target_positions, "rows of the target position table");
+  v.field("max_source_positions", max_source_positions, "rows of the source position table", Range::at_least(1));
+  v.field("max_target_positions", max_target_positions, "rows of the target position table", Range::at_least(1));
 }
 
 std::string FConvConfig::summary() const {

@@ -26,10 +26,10 @@ void visit_side(ConfigVisitor& v, const std::string& p, LightConvSideConfig& s) 
 
 // The keys of the conv blocks, common to the translation model and the language model.
 void visit_conv_block(ConfigVisitor& v, LightConvConfig& c) {
-  v.field("dropout", c.dropout, "dropout probability");
-  v.field("relu_dropout", c.relu_dropout, "dropout after the FFN activation");
-  v.field("input_dropout", c.input_dropout, "dropout on the input of each conv block");
-  v.field("weight_dropout", c.weight_dropout, "DropConnect on the normalised convolution kernels");
+  v.field("dropout", c.dropout, "dropout probability", kProbability);
+  v.field("relu_dropout", c.relu_dropout, "dropout after the FFN activation", kProbability);
+  v.field("input_dropout", c.input_dropout, "dropout on the input of each conv block", kProbability);
+  v.field("weight_dropout", c.weight_dropout, "DropConnect on the normalised convolution kernels", kProbability);
   v.field("weight_softmax", c.weight_softmax, "softmax-normalise the kernels over their taps");
   v.field("conv_impl", c.conv_impl, "convolution implementation: auto, unfold, band or kernel");
 }
@@ -79,11 +79,11 @@ void LightConvConfig::visit(ConfigVisitor& v) {
   visit_side(v, "encoder", encoder);
   visit_side(v, "decoder", decoder);
   visit_conv_block(v, *this);
-  v.field("attention_dropout", attention_dropout, "dropout on encoder-attention weights");
+  v.field("attention_dropout", attention_dropout, "dropout on encoder-attention weights", kProbability);
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
-  v.field("max_source_positions", max_source_positions, "longest source in tokens");
-  v.field("max_target_positions", max_target_positions, "longest target in tokens");
+  v.field("max_source_positions", max_source_positions, "longest source in tokens", Range::at_least(1));
+  v.field("max_target_positions", max_target_positions, "longest target in tokens", Range::at_least(1));
 }
 
 std::string LightConvConfig::summary() const {
@@ -146,7 +146,7 @@ void LightConvLMConfig::visit(ConfigVisitor& v) {
   visit_side(v, "decoder", decoder);
   visit_conv_block(v, *this);
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie input and output embeddings");
-  v.field("max_target_positions", max_target_positions, "longest sample in tokens");
+  v.field("max_target_positions", max_target_positions, "longest sample in tokens", Range::at_least(1));
 }
 
 std::string LightConvLMConfig::summary() const {

@@ -19,9 +19,9 @@ void PervasiveConfig::visit(ConfigVisitor& v) {
   v.field("decoder_embed_dim", decoder_embed_dim, "target embedding dimension");
   v.field("add_positional_embeddings", add_positional_embeddings, "add positions to both embeddings");
   v.field("learned_pos", learned_pos, "learned instead of sinusoidal positions");
-  v.field("embeddings_dropout", embeddings_dropout, "dropout on the embeddings");
-  v.field("convolution_dropout", convolution_dropout, "dropout in every layer of the network");
-  v.field("prediction_dropout", prediction_dropout, "dropout before the output layer");
+  v.field("embeddings_dropout", embeddings_dropout, "dropout on the embeddings", kProbability);
+  v.field("convolution_dropout", convolution_dropout, "dropout in every layer of the network", kProbability);
+  v.field("prediction_dropout", prediction_dropout, "dropout before the output layer", kProbability);
   v.field("convnet", convnet, "resnet (2020, depthwise masked convolutions) or densenet (2018)");
   v.field("num_layers", num_layers, "layers of the network");
   v.field("kernel_size", kernel_size, "masked convolution kernel (odd)");
@@ -39,8 +39,8 @@ void PervasiveConfig::visit(ConfigVisitor& v) {
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for source, target and output");
   a2.visit(v, "");
   v.field("memory_efficient", memory_efficient, "recompute activations in the backward pass (less memory)");
-  v.field("max_source_positions", max_source_positions, "longest source in tokens");
-  v.field("max_target_positions", max_target_positions, "longest target in tokens");
+  v.field("max_source_positions", max_source_positions, "longest source in tokens", Range::at_least(1));
+  v.field("max_target_positions", max_target_positions, "longest target in tokens", Range::at_least(1));
 }
 
 std::string PervasiveConfig::summary() const {

@@ -49,9 +49,9 @@ void TransformerConfig::visit(ConfigVisitor& v) {
           "AAN: a feed-forward layer (ffn_embed_dim wide) over the average");
   v.field("decoder.average_attention_fold", decoder.average_attention_fold,
           "AAN with its FFN: decoding steps compute the gate in the FFN's two products (fewer, larger products; slower on CPUs, docs/san.md)");
-  v.field("dropout", dropout, "dropout probability");
-  v.field("attention_dropout", attention_dropout, "dropout on attention weights");
-  v.field("activation_dropout", activation_dropout, "dropout after the FFN activation");
+  v.field("dropout", dropout, "dropout probability", kProbability);
+  v.field("attention_dropout", attention_dropout, "dropout on attention weights", kProbability);
+  v.field("activation_dropout", activation_dropout, "dropout after the FFN activation", kProbability);
   v.field("activation_fn", activation_fn, "relu or gelu");
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
@@ -61,8 +61,8 @@ void TransformerConfig::visit(ConfigVisitor& v) {
   v.field("decoder.output_dim", decoder.output_dim,
           "the decoder's output dimension: a projection to it before the output layer when it differs from "
           "decoder.embed_dim (fairseq's --decoder-output-dim; 0: decoder.embed_dim)");
-  v.field("max_source_positions", max_source_positions, "longest source in tokens");
-  v.field("max_target_positions", max_target_positions, "longest target in tokens");
+  v.field("max_source_positions", max_source_positions, "longest source in tokens", Range::at_least(1));
+  v.field("max_target_positions", max_target_positions, "longest target in tokens", Range::at_least(1));
 }
 
 std::string TransformerConfig::summary() const {

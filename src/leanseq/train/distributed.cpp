@@ -24,6 +24,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "leanseq/core/strings.h"
+
 namespace leanseq::train {
 
 namespace {
@@ -45,7 +47,6 @@ int env_int(const char* name, int fallback, int min_value) {
   return static_cast<int>(x);
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 }  // namespace
 
 std::optional<DistributedEnv> DistributedEnv::from_environment() {
