@@ -35,6 +35,26 @@ TEST(Dictionary, RepeatedCountsSaturate) {
   EXPECT_EQ(d.count(d.index("b")), std::numeric_limits<int64_t>::max() - 1);
 }
 
+// A dict.txt that lists a symbol twice is refused, as fairseq refuses it (merging would shift every
+// later id against fairseq's), unless the line carries fairseq's #fairseq:overwrite flag: then the
+// symbol gets a new id, the one its uses map to.
+TEST(Dictionary, AFileListingASymbolTwiceIsRefusedUnlessItsLineSaysOverwrite) {
+  EXPECT_NE(test::data_error_of([] { Dictionary::parse("a 1\nb 2\na 3\n", "dict.txt"); })
+                .find("dict.txt:3: 'a' is listed twice (as fairseq, a repeated symbol needs the flag #fairseq:overwrite)"),
+            std::string::npos);
+  EXPECT_NE(test::data_error_of([] { Dictionary::parse("<unk> 1\n", "dict.txt"); }).find("dict.txt:1: '<unk>' is listed twice"),
+            std::string::npos);
+  const auto d = Dictionary::parse("a 1\nb 2\na 3 #fairseq:overwrite\n<unk> 0 #fairseq:overwrite  \n", "dict.txt");
+  EXPECT_EQ(d.size(), 8);
+  EXPECT_EQ(d.index("a"), 6);
+  EXPECT_EQ(d.count(6), 3);
+  EXPECT_EQ(d.index("b"), 5);
+  EXPECT_EQ(d.index("<unk>"), 7);
+  EXPECT_EQ(d.symbol(4), "a");
+  EXPECT_NE(test::data_error_of([] { Dictionary::parse("a #fairseq:overwrite\n", "dict.txt"); }).find("dict.txt:1: expected"),
+            std::string::npos);
+}
+
 TEST(Dictionary, FairseqSpecialsAndFrequencyOrder) {
   Dictionary d;
   EXPECT_EQ(d.index("<s>"), 0);

@@ -82,7 +82,14 @@ Dictionary Dictionary::parse(const std::string& text, const std::string& origin)
 Dictionary Dictionary::from_lines(const std::vector<std::string>& lines, const std::string& path) {
   Dictionary d;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const auto& line = lines[i];
+    // fairseq's rule: "<symbol> <count>", optionally followed by the flag "#fairseq:overwrite",
+    // without which a symbol listed twice (the specials included) is an error. With it, the
+    // symbol gets a new id, the one its later uses map to.
+    std::string line = lines[i];
+    line.erase(line.find_last_not_of(" \t\r\f\v") + 1);
+    const std::string flag = " #fairseq:overwrite";
+    const bool overwrite = line.size() > flag.size() && line.compare(line.size() - flag.size(), flag.size(), flag) == 0;
+    if (overwrite) line.resize(line.size() - flag.size());
     auto sp = line.rfind(' ');
     int64_t count = 0;
     bool ok = sp != std::string::npos && sp > 0;
@@ -97,9 +104,18 @@ Dictionary Dictionary::from_lines(const std::vector<std::string>& lines, const s
     }
     if (!ok) {
       throw DataError(path + ":" + std::to_string(i + 1) +
-                      ": expected '<symbol> <count>' (fairseq dict.txt format), got '" + line + "'");
+                      ": expected '<symbol> <count> [#fairseq:overwrite]' (fairseq dict.txt format), got '" +
+                      line.substr(0, 200) + "'");
     }
-    d.add(line.substr(0, sp), count);
+    std::string symbol = line.substr(0, sp);
+    if (d.index_.count(symbol)) {
+      if (!overwrite) {
+        throw DataError(path + ":" + std::to_string(i + 1) + ": '" + symbol.substr(0, 200) +
+                        "' is listed twice (as fairseq, a repeated symbol needs the flag #fairseq:overwrite)");
+      }
+      d.index_.erase(symbol);
+    }
+    d.add(symbol, count);
   }
   return d;
 }

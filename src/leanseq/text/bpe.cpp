@@ -1,16 +1,19 @@
 #include "leanseq/text/bpe.h"
 
-#include <fstream>
+#include <unicode/regex.h>
+
 #include <queue>
 #include <sstream>
 
 #include "leanseq/core/error.h"
+#include "leanseq/core/io.h"
 
 namespace leanseq::text {
 
 namespace {
 
 const char* kStrip = "\r\n ";
+constexpr uint64_t kMaxCodesBytes = uint64_t{1} << 30;
 
 std::string strip(const std::string& s) {
   const auto b = s.find_first_not_of(kStrip);
@@ -47,6 +50,79 @@ bool is_fastbpe_line(const std::string& item) {
 
 }  // namespace
 
+class Bpe::Glossary {
+ public:
+  explicit Glossary(const std::string& pattern) : text_(pattern) {
+    UErrorCode status = U_ZERO_ERROR;
+    UParseError where;
+    pattern_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), where, status));
+    if (U_FAILURE(status)) {
+      throw ConfigError("glossary '" + pattern.substr(0, 200) + "': not a regular expression (" + u_errorName(status) +
+                        " at offset " + std::to_string(where.offset) + ")");
+    }
+  }
+  // Whether the whole of `word` matches (subword-nmt's re.match('^' + glossary + '$')).
+  bool matches(const std::string& word) const {
+    const auto u = icu::UnicodeString::fromUTF8(word);
+    auto m = matcher(u, word);
+    UErrorCode status = U_ZERO_ERROR;
+    const bool whole = m->matches(status);
+    check(status, word);
+    return whole;
+  }
+  // `word` cut around the glossary's matches, kept (subword-nmt's isolate_glossary).
+  void isolate(const std::string& word, std::vector<std::string>& out) const {
+    const auto u = icu::UnicodeString::fromUTF8(word);
+    auto m = matcher(u, word);
+    UErrorCode status = U_ZERO_ERROR;
+    std::vector<std::string> parts;
+    int32_t last = 0;
+    bool found = false;
+    while (m->find(status) && U_SUCCESS(status)) {
+      found = true;
+      const int32_t start = m->start(status), end = m->end(status);
+      if (start > last) parts.push_back(utf8(u.tempSubStringBetween(last, start)));
+      if (end > start) parts.push_back(utf8(u.tempSubStringBetween(start, end)));
+      last = end;
+    }
+    check(status, word);
+    if (!found || matches(word)) {
+      out.push_back(word);
+      return;
+    }
+    const std::string ending = strip(utf8(u.tempSubStringBetween(last)));
+    if (!ending.empty()) parts.push_back(ending);
+    for (auto& p : parts) out.push_back(std::move(p));
+  }
+
+ private:
+  // A matcher bounded in backtracking memory (ICU's heap stack) and in time (about a second).
+  std::unique_ptr<icu::RegexMatcher> matcher(const icu::UnicodeString& u, const std::string& word) const {
+    UErrorCode status = U_ZERO_ERROR;
+    std::unique_ptr<icu::RegexMatcher> m(pattern_->matcher(u, status));
+    check(status, word);
+    m->setStackLimit(kStackBytes, status);
+    m->setTimeLimit(kTimeSteps, status);
+    check(status, word);
+    return m;
+  }
+  void check(UErrorCode status, const std::string& word) const {
+    if (U_FAILURE(status)) {
+      throw DataError("glossary '" + text_.substr(0, 200) + "' cannot be matched against a word of " +
+                      std::to_string(word.size()) + " bytes within its bounds (" + u_errorName(status) + ")");
+    }
+  }
+  static std::string utf8(const icu::UnicodeString& u) {
+    std::string s;
+    u.toUTF8String(s);
+    return s;
+  }
+  static constexpr int32_t kStackBytes = 8 << 20;
+  static constexpr int32_t kTimeSteps = 1000;
+  std::string text_;
+  std::unique_ptr<icu::RegexPattern> pattern_;
+};
+
 Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const std::vector<std::string>& glossaries,
                    std::string separator) {
   Bpe bpe;
@@ -57,11 +133,18 @@ Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const st
   bool first = true;
   while (std::getline(in, line)) {
     ++number;
+    const std::string where = origin + ":" + std::to_string(number) + ": ";
+    io::check_utf8_line(origin, number, line);
+    if (line.find('\0') != std::string::npos) throw DataError(where + "a NUL byte in BPE codes");
     const std::string item = strip(line);
     if (first) {
       first = false;
       if (line.rfind("#version:", 0) == 0) {
+        // subword-nmt writes 0.1 (no header, "</w>" a symbol of its own) or 0.2 (the header).
         const std::string v = strip(line.substr(9));
+        if (v != "0.1" && v != "0.2") {
+          throw DataError(where + "BPE codes of version '" + v.substr(0, 40) + "' (subword-nmt writes 0.1 or 0.2)");
+        }
         bpe.word_final_suffix_ = v != "0.1";
         continue;
       }
@@ -72,8 +155,7 @@ Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const st
     if (item.empty() && in.peek() == std::char_traits<char>::eof()) break;  // the final newline
     if (bpe.fastbpe_) {
       if (!is_fastbpe_line(item)) {
-        throw DataError(origin + ":" + std::to_string(number) + ": a fastBPE merge must be two subwords and a count, got '" +
-                        item + "'");
+        throw DataError(where + "a fastBPE merge must be two subwords and a count, got '" + item.substr(0, 200) + "'");
       }
       const auto space = item.find(' ');
       bpe.ranks_.emplace(std::make_pair(item.substr(0, space), item.substr(space + 1, item.rfind(' ') - space - 1)),
@@ -82,19 +164,11 @@ Bpe Bpe::from_text(const std::string& codes, const std::string& origin, const st
     }
     const auto space = item.find(' ');
     if (space == std::string::npos || item.find(' ', space + 1) != std::string::npos) {
-      throw DataError(origin + ":" + std::to_string(number) + ": a BPE merge must be two subwords separated by a space, got '" +
-                      item + "'");
+      throw DataError(where + "a BPE merge must be two subwords separated by a space, got '" + item.substr(0, 200) + "'");
     }
     bpe.ranks_.emplace(std::make_pair(item.substr(0, space), item.substr(space + 1)), static_cast<int>(rank++));
   }
-  for (const auto& g : glossaries) {
-    try {
-      bpe.glossaries_.emplace_back(g);
-      bpe.glossary_texts_.push_back(g);
-    } catch (const std::regex_error& e) {
-      throw ConfigError("glossary '" + g + "': not a regular expression (" + e.what() + ")");
-    }
-  }
+  for (const auto& g : glossaries) bpe.glossaries_.push_back(std::make_shared<const Glossary>(g));
   return bpe;
 }
 
@@ -149,11 +223,7 @@ std::vector<std::string> merge_symbols(std::vector<std::string> word,
 }  // namespace
 
 Bpe Bpe::from_file(const std::string& path, const std::vector<std::string>& glossaries) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw DataError(path + ": BPE codes not found");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return from_text(ss.str(), path, glossaries);
+  return from_text(io::read_file(path, "BPE codes", kMaxCodesBytes), path, glossaries);
 }
 
 std::vector<std::string> Bpe::encode_word(const std::string& orig) const {
@@ -170,7 +240,7 @@ std::vector<std::string> Bpe::encode_word(const std::string& orig) const {
 
 std::vector<std::string> Bpe::merge(const std::string& orig) const {
   for (const auto& g : glossaries_) {
-    if (std::regex_match(orig, g)) return {orig};
+    if (g->matches(orig)) return {orig};
   }
   auto word = code_points(orig);
   if (word.size() <= 1) return word;
@@ -194,21 +264,7 @@ std::vector<std::string> Bpe::segment_word(const std::string& word) const {
   std::vector<std::string> segments{word};
   for (const auto& g : glossaries_) {
     std::vector<std::string> next;
-    for (const auto& s : segments) {
-      if (std::regex_match(s, g) || !std::regex_search(s, g)) {
-        next.push_back(s);
-        continue;
-      }
-      size_t last = 0;
-      for (auto it = std::sregex_iterator(s.begin(), s.end(), g); it != std::sregex_iterator(); ++it) {
-        const auto at = static_cast<size_t>(it->position(0));
-        if (at > last) next.push_back(s.substr(last, at - last));
-        if (it->length(0) > 0) next.push_back(it->str(0));
-        last = at + static_cast<size_t>(it->length(0));
-      }
-      const std::string ending = strip(s.substr(last));
-      if (!ending.empty()) next.push_back(ending);
-    }
+    for (const auto& s : segments) g->isolate(s, next);
     segments = std::move(next);
   }
   std::vector<std::string> out;

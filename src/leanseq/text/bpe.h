@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -38,8 +37,11 @@ class Bpe {
   bool word_final_suffix_ = true;  // codes version 0.2 (else 0.1: "</w>" as a separate symbol)
   bool fastbpe_ = false;
   std::string separator_ = "@@";
-  std::vector<std::regex> glossaries_;
-  std::vector<std::string> glossary_texts_;
+  // Glossaries as ICU regular expressions (Python's syntax, as subword-nmt's): ICU's matcher keeps
+  // its backtracking on a bounded heap stack under a time limit, where std::regex recursed once
+  // per character of a word and overflowed the thread's stack on long ones.
+  class Glossary;
+  std::vector<std::shared_ptr<const Glossary>> glossaries_;
   std::vector<std::string> merge(const std::string& word) const;
   // Words already segmented, shared by copies and by threads (a server's workers): at most
   // kMaxCachedWords, then it starts again, so that a stream of new words cannot grow it.
