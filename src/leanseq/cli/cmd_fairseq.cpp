@@ -126,9 +126,9 @@ void copy_with_pipeline(const checkpoint::Checkpoint& ck, const std::string& pat
                         const std::string& out) {
   const auto loaded = checkpoint::load_model(ck, path);
   auto vocab = ck.vocab;
-  vocab.src_spm = vocab.tgt_spm = p.spm.empty() ? "" : checkpoint::read_bytes(p.spm);
+  vocab.src_spm = vocab.tgt_spm = p.spm.empty() ? "" : io::read_file(p.spm);
   vocab.tokenizer = p.tokenizer;
-  vocab.bpe_codes = p.bpe_codes.empty() ? "" : checkpoint::read_bytes(p.bpe_codes);
+  vocab.bpe_codes = p.bpe_codes.empty() ? "" : io::read_file(p.bpe_codes);
   checkpoint::save_checkpoint(out, ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr, ck.storage);
 }
 
@@ -243,13 +243,31 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
     for (int64_t id : ids) out.push_back(escape_unk && id == data::Dictionary::kUnk ? "<<unk>>" : dict.symbol(id));
     return out;
   };
+  // A sentence is checked by its declared length before it is read (a data-bin may declare
+  // billions of tokens), then by its ids (each within its dictionary).
+  auto read = [&](const data::IndexedDataset& set, size_t i, const data::Dictionary& dict, const std::string& path) {
+    const int64_t limit = a.opt.max_input_length;
+    if (limit > 0 && set.length(i) > limit) {
+      throw DataError(path + ".bin: sentence " + std::to_string(i) + " has " + std::to_string(set.length(i)) +
+                      " tokens, more than --max-input-length " + std::to_string(limit) +
+                      " (fairseq-generate refuses it too: its size is invalid for the model)");
+    }
+    auto ids = set.get(i);
+    for (int64_t id : ids) {
+      if (id < 0 || id >= dict.size()) {
+        throw DataError(path + ".bin: sentence " + std::to_string(i) + " holds token id " + std::to_string(id) +
+                        ", outside its dictionary of " + std::to_string(dict.size()) + " symbols");
+      }
+    }
+    return ids;
+  };
   std::vector<std::string> hyps, refs;
   constexpr size_t kChunk = 1024;
   for (size_t from = 0; from < sources.size(); from += kChunk) {
     std::vector<std::vector<int64_t>> chunk, references, prefixes;
     for (size_t i = from; i < std::min(sources.size(), from + kChunk); ++i) {
-      chunk.push_back(sources.get(i));
-      if (targets) references.push_back(without_eos(targets->get(i)));
+      chunk.push_back(read(sources, i, tr.src_dict(), prefix + src_lang));
+      if (targets) references.push_back(without_eos(read(*targets, i, tr.tgt_dict(), prefix + tgt_lang)));
       if (a.prefix_size > 0) {
         const auto& r = references.back();
         prefixes.emplace_back(r.begin(), r.begin() + std::min<int64_t>(a.prefix_size, static_cast<int64_t>(r.size())));

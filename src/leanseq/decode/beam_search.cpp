@@ -442,13 +442,18 @@ std::vector<std::vector<Hypothesis>> generate(const std::vector<models::Seq2SeqM
   const auto lengths_cpu = src_lengths.to(torch::kCPU).to(torch::kLong).contiguous();
   const std::vector<int64_t> lengths(lengths_cpu.data_ptr<int64_t>(), lengths_cpu.data_ptr<int64_t>() + lengths_cpu.numel());
   auto run = [&](const std::vector<std::vector<int64_t>>* p, const std::vector<Constraints>* c, int64_t columns) {
+    // As fairseq's SequenceGenerator: a beam at most the vocabulary (here: the columns a
+    // shortlist leaves) less one.
+    SearchOptions o = opt;
+    o.beam = std::max<int64_t>(1, std::min(opt.beam, columns - 1));
+    o.nbest = std::min(o.nbest, o.beam);
     std::unique_ptr<StepDecoder> dec;
     if (models.size() == 1) {
-      dec = std::make_unique<ModelStepDecoder>(*models.front(), src, src_lengths, opt.beam, opt.temperature, output_ids);
+      dec = std::make_unique<ModelStepDecoder>(*models.front(), src, src_lengths, o.beam, o.temperature, output_ids);
     } else {
-      dec = std::make_unique<EnsembleStepDecoder>(models, src, src_lengths, opt.beam, opt.temperature, output_ids);
+      dec = std::make_unique<EnsembleStepDecoder>(models, src, src_lengths, o.beam, o.temperature, output_ids);
     }
-    return beam_search(*dec, src.size(0), src.size(1), max_positions, columns, opt, p, &lengths, c);
+    return beam_search(*dec, src.size(0), src.size(1), max_positions, columns, o, p, &lengths, c);
   };
   if (!output_ids.defined()) return run(prefixes, constraints, vocab);
   // A shortlist: the search runs over its columns, the prefixes and constraints as columns too;

@@ -38,6 +38,7 @@ void check_options(const TranslateOptions& opt) {
   if (s.sampling && s.constraint_order != ConstraintOrder::none) {
     throw ConfigError("constraints go with beam search, not sampling");
   }
+  if (io::utf8_invalid_offset(opt.prefix) >= 0) throw ConfigError("prefix: not valid UTF-8");
 }
 
 std::pair<std::string, std::vector<std::string>> split_constraints(const std::string& line) {
@@ -76,6 +77,7 @@ std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::st
     if (in.cut() || line.size() > limits.max_line_bytes) {
       throw DataError(where + "a --replace-unk line longer than " + std::to_string(limits.max_line_bytes) + " bytes");
     }
+    io::check_utf8_line(path, number, line);
     bytes += line.size() + 1;
     if (bytes > limits.max_bytes) {
       throw DataError(where + "a --replace-unk dictionary past " + std::to_string(limits.max_bytes) + " bytes");
@@ -85,7 +87,7 @@ std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::st
     if (!(words >> source)) continue;
     if (!(words >> target)) {
       throw DataError(path + ":" + std::to_string(number) + ": a --replace-unk line is a source and a target word, got '" +
-                      line + "'");
+                      line.substr(0, 200) + "'");
     }
     dict[source] = target;
     if (static_cast<int64_t>(dict.size()) > limits.max_entries) {

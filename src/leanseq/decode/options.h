@@ -23,7 +23,11 @@ struct TranslateOptions {
   InputFormat input_format = InputFormat::raw;
   std::string prefix;          // target text every translation starts with (fairseq's prefix_tokens)
   int64_t max_sentences = 64;  // sentences per batch
-  int64_t max_tokens = 0;      // source tokens per batch (0: no limit)
+  // Padded source tokens per batch (0: no limit): a batch's memory grows with them times its
+  // longest source, so a long line shares its batch with few others (with max_input_length's
+  // 1024, at most 4 such lines a batch).
+  int64_t max_tokens = kDefaultMaxTokens;
+  static constexpr int64_t kDefaultMaxTokens = 4096;
   // Longer sources are cut to max_input_length subword tokens, </s> included (0: no limit), as
   // CTranslate2's max_input_length: no line can make a batch allocate without bound.
   int64_t max_input_length = kDefaultMaxInputLength;

@@ -103,6 +103,19 @@ Constraints Translator::encode_constraints(const std::vector<std::string>& texts
 }
 
 namespace {
+// `line`, or its first max_input_length x kMaxBytesPerToken bytes (at a character boundary) when
+// it is longer and max_input_length is set.
+const std::string& within_input_bytes(const std::string& line, int64_t max_input_length) {
+  thread_local std::string cut;
+  if (max_input_length <= 0) return line;
+  const size_t limit = static_cast<size_t>(max_input_length) * kMaxBytesPerToken;
+  if (line.size() <= limit) return line;
+  size_t keep = limit;
+  while (keep > 0 && (static_cast<unsigned char>(line[keep]) & 0xC0) == 0x80) --keep;
+  cut.assign(line, 0, keep);
+  return cut;
+}
+
 // fairseq's replace_unk: each <unk> of `t` (its pieces) becomes the source word of the position it
 // is aligned to, or that word's translation in the dictionary.
 void replace_unknowns(TranslationHyp& t, const std::vector<std::string>& source, const TranslateOptions& opt) {
@@ -125,7 +138,10 @@ std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector
   std::vector<std::vector<int64_t>> sources;
   sources.reserve(lines.size());
   std::vector<std::vector<std::string>> words;  // --replace-unk: the source subwords themselves
-  for (const auto& l : lines) {
+  for (const auto& line : lines) {
+    // A line far longer than its first max_input_length tokens can span is cut before it is
+    // tokenized (which costs a few hundred times its bytes); it would be cut after anyway.
+    const std::string& l = within_input_bytes(line, opt.max_input_length);
     if (!opt.replace_unk) {
       sources.push_back(encode_source(l, opt.input_format));
       continue;

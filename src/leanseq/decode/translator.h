@@ -26,6 +26,11 @@ struct TranslationStats {
   double seconds = 0;
 };
 
+// The most bytes of text a subword token is taken to span: a subword of real text spans far fewer
+// (a SentencePiece piece at most 16 characters), so a line longer than max_input_length times this
+// is cut there before it is tokenized, its first max_input_length tokens unchanged.
+constexpr size_t kMaxBytesPerToken = 256;
+
 class Translator {
  public:
   // src_text and tgt_text: the subword pipelines of the two sides (SentencePiece, or Moses + BPE).

@@ -306,12 +306,21 @@ PYBIND11_MODULE(_leanseq, m) {
            },
            py::call_guard<py::gil_scoped_release>())
       .def("translate_tokens",
-           [](PyTranslator& t, const std::vector<std::vector<std::string>>& tokens, const Options& o) {
+           [](PyTranslator& t, const py::sequence& batch, const Options& o) {
+             // A string is a sequence too: one given where a list of tokens belongs is refused, not
+             // read as its characters.
+             const char* shape = "translate_tokens takes a list of sentences, each a list of tokens: [['▁Ein', '▁Hund']]";
+             if (py::isinstance<py::str>(batch) || py::isinstance<py::bytes>(batch)) throw py::type_error(shape);
              std::vector<std::string> lines;
-             for (const auto& ts : tokens) lines.push_back(join_words(ts));
+             for (const auto item : batch) {
+               if (py::isinstance<py::str>(item) || py::isinstance<py::bytes>(item)) {
+                 throw py::type_error(std::string(shape) + "; got a string for sentence " + std::to_string(lines.size()));
+               }
+               lines.push_back(join_words(item.cast<std::vector<std::string>>()));
+             }
+             py::gil_scoped_release release;
              return t.translate(lines, o, decode::InputFormat::tokens);
-           },
-           py::call_guard<py::gil_scoped_release>())
+           })
       .def("score", &PyTranslator::score, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("compute_type", &PyTranslator::compute_type)
       .def_property_readonly("compute_type_notice", &PyTranslator::compute_type_notice);
