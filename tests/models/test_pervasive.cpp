@@ -87,6 +87,35 @@ TEST(MaskedConv2d, StepsEqualTheFullConvolution) {
   EXPECT_EQ(cache.rows.size(1), 3);
 }
 
+// At inference a full convolution is one product of each position's patch by the weight: equal to
+// the convolution, and each position's bits independent of the batch and of the grid's width (a
+// sentence padded in a batch decodes as it does alone, on every CPU).
+TEST(MaskedConv2d, AtInferenceAFullConvolutionsRowsDoNotDependOnTheBatch) {
+  torch::manual_seed(6);
+  nn::MaskedConv2d conv(6, 8, 5, 1, true);
+  {
+    torch::NoGradGuard g;
+    conv->weight.normal_();
+  }
+  auto x = torch::randn({3, 6, 9, 6});
+  x.select(0, 1).narrow(1, 4, 5).zero_();  // image 1: 4 source columns, then padding
+  const auto reference = reference_masked_conv(conv, x, 1);
+  torch::NoGradGuard inference;
+  const auto together = conv(x);
+  // Sums of 3 x 5 x 6 terms of about 1 each.
+  EXPECT_LT(max_abs_diff(together, reference), 1e-4);
+  const auto alone = conv(x.narrow(0, 1, 1).narrow(2, 0, 4).contiguous());
+  EXPECT_TRUE(torch::equal(alone, together.narrow(0, 1, 1).narrow(2, 0, 4)));
+  // Steps: equal to the whole grid, and a step in a batch equal to the step alone.
+  nn::GridRowsCache batch_cache, alone_cache;
+  for (int64_t t = 0; t < 6; ++t) {
+    const auto step = conv->step(x.narrow(1, t, 1), batch_cache);
+    EXPECT_LT(max_abs_diff(step, together.narrow(1, t, 1)), 1e-5) << t;
+    const auto one = conv->step(x.narrow(0, 1, 1).narrow(1, t, 1).narrow(2, 0, 4).contiguous(), alone_cache);
+    EXPECT_TRUE(torch::equal(one, step.narrow(0, 1, 1).narrow(2, 0, 4))) << t;
+  }
+}
+
 TEST(PervasiveModel, NetworkShapesAndParameterNames) {
   auto res = build(*config("pervasive_tiny"));
   auto dense = build(*config("pervasive_densenet_tiny"));

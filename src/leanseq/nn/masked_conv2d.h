@@ -4,6 +4,7 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "leanseq/nn/derived_weight.h"
 #include "leanseq/nn/incremental_state.h"
 
 namespace leanseq::nn {
@@ -30,6 +31,13 @@ class MaskedConv2dImpl : public torch::nn::Module {
  private:
   // Convolution of x with `top` zero rows above it; returns the rows that see only x's rows.
   torch::Tensor convolve(const torch::Tensor& x, int64_t top);
+  // The same, as one product of every position's patch (its half + 1 rows by k columns of input
+  // channels) by the weight: a full (groups 1) convolution at inference. oneDNN's convolution picks
+  // its blocking by the grid's size and the CPU's caches, so a sentence's sums could change with the
+  // batch it was in (seen on an AMD Zen 4); a product's rows do not depend on each other
+  // (kernels/packed_products.h), so batching never changes a translation.
+  torch::Tensor convolve_as_product(const torch::Tensor& x, int64_t top);
+  DerivedWeight patch_weight_;
   int64_t half_, groups_;
 };
 TORCH_MODULE(MaskedConv2d);
