@@ -106,6 +106,20 @@ int main(int argc, char** argv) {
   write(out / "tokenize/en.txt", "Mr. Smith paid $3.50 for the \"well-known\" book (it's 1,000 pages) & left...");
   write(out / "tokenize/de.txt", "Die M\xc3\xa4nner, z.B. Herr M\xc3\xbcller, bauten 3 H\xc3\xa4user \xe2\x80\x93 1990er: \xc2\xabgut\xc2\xbb!");
   write(out / "tokenize/xml.txt", "a < b > c & d | e [ f ] g ' h \" i @-@ j &amp; k");
+  // config: a train -c file, and one whose aliases name a large tree.
+  write(out / "config/train.yaml",
+        "count: 3\nany: -7\nname: x\nflag: true\na:\n  rate: 0.25\n  b:\n    scale: 2.5\n");
+  write(out / "config/aliases.yaml", "a: &a {rate: 0.5}\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: [*c, *c]\n");
+  // http: what clients send, one connection each.
+  const std::string json_body = R"({"text": "w1 w2 w3", "beam": 2})";
+  write(out / "http/translate.txt", "POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                                        std::to_string(json_body.size()) + "\r\n\r\n" + json_body);
+  write(out / "http/form.txt", "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                               "Content-Length: 23\r\n\r\nq=w1%20w2&source=xx&t=1");
+  write(out / "http/pipelined.txt", "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /languages HTTP/1.1\r\nHost: x\r\n\r\n"
+                                    "GET /%FF?model=tiny HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  write(out / "http/chunked.txt", "POST /v1/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                  "c\r\n{\"text\": \"w1\r\n2\r\n\"}\r\n0\r\n\r\n");
 
   // Where ../shared is there: its BPE codes and tokenizer inputs, and the real fairseq checkpoints'
   // pickles and dictionaries.

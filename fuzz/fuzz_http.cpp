@@ -1,0 +1,121 @@
+// The HTTP server as a whole (serve/server.h): each input is what a client sends on one connection
+// (request line, headers, body: any bytes), answered by the real handlers of a server on loopback
+// that translates with a tiny random model. A crash, an answer that is not HTTP, an error without a
+// JSON body, a 5xx, or /metrics growing past a fixed size fails; so does a server that stops
+// answering.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "leanseq/data/dictionary.h"
+#include "leanseq/data/text_pipeline.h"
+#include "leanseq/decode/translator.h"
+#include "leanseq/models/registry.h"
+#include "leanseq/serve/server.h"
+
+namespace {
+
+// Words split at spaces: the tiny model's "subwords".
+class Words : public leanseq::data::TextPipeline {
+ public:
+  std::vector<std::string> encode(const std::string& text) const override {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  }
+  std::string decode(const std::vector<std::string>& pieces) const override {
+    std::string out;
+    for (const auto& p : pieces) out += (out.empty() ? "" : " ") + p;
+    return out;
+  }
+};
+
+std::atomic<int> port{0};
+// Never destroyed: its thread serves until the process ends (a global pointer keeps it reachable,
+// so that the leak checker does not count it).
+leanseq::serve::Server* server = nullptr;
+
+// What the server answers to `bytes` on a new connection (until it closes or 2 s pass quietly).
+std::string exchange(const std::string& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port.load()));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) __builtin_trap();  // the server is gone
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; out.size() < (1 << 20) && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// Each answer in `reply` (several when the client pipelined requests) is HTTP; a 4xx carries a JSON
+// error; none is a 5xx but 503 (busy).
+void check(const std::string& reply) {
+  for (size_t at = reply.find("HTTP/1.1 "); at != std::string::npos; at = reply.find("HTTP/1.1 ", at + 1)) {
+    const int status = std::atoi(reply.c_str() + at + 9);
+    if (status < 100 || status > 599 || (status >= 500 && status != 503)) __builtin_trap();
+    if (status >= 400 && status != 405) {
+      const auto head_end = reply.find("\r\n\r\n", at);
+      if (head_end == std::string::npos) continue;
+      const auto body = reply.find("{\"error\":", head_end);
+      if (body != head_end + 4) __builtin_trap();
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  torch::manual_seed(1);
+  torch::set_num_threads(1);
+  leanseq::data::Dictionary dict;
+  for (int i = 0; i < 12; ++i) dict.add("w" + std::to_string(i));
+  auto config = leanseq::models::registry().preset_config("transformer_tiny");
+  auto model = leanseq::models::build_model(*config, {dict.size(), dict.size(), true});
+  model->eval();
+  auto words = std::make_shared<Words>();
+  std::vector<leanseq::serve::ServedModel> models;
+  models.push_back({{"tiny", "xx", "yy"},
+                    std::make_unique<leanseq::decode::Translator>(model, dict, dict, words, words), 1});
+  leanseq::serve::ServeOptions opt;
+  opt.port = 0;
+  opt.defaults.search.beam = 2;
+  opt.defaults.search.max_len_b = 4;
+  opt.max_request_bytes = 1 << 16;
+  opt.request_timeout_s = 5;
+  server = new leanseq::serve::Server(std::move(models), opt);
+  std::thread([] { server->run([](int p) { port = p; }); }).detach();
+  while (port.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static int64_t runs = 0;
+  const std::string request(reinterpret_cast<const char*>(data), size);
+  const std::string reply = exchange(request);
+  if (request.find("HEAD") == std::string::npos) check(reply);  // (a HEAD's answer has no body)
+  // No request adds to /metrics but counts (its labels are a closed set).
+  if (++runs % 256 == 0) {
+    const std::string metrics = exchange("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    if (metrics.rfind("HTTP/1.1 200", 0) != 0 || metrics.size() > 16384) __builtin_trap();
+  }
+  return 0;
+}
