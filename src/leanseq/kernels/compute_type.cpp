@@ -95,7 +95,7 @@ ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda, 
 }
 
 ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda) {
-  auto cpu = detect_cpu_vector_support();
+  auto cpu = onednn_cpu_support();
   cpu.amx_int8 = cpu.amx_int8 && int8_amx_available();  // and oneDNN runs its int8 products there
   return resolve_compute_type(request, cuda, cpu, int8_gemm_available());
 }

@@ -234,8 +234,24 @@ Int8Activations default_int8_activations(const CpuVectorSupport& cpu) {
   return cpu.avx512vnni || cpu.avxvnni ? Int8Activations::u8_shifted : Int8Activations::u8_split;
 }
 
+CpuVectorSupport onednn_cpu_support() {
+  auto cpu = detect_cpu_vector_support();
+#ifdef LEANSEQ_WITH_DNNL
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto reaches = [isa](dnnl::cpu_isa level) {
+    const auto bits = static_cast<unsigned>(level);
+    return (isa & bits) == bits;
+  };
+  cpu.avx512vnni = cpu.avx512vnni && reaches(dnnl::cpu_isa::avx512_core_vnni);
+  cpu.avxvnni = cpu.avxvnni && reaches(dnnl::cpu_isa::avx2_vnni);
+  cpu.avx512bf16 = cpu.avx512bf16 && reaches(dnnl::cpu_isa::avx512_core_bf16);
+  cpu.amx_int8 = cpu.amx_int8 && reaches(dnnl::cpu_isa::avx512_core_amx);
+#endif
+  return cpu;
+}
+
 Int8Activations default_int8_activations() {
-  static const Int8Activations form = default_int8_activations(detect_cpu_vector_support());
+  static const Int8Activations form = default_int8_activations(onednn_cpu_support());
   return form;
 }
 

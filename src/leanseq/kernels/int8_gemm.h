@@ -53,7 +53,10 @@ enum class Int8Activations { u8_shifted, s8, u8_split };
 // The form int8_linear uses by default on a CPU: u8_shifted with VNNI (AVX512_VNNI or AVX-VNNI),
 // u8_split without.
 Int8Activations default_int8_activations(const CpuVectorSupport& cpu);
-// The same for this CPU (detected once).
+// What this CPU runs as oneDNN runs on it: a feature above ONEDNN_MAX_CPU_ISA's cap counts as
+// absent (its products would fail, or saturate as without VNNI).
+CpuVectorSupport onednn_cpu_support();
+// The form for this CPU as oneDNN runs on it (detected once).
 Int8Activations default_int8_activations();
 
 // Where oneDNN runs its int8 matmul primitive on AMX tiles (Sapphire Rapids and later; probed once),
