@@ -242,6 +242,12 @@ CpuVectorSupport onednn_cpu_support() {
     const auto bits = static_cast<unsigned>(level);
     return (isa & bits) == bits;
   };
+  const bool avx512 = reaches(dnnl::cpu_isa::avx512_core);
+  cpu.avx512f = cpu.avx512f && avx512;
+  cpu.avx512bw = cpu.avx512bw && avx512;
+  cpu.avx512vl = cpu.avx512vl && avx512;
+  cpu.avx512dq = cpu.avx512dq && avx512;
+  cpu.avx512cd = cpu.avx512cd && avx512;
   cpu.avx512vnni = cpu.avx512vnni && reaches(dnnl::cpu_isa::avx512_core_vnni);
   cpu.avxvnni = cpu.avxvnni && reaches(dnnl::cpu_isa::avx2_vnni);
   cpu.avx512bf16 = cpu.avx512bf16 && reaches(dnnl::cpu_isa::avx512_core_bf16);
