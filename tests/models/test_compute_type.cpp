@@ -4,6 +4,7 @@
 // takes q, k and v from one product (int8 and float32).
 #include <gtest/gtest.h>
 
+#include "leanseq/kernels/compute_type.h"
 #include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/nn/attention.h"
@@ -37,6 +38,8 @@ double relative(const torch::Tensor& a, const torch::Tensor& b) { return ((a - b
 
 TEST(ComputeTypes, EveryFamilyRunsItsProductsInInt8AndBfloat16) {
   if (!kernels::int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  const bool bf16_runs =
+      kernels::resolve_compute_type(kernels::ComputeTypeRequest::bfloat16, false).type == ComputeType::bfloat16;
   for (const char* arch : {"transformer_tiny", "transformer_tiny_san_aan", "lightconv_tiny", "dynamicconv_tiny",
                            "fconv_tiny", "pervasive_tiny"}) {
     SCOPED_TRACE(arch);
@@ -56,10 +59,14 @@ TEST(ComputeTypes, EveryFamilyRunsItsProductsInInt8AndBfloat16) {
     // incremental decoder stays exact in int8 (about 1e-7 here; a rounding flip would cost more).
     EXPECT_LT(relative(i8.steps, i8.full), 1e-4);
 
-    nn::set_compute_type(*model, ComputeType::bfloat16);
-    const auto bf = run(*model, src, prev);
-    EXPECT_FALSE(torch::equal(bf.full, f32.full));
-    EXPECT_LT(relative(bf.full, f32.full), 0.05);
+    // bfloat16 where it runs: under ONEDNN_MAX_CPU_ISA=AVX2 on an AVX-512 CPU, ATen still hands its
+    // bfloat16 products to oneDNN, which refuses them; a request there resolves to float32.
+    if (bf16_runs) {
+      nn::set_compute_type(*model, ComputeType::bfloat16);
+      const auto bf = run(*model, src, prev);
+      EXPECT_FALSE(torch::equal(bf.full, f32.full));
+      EXPECT_LT(relative(bf.full, f32.full), 0.05);
+    }
 
     nn::set_compute_type(*model, ComputeType::float32);
     const auto back = run(*model, src, prev);

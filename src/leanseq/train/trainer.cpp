@@ -18,6 +18,7 @@
 #include "leanseq/core/timer.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/kernels/dense.h"
+#include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/train/distributed.h"
 #include "leanseq/train/mixed_precision.h"
@@ -182,7 +183,7 @@ struct Trainer::Impl {
     const int64_t window = opt.amp_scale_window > 0 ? opt.amp_scale_window
                                                     : std::max<int64_t>(1, 16384 / (world_size() * opt.update_freq));
     std::string amp_type = opt.amp;
-    if (amp_type == "bfloat16" && !device.is_cuda() && !detect_cpu_vector_support().avx512bf16) {
+    if (amp_type == "bfloat16" && !device.is_cuda() && !kernels::onednn_cpu_support().avx512bf16) {
       if (main_process()) {
         log::warn("optim.amp=bfloat16: this CPU has no AVX512_BF16, so bfloat16 products would be emulated and "
                   "slower than float32; training in float32");
