@@ -129,5 +129,5 @@ TEST(HostileInputs, ABeamWiderThanTheVocabularyAndABadPrefix) {
             0)
       << out.substr(0, 1000);
   expect_refused("echo a1 | " + kCli + " translate --checkpoint " + tiny_checkpoint() + " --prefix \"$(printf 'b\\377')\"", 2,
-                 "prefix: not valid UTF-8");
+                 "prefix: expected UTF-8 text, got bytes that are not UTF-8");
 }

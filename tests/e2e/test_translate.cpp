@@ -275,10 +275,10 @@ TEST(TranslateOptions, OutOfRangeOptionsAreNamedWithExitCode2) {
   for (const auto& [flag, named] : std::vector<std::pair<std::string, std::string>>{
            {"--threads 100000", "threads: 100000 is more than"},
            {"--threads -3", "threads: -3 is negative"},
-           {"--beam 0", "beam must be from 1"},
-           {"--lenpen nan", "lenpen must be from"},
-           {"--max-input-length -1", "max_input_length must be from 0"},
-           {"--sampling --sampling-topk -5", "--sampling-topk"}}) {
+           {"--beam 0", "beam: expected an integer in [1, 1024], got 0"},
+           {"--lenpen nan", "lenpen: expected a finite number in [-1e+06, 1e+06], got nan"},
+           {"--max-input-length -1", "max_input_length: expected an integer in [0, 1e+09], got -1"},
+           {"--sampling --sampling-topk -5", "sampling_topk: expected an integer in [1, 1e+09] or -1 (off), got -5"}}) {
     std::string out;
     EXPECT_EQ(run_command("echo a1 | " + kCli + " translate --checkpoint " + ck + " " + flag, out), 2) << flag << ": " << out;
     EXPECT_NE(out.find(named), std::string::npos) << flag << ": " << out;

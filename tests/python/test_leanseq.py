@@ -117,10 +117,14 @@ def test_errors_are_python_exceptions_with_the_command_lines_messages(tmp_path, 
     with pytest.raises(RuntimeError, match="bad.pt"):
         leanseq.Translator(str(bad))
     t = leanseq.Translator(checkpoint)
-    with pytest.raises(ValueError, match="beam must be from 1"):
+    with pytest.raises(ValueError, match=re.escape("beam: expected an integer in [1, 1024], got 0")):
         t.translate(LINES, beam=0)
-    with pytest.raises(ValueError, match="nbest"):
+    with pytest.raises(ValueError, match=re.escape("nbest: expected at most beam (2), got 3")):
         t.translate(LINES, beam=2, nbest=3)
+    with pytest.raises(ValueError, match=re.escape("beam: expected an integer in [1, 1024], got '5'")):
+        t.translate(LINES, beam="5")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bean'"):
+        t.translate(LINES, bean=5)
     with pytest.raises(ValueError, match="unknown compute type 'int4'"):
         leanseq.Translator(checkpoint, compute_type="int4")
     with pytest.raises(ValueError, match="cuda:7"):
@@ -428,3 +432,65 @@ def test_import_fairseq_then_constraints_and_replace_unk(tmp_path):
         assert set(r.tokens) <= {"▁A", "▁man", ".", "<unk>"}
     with pytest.raises(FileNotFoundError):
         leanseq.Translator(str(tmp_path / "m.pt"), shortlist=str(tmp_path / "absent.txt"))
+
+
+def test_a_bad_option_gets_one_message_from_the_command_line_the_server_and_python(tmp_path, checkpoint):
+    """Each decoding option is declared and checked once (decode/option_table.h): the same bad
+    value gives the same line through ``leanseq translate``, /v1/translate, LibreTranslate's
+    /translate (a form's text too) and Python."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    log = open(tmp_path / "serve.log", "w")
+    server = subprocess.Popen([CLI, "serve", "--checkpoint", checkpoint, "--host", "127.0.0.1", "--port", "0"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        port = None
+        for _ in range(300):
+            found = re.search(r"listening on http://127.0.0.1:(\d+)/", open(tmp_path / "serve.log").read())
+            if found:
+                port = int(found.group(1))
+                break
+            threading.Event().wait(0.1)
+        assert port, open(tmp_path / "serve.log").read()
+
+        def http_error(path, body, content_type):
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
+                                             headers={"Content-Type": content_type})
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(request, timeout=60)
+            assert e.value.code == 400
+            return json.loads(e.value.read())["error"]
+
+        t = leanseq.Translator(checkpoint)
+        for name, flag, value, message in (
+                ("beam", "--beam", 0, "beam: expected an integer in [1, 1024], got 0"),
+                ("beam", "--beam", 1025, "beam: expected an integer in [1, 1024], got 1025"),
+                ("lenpen", "--lenpen", 2e6, "lenpen: expected a finite number in [-1e+06, 1e+06], got 2e+06"),
+                ("max_len_b", "--max-len-b", -1, "max_len_b: expected an integer in [0, 65536], got -1")):
+            cli = subprocess.run([CLI, "translate", "--checkpoint", checkpoint, flag, str(value)], input="a1\n",
+                                 capture_output=True, text=True)
+            assert cli.returncode == 2, cli.stderr
+            assert cli.stderr.strip().splitlines() == ["leanseq: error: " + message]
+            with pytest.raises(ValueError) as e:
+                t.translate(LINES, **{name: value})
+            assert str(e.value) == message
+            assert http_error("/v1/translate", json.dumps({"text": "a1", name: value}).encode(),
+                              "application/json") == message
+            assert http_error("/translate", json.dumps({"q": "a1", "source": "src", "target": "tgt",
+                                                        name: value}).encode(), "application/json") == message
+            form = urllib.parse.urlencode({"q": "a1", "source": "src", "target": "tgt", name: str(value)}).encode()
+            assert http_error("/translate", form, "application/x-www-form-urlencoded") == message
+        # A good value is taken by each, and translates alike.
+        want = [r.text for r in t.translate(["a1 a2"], beam=2, max_len_b=12)]
+        cli = run("translate", "--checkpoint", checkpoint, "--beam", "2", "--max-len-b", "12", input="a1 a2\n")
+        assert cli.stdout.splitlines() == want
+        body = json.dumps({"text": "a1 a2", "beam": 2, "max_len_b": 12}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/translate", data=body,
+                                         headers={"Content-Type": "application/json"})
+        assert json.loads(urllib.request.urlopen(request, timeout=60).read())["translations"][0]["text"] == want[0]
+    finally:
+        server.terminate()
+        server.wait()
+        log.close()

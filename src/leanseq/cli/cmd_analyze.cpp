@@ -100,8 +100,9 @@ void run_attention(const AnalyzeArgs& a) {
 struct PruneCurveArgs {
   std::vector<std::string> checkpoints, labels;
   std::string src, ref, tsv, method = "weight", sparsities = "0,30,50,70,90", output_dir;
-  int64_t beam = 5, max_sentences = 64, threads = 0;
-  double lenpen = 1.0;
+  // Translation models decode with translate's defaults unless these are given.
+  int64_t beam = decode::SearchOptions{}.beam, max_sentences = decode::TranslateOptions{}.max_sentences, threads = 0;
+  double lenpen = decode::SearchOptions{}.lenpen;
 };
 
 std::vector<double> parse_percentages(const std::string& text) {

@@ -16,7 +16,7 @@ namespace leanseq::cli {
 void add_attention(CLI::App& app, int& exit_code) {
   struct Args {
     std::string checkpoint, source, output;
-    int64_t beam = 5;
+    int64_t beam = decode::SearchOptions{}.beam;
   };
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand("attention", "translate one sentence and draw its encoder attention (PNG or SVG)");
@@ -25,7 +25,6 @@ void add_attention(CLI::App& app, int& exit_code) {
   sub->add_option("--output,-o", a->output, "image file (.png or .svg)")->required();
   sub->add_option("--beam", a->beam, "beam size")->capture_default_str();
   sub->callback([a, &exit_code] {
-    if (a->beam < 1) throw ConfigError("--beam must be at least 1");
     if (io::utf8_invalid_offset(a->source) >= 0) throw DataError("--source: invalid UTF-8");
     auto lt = runtime::load_translator(a->checkpoint);
     decode::TranslateOptions opt;

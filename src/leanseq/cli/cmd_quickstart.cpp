@@ -117,7 +117,6 @@ void add_quickstart(CLI::App& app, int& exit_code) {
 
     auto lt = runtime::load_translator(save_dir + "/checkpoint_best.pt");
     decode::TranslateOptions to;
-    to.search.beam = 5;
     to.search.max_len_a = 1.2;
     to.search.max_len_b = 10;
     auto first_best = [&](const std::vector<std::string>& sources, decode::TranslationStats* stats) {
@@ -165,8 +164,8 @@ void add_quickstart(CLI::App& app, int& exit_code) {
                 a->tgt.c_str(), a->minutes);
     std::printf("training: %ld updates, %.0f target tokens/s\n", static_cast<long>(outcome.num_updates),
                 outcome.train_tokens_per_second);
-    std::printf("test set: %zu sentences, beam 5, length penalty %.2f: %.2f sentences/s, %.1f target tokens/s\n",
-                sources.size(), best_lenpen, stats.sentences / stats.seconds, stats.target_tokens / stats.seconds);
+    std::printf("test set: %zu sentences, beam %ld, length penalty %.2f: %.2f sentences/s, %.1f target tokens/s\n",
+                sources.size(), static_cast<long>(to.search.beam), best_lenpen, stats.sentences / stats.seconds, stats.target_tokens / stats.seconds);
     std::printf("%s\nchrF2 = %.2f\n", bleu.format().c_str(), chrf.score);
     for (int64_t i = 0; i < a->samples && i < static_cast<int64_t>(sources.size()); ++i) {
       size_t k = static_cast<size_t>(i) * sources.size() / static_cast<size_t>(a->samples);

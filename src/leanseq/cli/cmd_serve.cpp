@@ -79,6 +79,10 @@ void add_serve(CLI::App& app, int& exit_code) {
                   "source tokens x beam in one decoding batch at most (bounds its memory)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_option("--max-beam", a->server.max_beam,
+                  "the widest beam a request may ask for (a request's time and memory grow with it)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
   sub->add_option("--api-keys", a->server.access.api_keys_file,
                   "file of API keys, one 'KEY [REQUESTS_PER_MINUTE]' per line: /translate and /v1/translate then "
                   "need one (LibreTranslate's api_key, or an X-API-Key header)");

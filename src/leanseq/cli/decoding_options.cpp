@@ -8,6 +8,7 @@
 #include "leanseq/core/memory.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/decode/option_table.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/int8_gemm.h"
@@ -15,56 +16,29 @@
 namespace leanseq::cli {
 
 void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
-  auto& s = f.opt.search;
-  sub->add_option("--beam", s.beam, "beam size")->capture_default_str()
-      ->group("Search");
+  // The options of decode/option_table.h, bound to f.opt; their ranges are checked with the
+  // others' in check_decoding_flags (the same messages as the server's and Python's).
+  for (const auto& option : decode::decoding_options()) {
+    const bool number = option.kind() == decode::DecodingOption::Kind::integer ||
+                        option.kind() == decode::DecodingOption::Kind::number;
+    const std::string help = std::string(option.help) + (number ? " (" + option.expected() + ")" : "");
+    std::visit(
+        [&](auto field) {
+          auto& value = field(f.opt);
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            sub->add_flag(option.flags, value, help)->group(option.group);
+          } else {
+            sub->add_option(option.flags, value, help)->capture_default_str()->group(option.group);
+          }
+        },
+        option.field);
+  }
   sub->add_flag("--greedy", f.greedy, "greedy search (beam 1)")
       ->group("Search");
-  sub->add_option("--lenpen", s.lenpen, "length penalty exponent")->capture_default_str()
-      ->group("Search");
-  sub->add_option("--max-len-a", s.max_len_a, "max length = a * source length + b")->capture_default_str()
-      ->group("Search");
-  sub->add_option("--max-len-b", s.max_len_b, "max length = a * source length + b")->capture_default_str()
-      ->group("Search");
-  sub->add_option("--nbest", s.nbest, "hypotheses per sentence")->capture_default_str()
-      ->group("Search");
-  sub->add_option("--unk-penalty,--unkpen", s.unk_penalty, "subtracted from <unk> log-probabilities")->capture_default_str()
-      ->group("Search");
-  sub->add_option("--min-len", s.min_len, "translations have at least this many tokens before </s>")
-      ->capture_default_str()
-      ->group("Search");
-  sub->add_option("--no-repeat-ngram-size", s.no_repeat_ngram_size,
-                  "no translation repeats an n-gram of this many tokens (0: off)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber)
-      ->group("Search");
-  sub->add_flag("--sampling", s.sampling,
-                "sample instead of searching: --beam samples per sentence (--nbest of them, best first)")
-      ->group("Sampling");
-  sub->add_option("--sampling-topk", s.sampling_topk, "sample from the K most likely tokens only")
-      ->check(CLI::PositiveNumber)
-      ->group("Sampling");
-  sub->add_option("--sampling-topp", s.sampling_topp, "sample from the smallest set of tokens whose probability reaches P")
-      ->check(CLI::Range(0.0, 1.0))
-      ->group("Sampling");
-  sub->add_option("--temperature", s.temperature, "logits are divided by T (sampling and search)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber)
-      ->group("Sampling");
   sub->add_option("--seed", f.seed, "random seed of sampling (the same seed and threads: the same samples)")
       ->capture_default_str()
       ->group("Sampling");
-  sub->add_option("--batch-size", f.opt.max_sentences, "sentences per batch")->capture_default_str()
-      ->group("Performance");
-  sub->add_option("--max-tokens", f.opt.max_tokens, "source tokens per batch (0: no limit)")->capture_default_str()
-      ->group("Performance");
-  sub->add_option("--max-input-length", f.opt.max_input_length,
-                  "longest source in subword tokens, </s> included (0: no limit); translate cuts longer lines to it "
-                  "with a warning, serve refuses them (413)")
-      ->capture_default_str()
-      ->group("Input and output");
-  sub->add_option("--prefix", f.opt.prefix, "text every translation starts with (then the search goes on)")
-      ->group("Search");
   sub->add_option("--replace-unk", f.replace_unk,
                   "each <unk> of a translation becomes the source subword it attends most, or that subword's "
                   "translation in DICT ('source target' lines) when one is given (fairseq's --replace-unk)")

@@ -1,45 +1,10 @@
 #include "leanseq/decode/options.h"
 
-#include <sstream>
-
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/line_reader.h"
 
 namespace leanseq::decode {
-
-void check_options(const TranslateOptions& opt) {
-  const auto& s = opt.search;
-  auto range = [](const char* name, double v, double lo, double hi) {
-    if (!(v >= lo && v <= hi)) {  // NaN fails too
-      std::ostringstream os;
-      os << name << " must be from " << lo << " to " << hi << " (got " << v << ")";
-      throw ConfigError(os.str());
-    }
-  };
-  range("beam", static_cast<double>(s.beam), 1, kMaxBeam);
-  range("nbest", static_cast<double>(s.nbest), 1, static_cast<double>(s.beam));
-  range("lenpen", s.lenpen, -1e6, 1e6);
-  range("max_len_a", s.max_len_a, 0, 1e6);
-  range("max_len_b", static_cast<double>(s.max_len_b), 0, kMaxLenB);
-  range("min_len", static_cast<double>(s.min_len), 0, kMaxLenB);
-  range("unk_penalty", s.unk_penalty, -1e6, 1e6);
-  range("no_repeat_ngram_size", static_cast<double>(s.no_repeat_ngram_size), 0, kMaxLenB);
-  range("temperature", s.temperature, 1e-6, 1e6);
-  if (s.sampling_topk != -1) range("sampling_topk", static_cast<double>(s.sampling_topk), 1, 1e9);
-  if (s.sampling_topp != -1) range("sampling_topp", s.sampling_topp, 1e-9, 1);
-  if (!s.sampling && (s.sampling_topk > 0 || s.sampling_topp > 0)) {
-    throw ConfigError("sampling_topk and sampling_topp go with sampling");
-  }
-  if (s.sampling_topk > 0 && s.sampling_topp > 0) throw ConfigError("sampling_topk and sampling_topp: give one of them");
-  range("batch size", static_cast<double>(opt.max_sentences), 1, 1e9);
-  range("max_tokens", static_cast<double>(opt.max_tokens), 0, 1e12);
-  range("max_input_length", static_cast<double>(opt.max_input_length), 0, 1e9);
-  if (s.sampling && s.constraint_order != ConstraintOrder::none) {
-    throw ConfigError("constraints go with beam search, not sampling");
-  }
-  if (io::utf8_invalid_offset(opt.prefix) >= 0) throw ConfigError("prefix: not valid UTF-8");
-}
 
 std::pair<std::string, std::vector<std::string>> split_constraints(const std::string& line) {
   const auto first = line.find_first_not_of(" \t\r\n\v\f");

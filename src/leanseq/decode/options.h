@@ -54,11 +54,10 @@ struct ReplaceUnkLimits {
 std::unordered_map<std::string, std::string> read_replace_unk_dict(const std::string& path,
                                                                    const ReplaceUnkLimits& limits = {});
 
-// ConfigError naming the first option out of its range (fairseq's names without dashes): beam 1 to
-// kMaxBeam, nbest 1 to beam, lenpen/max_len_a/temperature finite (temperature > 0), max_len_b 0 to
-// kMaxLenB, min_len >= 0, sampling_topk -1 or >= 1, sampling_topp -1 or in (0, 1] (either, not
-// both, and only with sampling), batch sizes and max_input_length not negative. translate, serve and
-// Python check their options through it.
+// ConfigError "<name>: expected <what it takes>, got <value>" for the first option out of the range
+// decode/option_table.h declares for it, or for a combination the search cannot take (nbest past
+// beam, top-k or top-p without sampling, constraints with sampling). Translator::translate checks
+// its options so; every surface gives these messages.
 void check_options(const TranslateOptions& opt);
 constexpr int64_t kMaxBeam = 1024;
 constexpr int64_t kMaxLenB = 1 << 16;

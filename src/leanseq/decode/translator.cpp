@@ -162,6 +162,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
                                                                    const std::vector<std::vector<int64_t>>* prefixes,
                                                                    const std::vector<std::vector<std::string>>* source_words,
                                                                    const std::vector<Constraints>* constraints) {
+  check_options(opt_in);  // every caller's options, whatever surface they came from
   Timer timer;
   TranslateOptions opt = opt_in;
   if (opt.replace_unk) opt.search.need_attn = true;  // the alignment says which source subword

@@ -19,6 +19,7 @@
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
 #include "leanseq/eval/ter.h"
+#include "leanseq/decode/option_table.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/python/toolkit.h"
@@ -42,41 +43,49 @@ struct Result {
   std::vector<Hypothesis> hypotheses;
 };
 
+// A call's options: the decoding options of decode/option_table.h (set through set()), and what
+// only Python's results take.
 struct Options {
-  int64_t beam = 5, nbest = 1, max_len_b = 200, min_len = 1, no_repeat_ngram_size = 0, max_batch_size = 64;
-  int64_t max_input_length = decode::TranslateOptions::kDefaultMaxInputLength;
-  double lenpen = 1.0, max_len_a = 0.0, temperature = 1.0, sampling_topp = -1.0, unk_penalty = 0.0;
-  bool sampling = false, return_alignment = false, return_scores = true;
-  int64_t sampling_topk = -1;
+  decode::TranslateOptions decoding;
+  bool return_alignment = false, return_scores = true;
   std::optional<int64_t> seed;
-  std::string prefix;
   // One list of constraint texts per sentence (none: unconstrained), and how they are met.
   std::optional<std::vector<std::vector<std::string>>> constraints;
   std::string constraint_order = "ordered";
   // replace_unk: <unk>s become their aligned source subwords, or these entries of them.
   bool replace_unk = false;
   std::unordered_map<std::string, std::string> replace_unk_dict;
+
+  // Sets the option whose Python keyword is `name`; ConfigError (ValueError) for a value it does
+  // not take, with the messages of the command line and the server.
+  void set(const std::string& name, const py::handle& value) {
+    const auto* option = decode::find_decoding_option(name, /*python=*/true);
+    if (!option) throw py::type_error("unexpected keyword argument '" + name + "'");
+    decode::OptionValue v;
+    if (py::isinstance<py::bool_>(value)) {
+      v = value.cast<bool>();
+    } else if (py::isinstance<py::int_>(value)) {
+      try {
+        v = value.cast<int64_t>();
+      } catch (const py::cast_error&) {  // past 64 bits
+        v = py::str(value).cast<std::string>();
+      }
+    } else if (py::isinstance<py::float_>(value)) {
+      v = value.cast<double>();
+    } else if (py::isinstance<py::str>(value) && option->kind() == decode::DecodingOption::Kind::text) {
+      v = value.cast<std::string>();
+    } else {  // a string for a number is refused here, not read as one (as a form's field is)
+      throw ConfigError(std::string(option->name) + ": expected " + option->expected() + ", got " +
+                        first_line(py::repr(value).cast<std::string>(), 100));
+    }
+    decode::set_option(decoding, *option, v);
+  }
 };
 
 decode::TranslateOptions to_options(const Options& o, decode::InputFormat format) {
-  decode::TranslateOptions t;
+  decode::TranslateOptions t = o.decoding;
   t.input_format = format;
-  t.search.beam = o.beam;
-  t.search.nbest = o.nbest;
-  t.search.lenpen = o.lenpen;
-  t.search.max_len_a = o.max_len_a;
-  t.search.max_len_b = o.max_len_b;
-  t.search.min_len = o.min_len;
-  t.search.unk_penalty = o.unk_penalty;
-  t.search.no_repeat_ngram_size = o.no_repeat_ngram_size;
-  t.search.temperature = o.temperature;
-  t.search.sampling = o.sampling;
-  t.search.sampling_topk = o.sampling_topk;
-  t.search.sampling_topp = o.sampling_topp;
   t.search.need_attn = o.return_alignment;
-  t.max_sentences = o.max_batch_size;
-  t.max_input_length = o.max_input_length;
-  t.prefix = o.prefix;
   if (o.constraints) {
     try {
       t.search.constraint_order = decode::parse_constraint_order(o.constraint_order);
@@ -270,28 +279,25 @@ PYBIND11_MODULE(_leanseq, m) {
 
   py::class_<Options>(m, "_Options")
       .def(py::init<>())
-      .def_readwrite("beam", &Options::beam)
-      .def_readwrite("nbest", &Options::nbest)
-      .def_readwrite("lenpen", &Options::lenpen)
-      .def_readwrite("max_len_a", &Options::max_len_a)
-      .def_readwrite("max_len_b", &Options::max_len_b)
-      .def_readwrite("min_len", &Options::min_len)
-      .def_readwrite("unk_penalty", &Options::unk_penalty)
-      .def_readwrite("no_repeat_ngram_size", &Options::no_repeat_ngram_size)
-      .def_readwrite("sampling", &Options::sampling)
-      .def_readwrite("sampling_topk", &Options::sampling_topk)
-      .def_readwrite("sampling_topp", &Options::sampling_topp)
-      .def_readwrite("temperature", &Options::temperature)
+      .def("set", &Options::set, py::arg("name"), py::arg("value"))
       .def_readwrite("seed", &Options::seed)
-      .def_readwrite("prefix", &Options::prefix)
       .def_readwrite("constraints", &Options::constraints)
       .def_readwrite("constraint_order", &Options::constraint_order)
       .def_readwrite("replace_unk", &Options::replace_unk)
       .def_readwrite("replace_unk_dict", &Options::replace_unk_dict)
-      .def_readwrite("max_batch_size", &Options::max_batch_size)
-      .def_readwrite("max_input_length", &Options::max_input_length)
       .def_readwrite("return_alignment", &Options::return_alignment)
       .def_readwrite("return_scores", &Options::return_scores);
+  m.def(
+      "_decoding_options",
+      [] {
+        const decode::TranslateOptions defaults;
+        py::list out;
+        for (const auto& o : decode::decoding_options()) {
+          out.append(py::make_tuple(o.python_name(), o.expected(), o.value_text(defaults), o.help));
+        }
+        return out;
+      },
+      "(keyword, what it takes, default, help) of each decoding option, as translate() takes them");
 
   py::class_<PyTranslator>(m, "_Translator")
       .def(py::init<const std::string&, const std::string&, const std::string&, int64_t, int64_t, const std::string&>(),

@@ -1,12 +1,14 @@
 #include "leanseq/serve/request.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
+#include "leanseq/decode/option_table.h"
 
 namespace leanseq::serve {
 
@@ -53,32 +55,30 @@ std::vector<std::string> texts_of(const json& v, const std::string& field, int64
   return out;
 }
 
+decode::OptionValue option_value(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return v.get<double>();
+    return v.get<int64_t>();
+  }
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>();
+  return json_text(v).substr(0, 100);  // a list or an object: refused as text by every option but prefix's
+}
+
 decode::TranslateOptions options_of(const json& req, const decode::TranslateOptions& defaults, int64_t max_beam) {
   decode::TranslateOptions o = defaults;
-  auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t& field) {
-    if (!req.contains(key)) return;
-    if (!req[key].is_number_integer() || req[key].get<int64_t>() < lo || req[key].get<int64_t>() > hi) {
-      throw Refusal{400, std::string(key) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi)};
-    }
-    field = req[key].get<int64_t>();
-  };
-  auto number = [&](const char* key, double lo, double hi, double& field) {
-    if (!req.contains(key)) return;
-    if (!req[key].is_number() || !(req[key].get<double>() >= lo && req[key].get<double>() <= hi)) {
-      throw Refusal{400, std::string(key) + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi)};
-    }
-    field = req[key].get<double>();
-  };
-  integer("beam", 1, max_beam, o.search.beam);
-  integer("nbest", 1, o.search.beam, o.search.nbest);
-  number("lenpen", 0, 10, o.search.lenpen);
-  number("max_len_a", 0, 10, o.search.max_len_a);
-  integer("max_len_b", 1, 1024, o.search.max_len_b);
-  if (o.search.nbest > o.search.beam) throw Refusal{400, "nbest cannot exceed beam"};
   try {
+    for (const auto& option : decode::decoding_options()) {
+      if (option.per_request && req.contains(option.name)) decode::set_option(o, option, option_value(req[option.name]));
+    }
     decode::check_options(o);
   } catch (const ConfigError& e) {
     throw Refusal{400, e.what()};
+  }
+  if (req.contains("beam") && o.search.beam > max_beam) {  // (the server's own --beam may be wider)
+    throw Refusal{400, "beam: at most " + std::to_string(max_beam) + " on this server (--max-beam), got " +
+                           std::to_string(o.search.beam)};
   }
   return o;
 }

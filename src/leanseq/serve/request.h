@@ -33,8 +33,9 @@ nlohmann::json parse_body(const std::string& body);
 // valid UTF-8 and not blank (400 otherwise). `field` names them in messages.
 std::vector<std::string> texts_of(const nlohmann::json& v, const std::string& field, int64_t limit);
 
-// The decoding options of a /v1/translate request: `defaults`, with the overrides a request may
-// make (beam up to max_beam, nbest, lenpen, max_len_a, max_len_b), each range-checked (400).
+// The decoding options of a request (/v1/translate, /translate): `defaults`, with the options
+// decode/option_table.h marks per_request set from its fields (JSON values, or a form's text),
+// refused (400) with decode::check_options' messages; beam also at most max_beam.
 decode::TranslateOptions options_of(const nlohmann::json& req, const decode::TranslateOptions& defaults,
                                     int64_t max_beam);
 

@@ -110,8 +110,10 @@ struct Server::Impl {
   std::vector<std::vector<decode::TranslationHyp>> translate(Model& m, const std::vector<std::string>& texts,
                                                               decode::TranslateOptions o,
                                                               const std::vector<std::vector<std::string>>* constraints = nullptr) {
-    // A batch's memory grows with its source tokens times the beam.
-    o.max_tokens = std::max<int64_t>(1, opt.batch_token_budget / std::max<int64_t>(1, o.search.beam));
+    // A batch's memory grows with its source tokens times the beam: --batch-token-budget bounds
+    // that, --max-tokens (when given) the source tokens too.
+    const int64_t budget = std::max<int64_t>(1, opt.batch_token_budget / std::max<int64_t>(1, o.search.beam));
+    o.max_tokens = o.max_tokens > 0 ? std::min(o.max_tokens, budget) : budget;
     std::vector<decode::Constraints> encoded;
     if (constraints) {
       for (size_t i = 0; i < constraints->size(); ++i) {
@@ -216,7 +218,7 @@ struct Server::Impl {
         const bool list = body["q"].is_array();
         const auto texts = texts_of(body["q"], "q", opt.max_sentences_per_request);
         check_lengths(m, texts, "q");
-        const auto results = translate(m, texts, opt.defaults);
+        const auto results = translate(m, texts, options_of(body, opt.defaults, opt.max_beam));
         json translated = json::array();
         for (const auto& hyps : results) translated.push_back(hyps.empty() ? "" : hyps[0].text);
         json out = {{"translatedText", list ? translated : translated[0]}};

@@ -41,19 +41,14 @@ __all__ = ["Translator", "TranslationResult", "Hypothesis", "bleu", "chrf", "ter
            "BLEUScore", "CHRFScore", "TERScore", "__version__"]
 
 
-def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=1, unk_penalty=0.0,
-             no_repeat_ngram_size=0, sampling=False, sampling_topk=-1, sampling_topp=-1.0, temperature=1.0,
-             seed=None, prefix=None, max_batch_size=64, max_input_length=1024, return_alignment=False,
-             return_scores=True, constraints=None, constraint_order="ordered", replace_unk=False):
+def _options(seed=None, return_alignment=False, return_scores=True, constraints=None, constraint_order="ordered",
+             replace_unk=False, **decoding):
+    """A call's options: the decoding options (``_leanseq._decoding_options()``, declared once in
+    C++ for the command line, the server and here) and those of Python's results."""
     o = _leanseq._Options()
-    o.beam, o.nbest, o.lenpen = beam, nbest, lenpen
-    o.max_len_a, o.max_len_b, o.min_len, o.unk_penalty = max_len_a, max_len_b, min_len, unk_penalty
-    o.no_repeat_ngram_size = no_repeat_ngram_size
-    o.sampling, o.sampling_topk, o.sampling_topp, o.temperature = sampling, sampling_topk, sampling_topp, temperature
+    for name, value in decoding.items():
+        o.set(name, value)
     o.seed = seed
-    o.prefix = prefix or ""
-    o.max_batch_size = max_batch_size
-    o.max_input_length = max_input_length
     o.return_alignment = return_alignment
     o.return_scores = return_scores
     if constraints is not None:
@@ -68,6 +63,14 @@ def _options(beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200, min_len=
     else:
         o.replace_unk = bool(replace_unk)
     return o
+
+
+def _options_doc():
+    """The decoding options' lines for translate()'s docstring."""
+    lines = []
+    for name, expected, default, help in _leanseq._decoding_options():
+        lines.append(f"        - ``{name}``: {help} ({expected}; default {default or repr('')})")
+    return "\n".join(lines) + "\n"
 
 
 def _int(value, name):
@@ -130,38 +133,33 @@ class Translator:
         """Why the type differs from the one asked for (empty when it does not)."""
         return self._t.compute_type_notice
 
-    def translate(self, sentences: Sequence[str], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
-                  max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
-                  return_alignment: bool = False, **options) -> List[TranslationResult]:
+    def translate(self, sentences: Sequence[str], **options) -> List[TranslationResult]:
         """Translates raw sentences; one result per sentence (``.text``, ``.tokens``, ``.score``,
-        ``.hypotheses`` for the n-best; scores None with ``return_scores=False``; ``.alignment`` of
-        each hypothesis with ``return_alignment=True``: per target token the source position it
-        attends most). An empty sentence, or one that is not valid UTF-8, has an empty result, as
-        ``leanseq translate`` writes an empty line for it. Further options as ``leanseq translate``'s:
-        min_len, unk_penalty, no_repeat_ngram_size, sampling, sampling_topk, sampling_topp,
-        temperature, seed, prefix, max_batch_size, max_input_length (longer sentences are cut to
-        that many subword tokens, </s> included; 0: no limit). ``constraints``: one list of target
-        texts per sentence that its translation must contain (fairseq's --constraints), met in
-        their order or, with ``constraint_order="unordered"``, in any. ``replace_unk``: True puts
-        in place of each <unk> the source subword it attends most; a path to a dictionary file
-        ("source target" lines) or a dict translates that subword. Options out of range raise
-        ValueError."""
+        ``.hypotheses`` for the n-best). An empty sentence, or one that is not valid UTF-8, has an
+        empty result, as ``leanseq translate`` writes an empty line for it. Options out of range
+        raise ValueError with the command line's message; an unknown one TypeError.
+
+        Options of the results: ``return_scores`` (True; scores None with False),
+        ``return_alignment`` (False; with True each hypothesis' ``.alignment``: per target token
+        the source position it attends most), ``seed`` (of sampling), ``constraints`` (one list
+        of target texts per sentence that its translation must contain, fairseq's --constraints,
+        met in their order or, with ``constraint_order="unordered"``, in any), ``replace_unk``
+        (True puts in place of each <unk> the source subword it attends most; a path to a
+        dictionary file, "source target" lines, or a dict translates that subword).
+
+        Decoding options, as ``leanseq translate``'s flags:
+
+"""
         if isinstance(sentences, str):
             raise ValueError("sentences must be a list of strings, not one string")
-        o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
-                     return_alignment=return_alignment, return_scores=return_scores, **options)
-        return self._t.translate(list(sentences), o)
+        return self._t.translate(list(sentences), _options(**options))
 
-    def translate_tokens(self, tokens: Sequence[Sequence[str]], beam: int = 5, nbest: int = 1, lenpen: float = 1.0,
-                         max_len_a: float = 0.0, max_len_b: int = 200, return_scores: bool = True,
-                         return_alignment: bool = False, **options) -> List[TranslationResult]:
-        """Translates sentences given as subword tokens (the model's dictionary symbols);
-        ``constraints`` as tokens too: per sentence a list of token lists."""
+    def translate_tokens(self, tokens: Sequence[Sequence[str]], **options) -> List[TranslationResult]:
+        """Translates sentences given as subword tokens (the model's dictionary symbols), with
+        translate()'s options; ``constraints`` as tokens too: per sentence a list of token lists."""
         if options.get("constraints") is not None:
             options["constraints"] = [[" ".join(c) for c in cs] for cs in options["constraints"]]
-        o = _options(beam=beam, nbest=nbest, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b,
-                     return_alignment=return_alignment, return_scores=return_scores, **options)
-        return self._t.translate_tokens([list(t) for t in tokens], o)
+        return self._t.translate_tokens([list(t) for t in tokens], _options(**options))
 
     def translate_iterable(self, iterable: Iterable[str], batch_size: int = 64, **options) -> Iterator[TranslationResult]:
         """Translates a long or endless iterable of sentences ``batch_size`` at a time, yielding
@@ -180,6 +178,9 @@ class Translator:
     def score(self, sources: Sequence[str], targets: Sequence[str], batch_size: int = 64) -> List[List[float]]:
         """Forced decoding: each target's per-token log-probabilities given its source (``</s>`` last)."""
         return self._t.score(list(sources), list(targets), batch_size)
+
+
+Translator.translate.__doc__ += _options_doc()
 
 
 def import_fairseq(checkpoint: str, data_dir: str, out: str, spm: Optional[str] = None,
