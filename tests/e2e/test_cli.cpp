@@ -385,6 +385,19 @@ TEST(EndToEnd, BadInputsGiveOneClearLineAndExitCodes) {
   EXPECT_EQ(rc, 2);
   rc = run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/ref.txt --metric meteor", out);
   EXPECT_EQ(rc, 2);
+  // TER ignores case, as sacreBLEU's, unless --case-sensitive; the flag belongs to TER alone.
+  std::ofstream(dir + "/upper.txt") << "Fine\nfine\n";
+  const std::string ter = kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/upper.txt --metric ter";
+  EXPECT_EQ(run_command(ter, out), 0) << out;
+  EXPECT_NE(out.find("TER = 0.00 (0 edits"), std::string::npos) << out;
+  EXPECT_EQ(run_command(ter + " --lowercase", out), 0) << out;
+  EXPECT_NE(out.find("TER = 0.00 (0 edits"), std::string::npos) << out;
+  EXPECT_EQ(run_command(ter + " --case-sensitive", out), 0) << out;
+  EXPECT_NE(out.find("TER = 50.00 (1 edits"), std::string::npos) << out;
+  EXPECT_EQ(run_command(ter + " --case-sensitive --lowercase", out), 2) << out;
+  EXPECT_EQ(run_command(kCli + " score --ref " + dir + "/ref.txt --hyp " + dir + "/upper.txt --case-sensitive", out), 2)
+      << out;
+  EXPECT_NE(out.find("--case-sensitive is TER's"), std::string::npos) << out;
 }
 
 TEST(EndToEnd, UnknownCommandsAndOptionsAreNamed) {

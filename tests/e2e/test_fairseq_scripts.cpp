@@ -100,7 +100,8 @@ TEST(FairseqScripts, EachFixturesTrainShRunsWithLeanseqsProgramNames) {
 
 // fairseq-train's checkpoint flags: --keep-last-epochs keeps the newest epoch checkpoints, and
 // --restore-file resumes another save directory's checkpoint (model, optimizer, progress); a missing
-// one is a usage error naming it (fairseq would start afresh).
+// one is a usage error naming it (fairseq would start afresh). --log-format none drops the lines of
+// each --log-interval.
 TEST(FairseqScripts, KeepLastEpochsAndRestoreFile) {
   const std::string data = leanseq::test::tests_path("fixtures/fairseq-data-bin");
   const auto dir = temp_dir("fairseq-restore");
@@ -109,13 +110,19 @@ TEST(FairseqScripts, KeepLastEpochsAndRestoreFile) {
                             "--decoder-layers 1 --encoder-attention-heads 2 --decoder-attention-heads 2 "
                             "--optimizer adam --lr 0.001 --max-tokens 400 ";
   std::string out;
-  ASSERT_EQ(run_command(train + "--max-epoch 4 --keep-last-epochs 2 --save-dir a", out), 0) << out;
+  ASSERT_EQ(run_command(train + "--max-epoch 4 --keep-last-epochs 2 --save-dir a --log-interval 1", out), 0) << out;
+  EXPECT_NE(out.find("| info | epoch 1 | update 1 |"), std::string::npos) << out;  // --log-format simple, off a TTY
   for (const char* kept : {"checkpoint3.pt", "checkpoint4.pt", "checkpoint_last.pt", "checkpoint_best.pt"}) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/a/" + kept)) << kept;
   }
   for (const char* gone : {"checkpoint1.pt", "checkpoint2.pt"}) EXPECT_FALSE(std::filesystem::exists(dir + "/a/" + gone)) << gone;
-  ASSERT_EQ(run_command(train + "--max-epoch 5 --restore-file a/checkpoint3.pt --save-dir b", out), 0) << out;
+  ASSERT_EQ(run_command(train + "--max-epoch 5 --restore-file a/checkpoint3.pt --save-dir b --log-interval 1 --log-format none",
+                        out),
+            0)
+      << out;
   EXPECT_NE(out.find("resumed from a/checkpoint3.pt at epoch 4"), std::string::npos) << out;
+  EXPECT_EQ(out.find("| info | epoch "), std::string::npos) << "--log-format none: " << out;
+  EXPECT_NE(out.find("valid: epoch 5"), std::string::npos) << out;  // (validations are still logged)
   EXPECT_TRUE(std::filesystem::exists(dir + "/b/checkpoint5.pt"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/b/checkpoint3.pt"));
   EXPECT_EQ(run_command(train + "--max-epoch 5 --restore-file a/nothing.pt --save-dir c", out), 2) << out;

@@ -47,7 +47,7 @@ void TrainLoopOptions::visit_loop(ConfigVisitor& v) {
   v.field("checkpoint.restore_file", restore_file,
           "resume from this checkpoint (model, optimizer, progress) instead of <save_dir>/checkpoint_last.pt");
   v.field("log.interval", log_interval, "log every N updates", Range::at_least(1));
-  v.field("log.format", log_format, "auto, text or json");
+  v.field("log.format", log_format, "auto, text, json or none (no per-interval lines, as fairseq's --log-format none)");
   v.field("valid.interval_updates", validate_interval_updates, "also validate every N updates (0: per epoch only)", Range::at_least(0));
   v.field("dist.timeout", dist_timeout,
           "distributed runs: seconds to wait for every rank at the rendezvous and in each collective", Range::above(0));
@@ -64,7 +64,9 @@ void TrainLoopOptions::validate_loop() const {
   if (amp == "float16" && device.rfind("cuda", 0) != 0) {
     bad("optim.amp: float16 trains on CUDA only (device is " + device + "); on the CPU use bfloat16 (--bf16)");
   }
-  if (log_format != "auto" && log_format != "text" && log_format != "json") bad("log.format must be auto, text or json");
+  if (log_format != "auto" && log_format != "text" && log_format != "json" && log_format != "none") {
+    bad("log.format must be auto, text, json or none");
+  }
   check_device_name(device);
   td.validate();
 }

@@ -49,7 +49,7 @@ struct TrainLoopOptions {
   std::string restore_file;            // resume from this checkpoint instead of <save_dir>/checkpoint_last.pt
 
   int64_t log_interval = 100;
-  std::string log_format = "auto";         // auto (bar on a TTY, text otherwise) | text | json
+  std::string log_format = "auto";         // auto (bar on a TTY, text otherwise) | text | json | none
   int64_t validate_interval_updates = 0;  // also validate every N updates (0: per epoch only)
 
   // data parallel over the ranks of WORLD_SIZE (train/distributed.h)

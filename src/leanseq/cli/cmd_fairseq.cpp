@@ -448,7 +448,7 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->add_option("--task", a->task, "translation")->check(CLI::IsMember({"translation"}));
   sub->add_option("--source-lang,-s", a->source_lang, "source language (must be the data's)");
   sub->add_option("--target-lang,-t", a->target_lang, "target language (must be the data's)");
-  sub->add_option("--log-format", a->log_format, "simple or json")->check(CLI::IsMember({"simple", "json", "none"}));
+  sub->add_option("--log-format", a->log_format, "simple, json or none (no per-interval lines)")->check(CLI::IsMember({"simple", "json", "none"}));
   sub->add_option("--num-workers", a->num_workers,
                   "accepted for fairseq's scripts: leanseq reads its memory-mapped batches in the training thread");
   add_pipeline_flags(sub, *a);  // the data's: checkpoints carry it
@@ -498,7 +498,7 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
     set("stop.max_update", std::to_string(a->max_update));
     if (a->patience >= 0) set("stop.patience", std::to_string(a->patience));
     if (a->cpu) set("device", "cpu");
-    if (!a->log_format.empty()) set("log.format", a->log_format == "json" ? "json" : "text");
+    if (!a->log_format.empty()) set("log.format", a->log_format == "simple" ? "text" : a->log_format);
     const auto pipeline = pipeline_of(*a);
     // Without --bpe/--tokenizer, as fairseq's, the checkpoints read and write the data's subwords.
     if (!pipeline.spm.empty()) set("text.spm_model", pipeline.spm);

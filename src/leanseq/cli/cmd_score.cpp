@@ -15,7 +15,7 @@ namespace {
 struct ScoreArgs {
   std::vector<std::string> refs;
   std::string hyp, metric = "bleu", tokenize = "13a", format = "text";
-  bool lowercase = false;
+  bool lowercase = false, case_sensitive = false;
 };
 }  // namespace
 
@@ -27,10 +27,16 @@ void add_score(CLI::App& app, int& exit_code) {
   sub->add_option("--metric,-m", a->metric, "bleu, chrf, chrf++, ter or tok-bleu (fairseq-style: whitespace tokens)")
       ->capture_default_str();
   sub->add_option("--tokenize", a->tokenize, "13a, intl, char or none (BLEU)")->capture_default_str();
-  sub->add_flag("--lowercase", a->lowercase, "lowercase hypotheses and references");
+  sub->add_flag("--lowercase", a->lowercase,
+                "lowercase hypotheses and references (BLEU and chrF; TER ignores case unless --case-sensitive)");
+  sub->add_flag("--case-sensitive", a->case_sensitive, "TER: tell capitals apart (sacreBLEU's --ter-case-sensitive)");
   sub->add_option("--format", a->format, "text or json")->capture_default_str();
   sub->callback([a, &exit_code] {
     if (a->format != "text" && a->format != "json") throw ConfigError("--format must be text or json");
+    if (a->case_sensitive && a->metric != "ter") {
+      throw ConfigError("--case-sensitive is TER's: the other metrics tell case apart unless --lowercase");
+    }
+    if (a->case_sensitive && a->lowercase) throw ConfigError("--case-sensitive and --lowercase: give one of them");
     auto hyps = io::read_lines(a->hyp);
     std::vector<std::vector<std::string>> refs;
     for (const auto& r : a->refs) {
@@ -60,6 +66,7 @@ void add_score(CLI::App& app, int& exit_code) {
       text = s.format();
     } else if (a->metric == "ter") {
       eval::TerOptions o;
+      o.case_sensitive = a->case_sensitive;  // (--lowercase is TER's default)
       auto s = eval::corpus_ter(hyps, refs, o);
       out = {{"metric", "ter"}, {"score", s.score}, {"edits", s.edits}, {"ref_length", s.ref_length}};
       text = s.format();

@@ -45,7 +45,8 @@ void add_serve(CLI::App& app, int& exit_code) {
                   "sentences of concurrent requests decoded together at most (1: one at a time)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--max-batch-tokens", a->server.batching.max_tokens, "source characters per batch at most (0: no limit)")
+  sub->add_option("--max-batch-bytes,--max-batch-tokens", a->server.batching.max_bytes,
+                  "bytes of source text (UTF-8) per batch at most (0: no limit; --max-batch-tokens: its former name)")
       ->capture_default_str();
   sub->add_option("--batch-timeout-ms", a->timeout_ms, "how long a batch waits for more sentences")
       ->capture_default_str()

@@ -66,7 +66,7 @@ void Batcher::work(decode::Translator& translator) {
       // The oldest sentence opens the batch; others with its options join it until the batch is
       // full or the timeout passes.
       const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
-      int64_t chars = 0;
+      int64_t bytes = 0;
       auto take = [&] {
         for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(batch.size()) < opt_.max_sentences;) {
           if (it->pending->cancelled()) {  // nobody waits for it
@@ -75,9 +75,9 @@ void Batcher::work(decode::Translator& translator) {
             continue;
           }
           const auto len = static_cast<int64_t>(it->text.size());
-          const bool fits = opt_.max_tokens <= 0 || batch.empty() || chars + len <= opt_.max_tokens;
+          const bool fits = opt_.max_bytes <= 0 || batch.empty() || bytes + len <= opt_.max_bytes;
           if ((batch.empty() || same_options(batch.front().opt, it->opt)) && fits) {
-            chars += len;
+            bytes += len;
             batch.push_back(std::move(*it));
             it = queue_.erase(it);
           } else {

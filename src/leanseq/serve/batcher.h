@@ -1,7 +1,7 @@
 // Dynamic batching for the server: requests put their sentences in one queue; decoding workers (all
 // with one translator, one copy of the model) take the oldest sentence and, for up to
 // `timeout` more, every queued sentence with the same decoding options, up to a batch of
-// `max_sentences` sentences and `max_tokens` characters of source, translate them in one call
+// `max_sentences` sentences and `max_bytes` bytes of source text, translate them in one call
 // (which sorts them by length) and hand each request its results. A full queue refuses new work
 // instead of growing. Sentences of a cancelled request are not decoded.
 #pragma once
@@ -22,7 +22,7 @@ namespace leanseq::serve {
 
 struct BatchingOptions {
   int64_t max_sentences = 64;
-  int64_t max_tokens = 0;  // source characters per batch (0: no limit)
+  int64_t max_bytes = 0;  // bytes of source text (UTF-8) per batch (0: no limit)
   std::chrono::milliseconds timeout{5};
   int64_t queue_limit = 4096;  // sentences waiting at most
 };

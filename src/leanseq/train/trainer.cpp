@@ -304,7 +304,7 @@ struct Trainer::Impl {
     if (amp->scaled()) rec["loss_scale"] = amp->scale();
     if (dist) rec["allreduce_ms_per_update"] = 1000.0 * log_comm_seconds / static_cast<double>(log_updates);
     write_record(rec);
-    if (!tty && opt.log_format != "json") {
+    if (!tty && opt.log_format != "json" && opt.log_format != "none") {
       log::info("epoch " + std::to_string(progress.epoch) + " | update " + std::to_string(progress.num_updates) +
                 stat_text(stats) + " | lr " + fmt(current_lr(), 3, true) + " | " + fmt(rate, 0) + " " + short_unit +
                 "/s | " + fmt(elapsed() / 60.0, 1) + " min");
