@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <sstream>
+
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +92,28 @@ TEST(Io, ReadLinesNamesFileAndLineOfInvalidUtf8) {
     EXPECT_NE(std::string(e.what()).find(p + ":3: invalid UTF-8"), std::string::npos) << e.what();
   }
   EXPECT_THROW(io::read_lines(dir + "/missing.txt"), DataError);
+}
+
+// Lines split as getline splits them (no last empty line for a final '\n', a '\r' before it
+// dropped), from a file or from standard input, whose bytes are bounded as a file's.
+TEST(Io, LinesSplitAsGetlineAndStandardInputIsBounded) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+      {"", {}}, {"\n", {""}}, {"a", {"a"}}, {"a\n", {"a"}}, {"a\r\nb", {"a", "b"}}, {"a\n\n", {"a", ""}},
+      {"\r\n\r", {"", ""}}, {"a\nb\n", {"a", "b"}}};
+  for (const auto& [text, lines] : cases) EXPECT_EQ(io::split_lines(text, "t"), lines) << text;
+  std::istringstream input("one\ntwo\nthree\n");
+  auto* saved = std::cin.rdbuf(input.rdbuf());
+  EXPECT_EQ(io::read_lines("-", "file", 14), (std::vector<std::string>{"one", "two", "three"}));
+  input.clear(), input.str("one\ntwo\nthree\n");
+  std::cin.clear();
+  try {
+    io::read_lines("-", "file", 13);
+    ADD_FAILURE() << "read past its bound";
+  } catch (const DataError& e) {
+    EXPECT_STREQ(e.what(), "<stdin>: the input is larger than 13 bytes");
+  }
+  std::cin.rdbuf(saved);
+  std::cin.clear();
 }
 
 TEST(Io, AtomicWriteLeavesOldFileOnFailure) {

@@ -22,7 +22,6 @@
 #include "e2e/server_process.h"
 #include "e2e/task.h"
 
-
 using json = nlohmann::json;
 using leanseq::test::health_seconds;
 using leanseq::test::kCli;
@@ -179,7 +178,6 @@ TEST(Serve, ThePageTranslatesInAHeadlessChromium) {
   EXPECT_NE(dom.find("<div id=\"out\" aria-live=\"polite\">" + expected[1] + "</div>"), std::string::npos) << dom;
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
-
 
 // What took the server down before: a 100 000-character sentence (decoded for minutes, 23.7 GB),
 // 200 idle connections (/health took 89 s), slowloris clients, a chunked body past the limit

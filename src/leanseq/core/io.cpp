@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "leanseq/core/error.h"
 
@@ -65,10 +64,14 @@ void check_utf8_line(const std::string& path, int64_t line_no, const std::string
 }
 
 namespace {
-std::vector<std::string> read_stream(std::istream& in, const std::string& path) {
+// Standard input's lines, under read_file's bound on the bytes.
+std::vector<std::string> read_stream(std::istream& in, const std::string& path, uint64_t max_bytes) {
   std::vector<std::string> lines;
   std::string line;
+  uint64_t bytes = 0;
   while (std::getline(in, line)) {
+    bytes += line.size() + 1;
+    if (bytes > max_bytes) throw DataError(path + ": the input is larger than " + std::to_string(max_bytes) + " bytes");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     check_utf8_line(path, static_cast<int64_t>(lines.size()) + 1, line);
     lines.push_back(std::move(line));
@@ -124,13 +127,21 @@ std::string read_file(const std::string& path, const std::string& what, uint64_t
 }
 
 std::vector<std::string> read_lines(const std::string& path, const std::string& what, uint64_t max_bytes) {
-  if (path == "-") return read_stream(std::cin, "<stdin>");
+  if (path == "-") return read_stream(std::cin, "<stdin>", max_bytes);
   return split_lines(read_file(path, what, max_bytes), path);
 }
 
 std::vector<std::string> split_lines(const std::string& text, const std::string& origin) {
-  std::istringstream in(text);
-  return read_stream(in, origin);
+  std::vector<std::string> lines;
+  for (size_t from = 0; from < text.size();) {
+    size_t end = text.find('\n', from);
+    if (end == std::string::npos) end = text.size();
+    const size_t stop = end > from && text[end - 1] == '\r' ? end - 1 : end;
+    lines.emplace_back(text, from, stop - from);
+    check_utf8_line(origin, static_cast<int64_t>(lines.size()), lines.back());
+    from = end + 1;
+  }
+  return lines;
 }
 
 bool file_exists(const std::string& path) { return std::filesystem::exists(path); }
