@@ -134,10 +134,10 @@ TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
   EXPECT_NE(out.find("holds fastBPE's codes"), std::string::npos) << out;
 }
 
-// A fairseq transformer with --layernorm-embedding and --decoder-output-dim 32
-// (tests/fixtures/fairseq-options, made by its make.sh): fairseq-generate's tokens, scores and BLEU line.
-TEST(ImportFairseqFixture, LayernormEmbeddingAndDecoderOutputDimDecodeAsFairseq) {
-  const std::string src = leanseq::test::tests_path("fixtures/fairseq-options");
+namespace {
+// fairseq-generate on a fixture of tests/fixtures (made by its make.sh) prints fairseq's best
+// tokens for each of its 30 sentences, their scores within 1e-4 and its BLEU line.
+void expect_generate_as_fairseq(const std::string& src) {
   std::string out;
   ASSERT_EQ(run_command(kCli + " fairseq-generate " + src + " --path " + src + "/model.pt --cpu --gen-subset test " +
                             "--beam 5 --batch-size 16 2>/dev/null",
@@ -154,6 +154,62 @@ TEST(ImportFairseqFixture, LayernormEmbeddingAndDecoderOutputDimDecodeAsFairseq)
   }
   const auto bleu = [](const std::string& text) { return text.substr(text.rfind("Generate test")); };
   EXPECT_EQ(bleu(out), bleu(expected));
+}
+
+// The model.* keys of a checkpoint's configuration (and its arch).
+std::map<std::string, std::string> model_keys(const std::string& checkpoint) {
+  const auto ck = leanseq::checkpoint::read_checkpoint(checkpoint);
+  std::map<std::string, std::string> keys;
+  for (const auto& [k, v] : leanseq::parse_yaml_text(ck.config_yaml, checkpoint).values) {
+    if (k.rfind("model.", 0) == 0 || k == "arch") keys[k] = v;
+  }
+  return keys;
+}
+}  // namespace
+
+// A fairseq transformer with --layernorm-embedding and --decoder-output-dim 32
+// (tests/fixtures/fairseq-options).
+TEST(ImportFairseqFixture, LayernormEmbeddingAndDecoderOutputDimDecodeAsFairseq) {
+  expect_generate_as_fairseq(leanseq::test::tests_path("fixtures/fairseq-options"));
+}
+
+// A pre-norm fairseq transformer with --encoder-embed-dim 64 --decoder-embed-dim 96
+// --decoder-output-dim 64 (tests/fixtures/fairseq-widths) decodes as fairseq-generate did, and
+// fairseq-train's command line that made it (its make.sh) trains that model here: the imported
+// checkpoint's configuration, key by key, without optimizer state (--no-save-optimizer-state).
+TEST(ImportFairseqFixture, EncoderAndDecoderOfDifferentWidthsDecodeAsFairseqAndTrainFromItsCommandLine) {
+  const std::string src = leanseq::test::tests_path("fixtures/fairseq-widths");
+  expect_generate_as_fairseq(src);
+  const auto dir = temp_dir("fairseq-widths");
+  std::string flags;
+  {
+    std::istringstream script(read_text(src + "/make.sh"));
+    bool in = false;
+    for (std::string l; std::getline(script, l);) {
+      if (l.rfind("$FAIRSEQ train bin ", 0) == 0) in = true, l = l.substr(std::string("$FAIRSEQ train bin ").size());
+      if (!in) continue;
+      const bool more = !l.empty() && l.back() == '\\';
+      flags += " " + (more ? l.substr(0, l.size() - 1) : l);
+      if (!more) break;
+    }
+  }
+  ASSERT_NE(flags.find("--decoder-embed-dim 96"), std::string::npos) << flags;
+  std::string out;
+  ASSERT_EQ(run_command("cd " + dir + " && " + kCli + " fairseq-train " + leanseq::test::tests_path("fixtures/fairseq-data-bin") +
+                            flags + " --max-update 2",
+                        out),
+            0)
+      << out;
+  ASSERT_EQ(run_command(kCli + " import-fairseq --checkpoint " + src + "/model.pt --data-dir " + src +
+                            " --tokenizer none --out " + dir + "/imported.pt",
+                        out),
+            0)
+      << out;
+  const auto ours = model_keys(dir + "/ckpt/checkpoint_last.pt"), theirs = model_keys(dir + "/imported.pt");
+  EXPECT_EQ(theirs.at("model.encoder.embed_dim"), "64");
+  EXPECT_EQ(theirs.at("model.decoder.embed_dim"), "96");
+  for (const auto& [k, v] : theirs) EXPECT_EQ(ours.count(k) ? ours.at(k) : "(missing)", v) << k;
+  EXPECT_FALSE(leanseq::checkpoint::read_checkpoint(dir + "/ckpt/checkpoint_last.pt").optimizer.has_value());
 }
 
 TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {
@@ -387,14 +443,6 @@ TEST(ImportFairseqFixture, FairseqTrainCommandLineBuildsTheModelFairseqBuilt) {
   }
   const std::string joined = read_text(fixture_bin + "/dict.src.txt") + read_text(fixture_bin + "/dict.tgt.txt");
   for (const char* lang : {"src", "tgt"}) std::ofstream(data + "/dict." + lang + ".txt") << joined;
-  auto model_keys = [](const std::string& checkpoint) {
-    const auto ck = leanseq::checkpoint::read_checkpoint(checkpoint);
-    std::map<std::string, std::string> keys;
-    for (const auto& [k, v] : leanseq::parse_yaml_text(ck.config_yaml, checkpoint).values) {
-      if (k.rfind("model.", 0) == 0 || k == "arch") keys[k] = v;
-    }
-    return keys;
-  };
   for (const char* fixture : kFixtures) {
     const std::string src = leanseq::test::shared_path(std::string("fixtures/fairseq-pt/") + fixture);
     std::string line;

@@ -12,6 +12,7 @@
 #include "leanseq/nn/embeddings.h"
 #include "leanseq/nn/incremental_state.h"
 #include "leanseq/nn/linear.h"
+#include "leanseq/nn/packed_weight.h"
 #include "support/fairseq_models.h"
 #include "support/model_checks.h"
 #include "support/fixtures.h"
@@ -103,6 +104,32 @@ TEST(Transformer, LayernormEmbeddingAndDecoderOutputDimDecodeIncrementally) {
   EXPECT_EQ(params["decoder.output_projection.weight"].sizes(), (std::vector<int64_t>{30, 16}));
   for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
   tc.share_decoder_input_output_embed = true;  // a 16-wide output cannot share 32-wide embeddings
+  EXPECT_THROW(cfg->validate(), ConfigError);
+}
+
+// fairseq's --encoder-embed-dim 16 --decoder-embed-dim 24 --decoder-output-dim 16, pre-norm: the
+// encoder-decoder attention takes keys and values of the encoder's width (kdim = vdim), and
+// step-by-step decoding equals the teacher-forced pass, in float32 and in int8; one embedding for
+// both sides needs one width.
+TEST(Transformer, EncoderAndDecoderOfDifferentWidthsDecodeIncrementally) {
+  auto cfg = registry().preset_config("transformer_tiny");
+  auto& tc = static_cast<TransformerConfig&>(*cfg);
+  tc.encoder.embed_dim = 16, tc.decoder.embed_dim = 24, tc.decoder.output_dim = 16;
+  tc.encoder.attention_heads = tc.decoder.attention_heads = 2;
+  tc.encoder.normalize_before = tc.decoder.normalize_before = true;
+  tc.share_decoder_input_output_embed = tc.share_all_embeddings = false;
+  cfg->validate();
+  auto model = build_model(*cfg, {30, 30, false});
+  auto params = model->named_parameters();
+  EXPECT_EQ(params["decoder.layers.0.encoder_attn.k_proj.weight"].sizes(), (std::vector<int64_t>{24, 16}));
+  EXPECT_EQ(params["decoder.layers.0.encoder_attn.v_proj.weight"].sizes(), (std::vector<int64_t>{24, 16}));
+  EXPECT_EQ(params["decoder.layers.0.encoder_attn.q_proj.weight"].sizes(), (std::vector<int64_t>{24, 24}));
+  EXPECT_EQ(params["decoder.project_out_dim.weight"].sizes(), (std::vector<int64_t>{16, 24}));
+  for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  EXPECT_GT(nn::set_compute_type(*model, kernels::ComputeType::int8), 0);
+  test::check_incremental(*model, 30, 1);
+  nn::set_compute_type(*model, kernels::ComputeType::float32);
+  tc.share_all_embeddings = true;
   EXPECT_THROW(cfg->validate(), ConfigError);
 }
 

@@ -44,6 +44,8 @@ void TrainLoopOptions::visit_loop(ConfigVisitor& v) {
   v.field("checkpoint.keep_interval_updates", keep_interval_updates, "keep the last N update checkpoints (-1: all)", Range::at_least(-1));
   v.field("checkpoint.keep_last_epochs", keep_last_epochs, "keep the last N epoch checkpoints (-1: all)", Range::at_least(-1));
   v.field("checkpoint.no_epoch_checkpoints", no_epoch_checkpoints, "only keep checkpoint_last/best");
+  v.field("checkpoint.no_save_optimizer_state", no_save_optimizer_state,
+          "save checkpoints without the optimizer's state (smaller; a run resumed from one starts its optimizer afresh)");
   v.field("checkpoint.restore_file", restore_file,
           "resume from this checkpoint (model, optimizer, progress) instead of <save_dir>/checkpoint_last.pt");
   v.field("log.interval", log_interval, "log every N updates", Range::at_least(1));

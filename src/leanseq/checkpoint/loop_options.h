@@ -46,6 +46,7 @@ struct TrainLoopOptions {
   int64_t keep_interval_updates = -1;  // keep only the last N of those (-1: all)
   int64_t keep_last_epochs = -1;       // keep only the last N checkpoint<epoch>.pt (-1: all)
   bool no_epoch_checkpoints = false;
+  bool no_save_optimizer_state = false;  // checkpoints without the optimizer's state (a resume starts it afresh)
   std::string restore_file;            // resume from this checkpoint instead of <save_dir>/checkpoint_last.pt
 
   int64_t log_interval = 100;

@@ -44,6 +44,8 @@ const std::vector<FairseqFlag>& flags() {
        "resume from this checkpoint instead of <save-dir>/checkpoint_last.pt (checkpoint.restore_file)"},
       {"--no-epoch-checkpoints", "checkpoint.no_epoch_checkpoints", false,
        "only checkpoint_last/best (checkpoint.no_epoch_checkpoints)"},
+      {"--no-save-optimizer-state", "checkpoint.no_save_optimizer_state", false,
+       "checkpoints without the optimizer's state (checkpoint.no_save_optimizer_state)"},
       {"--validate-interval-updates", "valid.interval_updates", true, "also validate every N updates (valid.interval_updates)"},
       {"--log-interval", "log.interval", true, "log every N updates (log.interval)"},
   };

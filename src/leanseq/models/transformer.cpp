@@ -102,8 +102,11 @@ void TransformerConfig::validate() const {
   if (decoder.average_attention && !decoder.self_attn_groups.empty()) {
     throw ConfigError("model.decoder.self_attn_groups: average attention has no attention distribution to share");
   }
-  if (encoder.embed_dim != decoder.embed_dim) {
-    throw ConfigError("model: encoder.embed_dim and decoder.embed_dim must be equal (encoder-decoder attention)");
+  // The encoder-decoder attention takes keys of the encoder's width (fairseq's kdim = vdim); one
+  // embedding for both sides needs one width.
+  if (share_all_embeddings && encoder.embed_dim != decoder.embed_dim) {
+    throw ConfigError("model.share_all_embeddings needs encoder.embed_dim " + std::to_string(encoder.embed_dim) +
+                      " equal to decoder.embed_dim " + std::to_string(decoder.embed_dim));
   }
   if (decoder.output_dim < 0) throw ConfigError("model.decoder.output_dim must be 0 (decoder.embed_dim) or positive");
   if (decoder.output_dim > 0 && decoder.output_dim != decoder.embed_dim &&
@@ -129,6 +132,7 @@ std::vector<nn::TransformerLayerOptions> TransformerConfig::layer_options(const 
     auto& o = layers.emplace_back(side_options(side));
     o.reuse_self_attn = self_block[i] != i;
     o.reuse_encoder_attn = encoder_block[i] != i;
+    if (name == "decoder") o.encoder_embed_dim = encoder.embed_dim;
   }
   return layers;
 }

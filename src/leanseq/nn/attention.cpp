@@ -9,14 +9,20 @@
 
 namespace leanseq::nn {
 
-MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores)
-    : embed_dim_(embed_dim), heads_(heads), head_dim_(embed_dim / heads), dropout_(dropout) {
+MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores,
+                                               int64_t kv_dim)
+    : embed_dim_(embed_dim),
+      kv_dim_(kv_dim > 0 ? kv_dim : embed_dim),
+      heads_(heads),
+      head_dim_(embed_dim / heads),
+      dropout_(dropout) {
   TORCH_CHECK(head_dim_ * heads == embed_dim, "embed_dim ", embed_dim, " must be divisible by heads ", heads);
   scaling_ = std::pow(static_cast<double>(head_dim_), -0.5);
-  // fairseq: q/k/v xavier-uniform with gain 1/sqrt(2), out_proj xavier-uniform with zero bias.
-  const double g = 1.0 / std::sqrt(2.0);
-  if (scores) k_proj = register_module("k_proj", Linear(embed_dim, embed_dim));
-  v_proj = register_module("v_proj", Linear(embed_dim, embed_dim));
+  // fairseq: q/k/v xavier-uniform with gain 1/sqrt(2) (gain 1 when the keys' width differs),
+  // out_proj xavier-uniform with zero bias.
+  const double g = kv_dim_ == embed_dim ? 1.0 / std::sqrt(2.0) : 1.0;
+  if (scores) k_proj = register_module("k_proj", Linear(kv_dim_, embed_dim));
+  v_proj = register_module("v_proj", Linear(kv_dim_, embed_dim));
   if (scores) q_proj = register_module("q_proj", Linear(embed_dim, embed_dim));
   out_proj = register_module("out_proj", make_linear(embed_dim, embed_dim));
   for (auto* l : {&k_proj, &v_proj, &q_proj}) {
@@ -170,7 +176,8 @@ torch::Tensor join_in_place(const std::vector<torch::Tensor*>& parts) {
 }  // namespace
 
 void MultiheadAttentionImpl::set_compute_type(kernels::ComputeType type) {
-  const bool projections = q_proj && k_proj && v_proj;  // a SAN layer that reuses scores has only v_proj
+  // A SAN layer that reuses scores has only v_proj; keys of another width are not fused with q.
+  const bool projections = q_proj && k_proj && v_proj && kv_dim_ == embed_dim_;
   const int biases = projections ? q_proj->bias.defined() + k_proj->bias.defined() + v_proj->bias.defined() : 0;
   torch::NoGradGuard no_grad;
   qkv_weight_ = qkv_bias_ = torch::Tensor();

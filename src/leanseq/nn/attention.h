@@ -19,7 +19,9 @@ struct AttentionResult {
 class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
  public:
   // scores = false: no q_proj/k_proj; only the *_with methods, which take the distribution.
-  MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores = true);
+  // kv_dim: the width of the keys' and values' input when it differs from embed_dim (fairseq's
+  // kdim = vdim: an encoder-decoder attention over a narrower or wider encoder; 0: embed_dim).
+  MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores = true, int64_t kv_dim = 0);
 
   // query: [B, T, C]; key_value: [B, S, C]; key_padding_mask: [B, S] bool (true at pads) or
   // undefined; causal: query t sees keys <= t.
@@ -85,7 +87,7 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
   // (not where autograd records: the views' gradients would not reach the projections); undefined
   // otherwise.
   torch::Tensor fused_qkv(const torch::Tensor& x) const;
-  int64_t embed_dim_, heads_, head_dim_;
+  int64_t embed_dim_, kv_dim_, heads_, head_dim_;
   double dropout_, scaling_;
 };
 TORCH_MODULE(MultiheadAttention);

@@ -47,7 +47,8 @@ TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerLayerO
   self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(o.embed_dim));
   if (!o.reuse_encoder_attn) {
     encoder_attn =
-        register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout));
+        register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout, true,
+                                                           o.encoder_embed_dim));
   }
   encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
   fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));

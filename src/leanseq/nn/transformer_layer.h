@@ -13,6 +13,7 @@ namespace leanseq::nn {
 
 struct TransformerLayerOptions {
   int64_t embed_dim = 512, ffn_dim = 2048, heads = 8;
+  int64_t encoder_embed_dim = 0;  // decoder: the encoder output's width (0: embed_dim)
   double dropout = 0.1, attention_dropout = 0.0, activation_dropout = 0.0;
   bool normalize_before = false;
   Activation activation = Activation::relu;  // relu | gelu

@@ -154,7 +154,11 @@ struct Trainer::Impl {
     optimizer = task->make_optimizer(params);
     if (ck) {
       models::load_named_tensors(model, ck->model_tensors, true, last);
-      if (ck->optimizer) optimizer->load(*ck->optimizer);
+      if (ck->optimizer) {
+        optimizer->load(*ck->optimizer);
+      } else {
+        log::info(last + " holds no optimizer state: the optimizer starts afresh");
+      }
       progress = ck->progress;
       auto gen = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(gen.mutex());
@@ -327,7 +331,8 @@ struct Trainer::Impl {
     p.elapsed_seconds = elapsed();
     p.loss_scale = amp->scaled() ? amp->scale() : std::numeric_limits<double>::quiet_NaN();
     p.loss_scale_good_updates = amp->scaled() ? amp->loss_scale().good_updates() : 0;
-    checkpoint::save_checkpoint(opt.save_dir + "/" + name, task->config_yaml(), task->vocab(), p, task->model(), optimizer.get());
+    checkpoint::save_checkpoint(opt.save_dir + "/" + name, task->config_yaml(), task->vocab(), p, task->model(),
+                                opt.no_save_optimizer_state ? nullptr : optimizer.get());
   }
 
   void copy_checkpoint(const std::string& from, const std::string& to) {
