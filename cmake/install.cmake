@@ -29,9 +29,9 @@ target_link_options(leanseq_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undef
 install(TARGETS leanseq RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # fairseq's command names as links to leanseq, which runs the command it was started as
 # (docs/fairseq.md); only on request, since they would shadow an installed fairseq.
-option(LEANSEQ_FAIRSEQ_LINKS "Install fairseq-preprocess, -train, -generate and -interactive as links to leanseq" OFF)
+option(LEANSEQ_FAIRSEQ_LINKS "Install fairseq-preprocess, -train, -generate, -interactive and -score as links to leanseq" OFF)
 if(LEANSEQ_FAIRSEQ_LINKS)
-  foreach(command fairseq-preprocess fairseq-train fairseq-generate fairseq-interactive)
+  foreach(command fairseq-preprocess fairseq-train fairseq-generate fairseq-interactive fairseq-score)
     install(CODE "file(CREATE_LINK leanseq \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${command}\" SYMBOLIC)")
   endforeach()
 endif()

@@ -184,3 +184,39 @@ TEST(FairseqScripts, ReplaceUnkCopiesTheAlignedSourceSubword) {
   EXPECT_EQ(run_command(run + "--replace-unk " + dir + "/bad.txt", out), 1) << out;
   EXPECT_NE(out.find(dir + "/bad.txt:2: a --replace-unk line is a source and a target word"), std::string::npos) << out;
 }
+
+// fairseq-score prints what fairseq 0.12.2's printed (tests/fixtures/fairseq-score, made by its
+// make.sh): its arguments' line and its BLEU line, for real hypotheses and for lines its scorer
+// treats apart (empty lines, <unk>, <pad>, </s>, tabs, capitals outside ASCII); --sentence-bleu
+// (which stops with a TypeError in fairseq 0.12.2) gives each line's smoothed BLEU.
+TEST(FairseqScripts, FairseqScorePrintsFairseqsLines) {
+  const std::string src = leanseq::test::tests_path("fixtures/fairseq-score");
+  std::string out;
+  for (const char* name : {"widths", "edge"}) {
+    for (const auto& [options, suffix] : std::vector<std::pair<std::string, std::string>>{
+             {"", "plain"}, {"--ignore-case", "ignorecase"}, {"-o 3", "o3"}}) {
+      const std::string cmd = "cd " + src + " && " + kCli + " fairseq-score -s " + name + ".sys -r " + name + ".ref " + options;
+      ASSERT_EQ(run_command(cmd + " 2>&1", out), 0) << cmd << ": " << out;
+      EXPECT_EQ(out, read_text(src + "/" + name + "." + suffix + ".out")) << cmd;
+    }
+  }
+  // Standard input, and one line per sentence: a sentence equal to its reference scores 100.
+  const auto dir = temp_dir("fairseq-score");
+  std::ofstream(dir + "/ref") << "a b c d\nx y\n";
+  ASSERT_EQ(run_command("printf 'a b c d\\nx z\\n' | " + kCli + " fairseq-score -r " + dir + "/ref --sentence-bleu 2>&1", out), 0)
+      << out;
+  EXPECT_NE(out.find("Namespace(sys='-', ref='" + dir + "/ref', order=4, ignore_case=False, sacrebleu=False, "
+                     "sentence_bleu=True)\n0 BLEU4 = 100.00, 100.0/100.0/100.0/100.0 (BP=1.000, ratio=1.000, syslen=4, "
+                     "reflen=4)\n1 BLEU4 = 70.71, 50.0/50.0/100.0/100.0 (BP=1.000, ratio=1.000, syslen=2, reflen=2)\n"),
+            std::string::npos)
+      << out;
+  // sacreBLEU's line with --sacrebleu; files of different lengths are refused, not cut.
+  ASSERT_EQ(run_command("printf 'a b c d\\nx y\\n' | " + kCli + " fairseq-score -r " + dir + "/ref --sacrebleu 2>&1", out), 0)
+      << out;
+  EXPECT_NE(out.find("\nBLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 6 ref_len = 6)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(run_command("printf 'a b c d\\n' | " + kCli + " fairseq-score -r " + dir + "/ref 2>&1", out), 1) << out;
+  EXPECT_NE(out.find("<stdin> has 1 lines but " + dir + "/ref has 2"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " fairseq-score -r " + dir + "/ref -o 5 < /dev/null 2>&1", out), 2) << out;
+}

@@ -21,7 +21,8 @@
 #include "leanseq/core/strings.h"
 #include "leanseq/data/indexed.h"
 #include "leanseq/data/prepare.h"
-#include "leanseq/eval/bleu.h"
+#include "leanseq/eval/fairseq_bleu.h"
+#include "leanseq/eval/unicode.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/runtime/inference.h"
@@ -298,19 +299,10 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
       if (!a.quiet) std::cout << out;
     }
   }
-  if (targets) {
-    eval::BleuOptions o;
-    o.tokenize = eval::Tokenize::none;
-    o.smooth = eval::Smooth::none;
-    const auto b = eval::corpus_bleu(hyps, {refs}, o);
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "Generate %s with beam=%ld: BLEU4 = %.2f, %.1f/%.1f/%.1f/%.1f (BP=%.3f, ratio=%.3f, syslen=%.0f, "
-                  "reflen=%.0f)",
-                  a.gen_subset.c_str(), static_cast<long>(a.opt.search.beam), b.score, b.precisions[0], b.precisions[1],
-                  b.precisions[2], b.precisions[3], b.bp, b.stats.ref_len > 0 ? b.stats.sys_len / b.stats.ref_len : 0.0,
-                  b.stats.sys_len, b.stats.ref_len);
-    std::cout << line << "\n";
+  if (targets) {  // fairseq's scorer over the words of each pair
+    eval::FairseqBleu bleu;
+    for (size_t i = 0; i < refs.size(); ++i) bleu.add(eval::split_whitespace(refs[i]), eval::split_whitespace(hyps[i]));
+    std::cout << "Generate " << a.gen_subset << " with beam=" << a.opt.search.beam << ": " << bleu.result_string() << "\n";
   }
   std::cout << std::flush;
 }

@@ -7,6 +7,8 @@
 #include "leanseq/core/io.h"
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
+#include "leanseq/eval/fairseq_bleu.h"
+#include "leanseq/eval/unicode.h"
 #include "leanseq/eval/ter.h"
 
 namespace leanseq::cli {
@@ -78,6 +80,74 @@ void add_score(CLI::App& app, int& exit_code) {
     } else {
       std::cout << text << "\n";
     }
+    exit_code = 0;
+  });
+}
+
+namespace {
+// A string as Python's repr() writes it (fairseq-score prints its arguments so).
+std::string python_repr(const std::string& s) {
+  const char quote = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+  std::string out(1, quote);
+  for (char c : s) {
+    if (c == '\\' || c == quote) out += '\\', out += c;
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  return out + quote;
+}
+}  // namespace
+
+void add_fairseq_score(CLI::App& app, int& exit_code) {
+  struct Args {
+    std::string sys = "-", ref;
+    int order = 4;
+    bool ignore_case = false, sacrebleu = false, sentence_bleu = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("fairseq-score",
+                                 "fairseq-score's command line: BLEU of tokenized text as fairseq's scorer computes it "
+                                 "(its lines; docs/fairseq.md)");
+  sub->add_option("-s,--sys", a->sys, "system output ('-': standard input)")->capture_default_str();
+  sub->add_option("-r,--ref", a->ref, "references")->required();
+  sub->add_option("-o,--order", a->order, "consider n-grams up to this order (1 to 4)")->capture_default_str();
+  sub->add_flag("--ignore-case", a->ignore_case, "case-insensitive scoring");
+  sub->add_flag("--sacrebleu", a->sacrebleu, "score with sacreBLEU's BLEU (leanseq score's) instead");
+  sub->add_flag("--sentence-bleu", a->sentence_bleu, "one BLEU per sentence, with +1 smoothing of 2- to 4-grams");
+  sub->callback([a, &exit_code] {
+    if (a->order < 1 || a->order > 4) throw ConfigError("--order: expected 1 to 4, got " + std::to_string(a->order));
+    if (a->sacrebleu && a->sentence_bleu) throw ConfigError("--sacrebleu and --sentence-bleu: give one of them");
+    auto hyps = io::read_lines(a->sys), refs = io::read_lines(a->ref);
+    const std::string sys_name = a->sys == "-" ? "<stdin>" : a->sys;
+    if (hyps.size() != refs.size()) {  // (fairseq stops at the shorter one, without a word)
+      throw DataError(sys_name + " has " + std::to_string(hyps.size()) + " lines but " + a->ref + " has " +
+                      std::to_string(refs.size()));
+    }
+    if (hyps.empty()) throw DataError(sys_name + ": no lines to score");
+    std::cout << "Namespace(sys=" << python_repr(a->sys) << ", ref=" << python_repr(a->ref) << ", order=" << a->order
+              << ", ignore_case=" << (a->ignore_case ? "True" : "False") << ", sacrebleu=" << (a->sacrebleu ? "True" : "False")
+              << ", sentence_bleu=" << (a->sentence_bleu ? "True" : "False") << ")\n";
+    if (a->sacrebleu) {
+      eval::BleuOptions o;
+      o.lowercase = a->ignore_case;
+      std::cout << eval::corpus_bleu(hyps, {refs}, o).format() << "\n";
+      exit_code = 0;
+      return;
+    }
+    auto words = [&](const std::string& line) { return eval::split_whitespace(a->ignore_case ? eval::to_lower(line) : line); };
+    eval::FairseqBleu corpus;
+    for (size_t i = 0; i < hyps.size(); ++i) {
+      if (!a->sentence_bleu) {
+        corpus.add(words(refs[i]), words(hyps[i]));
+        continue;
+      }
+      eval::FairseqBleu sentence(/*one_init=*/true);
+      sentence.add(words(refs[i]), words(hyps[i]));
+      std::cout << i << " " << sentence.result_string(a->order) << "\n";
+    }
+    if (!a->sentence_bleu) std::cout << corpus.result_string(a->order) << "\n";
     exit_code = 0;
   });
 }

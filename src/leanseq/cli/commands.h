@@ -36,6 +36,7 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code);
 void add_fairseq_generate(CLI::App& app, int& exit_code);
 void add_fairseq_train(CLI::App& app, int& exit_code);
 void add_fairseq_preprocess(CLI::App& app, int& exit_code);
+void add_fairseq_score(CLI::App& app, int& exit_code);
 
 // Trains a translation model or language model to the end (or a signal) and logs its speed; the
 // process exit code (128 + the signal when one stopped it). `train` and `fairseq-train` run it.
