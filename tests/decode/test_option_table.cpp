@@ -11,21 +11,13 @@
 #include "leanseq/decode/option_table.h"
 #include "leanseq/decode/translator.h"
 #include "leanseq/models/registry.h"
+#include "support/fixtures.h"
 
 using namespace leanseq;
 using decode::DecodingOption;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
+std::string error_of(const std::function<void()>& f) { return test::error_of<ConfigError>(f); }
 }  // namespace
 
 TEST(DecodingOptions, EachIsDeclaredOnceWithItsDefaultInsideItsRange) {

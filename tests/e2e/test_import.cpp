@@ -175,24 +175,14 @@ TEST(ImportFairseqFixture, LayernormEmbeddingAndDecoderOutputDimDecodeAsFairseq)
 
 // A pre-norm fairseq transformer with --encoder-embed-dim 64 --decoder-embed-dim 96
 // --decoder-output-dim 64 (tests/fixtures/fairseq-widths) decodes as fairseq-generate did, and
-// fairseq-train's command line that made it (its make.sh) trains that model here: the imported
+// fairseq-train's command line that made it (train_flags.txt) trains that model here: the imported
 // checkpoint's configuration, key by key, without optimizer state (--no-save-optimizer-state).
 TEST(ImportFairseqFixture, EncoderAndDecoderOfDifferentWidthsDecodeAsFairseqAndTrainFromItsCommandLine) {
   const std::string src = leanseq::test::tests_path("fixtures/fairseq-widths");
   expect_generate_as_fairseq(src);
   const auto dir = temp_dir("fairseq-widths");
-  std::string flags;
-  {
-    std::istringstream script(read_text(src + "/make.sh"));
-    bool in = false;
-    for (std::string l; std::getline(script, l);) {
-      if (l.rfind("$FAIRSEQ train bin ", 0) == 0) in = true, l = l.substr(std::string("$FAIRSEQ train bin ").size());
-      if (!in) continue;
-      const bool more = !l.empty() && l.back() == '\\';
-      flags += " " + (more ? l.substr(0, l.size() - 1) : l);
-      if (!more) break;
-    }
-  }
+  std::string flags = " " + read_text(src + "/train_flags.txt");  // as fairseq-train ran them, shell-quoted
+  flags.erase(flags.find_last_not_of('\n') + 1);
   ASSERT_NE(flags.find("--decoder-embed-dim 96"), std::string::npos) << flags;
   std::string out;
   ASSERT_EQ(run_command("cd " + dir + " && " + kCli + " fairseq-train " + leanseq::test::tests_path("fixtures/fairseq-data-bin") +

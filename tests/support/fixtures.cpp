@@ -154,13 +154,4 @@ std::string temp_dir(const std::string& tag) {
   return p.string();
 }
 
-std::string data_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace leanseq::test

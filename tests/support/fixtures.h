@@ -6,6 +6,8 @@
 #include <map>
 #include <string>
 
+#include "leanseq/core/error.h"
+
 namespace leanseq::test {
 
 // Absolute path of ../shared/<rel>, or "" when it is absent (tests then LEANSEQ_MISSING_SHARED).
@@ -56,8 +58,17 @@ std::string write_text(const std::string& path, const std::string& text);
 // A fresh temporary directory under the system temp dir, removed when the test binary exits.
 std::string temp_dir(const std::string& tag);
 
-// The message of the leanseq::DataError that `f` throws; "" when it throws none.
-std::string data_error_of(const std::function<void()>& f);
+// The message of the error of type E that `f` throws; "" when it throws none.
+template <class E>
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+inline std::string data_error_of(const std::function<void()>& f) { return error_of<DataError>(f); }
 
 }  // namespace leanseq::test
 
