@@ -206,8 +206,9 @@ TEST(Moses, TokenizerSpecsAreFairseqsFlags) {
 }
 
 // sacremoses' own outputs (tests/fixtures/moses-sacremoses, made by its make.sh) with fairseq's
-// settings: German and English nonbreaking prefixes (ordinals, dates, abbreviations before names and
-// numbers, its German list's numbers), and CJK text as zh, ja, ko and en tokenize and detokenize it.
+// settings: the nonbreaking prefixes of every language it ships a list for (ordinals, dates,
+// abbreviations before names and numbers, initials), and CJK text as zh, ja, ko and en tokenize and
+// detokenize it.
 TEST(MosesFixture, NonbreakingPrefixesAndCjkAsSacremoses) {
   const std::string dir = leanseq::test::tests_path("fixtures/moses-sacremoses");
   auto check = [&](const std::string& lang, const std::string& input, const std::string& name) {
@@ -224,8 +225,9 @@ TEST(MosesFixture, NonbreakingPrefixesAndCjkAsSacremoses) {
     ASSERT_EQ(detok.size(), tok.size()) << name;
     for (size_t i = 0; i < tok.size(); ++i) EXPECT_EQ(detokenizer.detokenize(tok[i]), detok[i]) << name << " line " << i + 1;
   };
-  check("de", "input.de", "de");
-  check("en", "input.en", "en");
+  for (const char* lang : {"cs", "de", "en", "es", "fr", "it", "pt", "ro", "ru"}) {
+    check(lang, std::string("input.") + lang, lang);
+  }
   for (const char* lang : {"zh", "ja", "ko", "en"}) check(lang, "input.cjk", std::string("cjk.") + lang);
 }
 

@@ -25,7 +25,9 @@ void add_tokenize(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand(
       "tokenize", "Moses tokenization (then subword-nmt BPE with --bpe-codes), or with --detokenize the way back; "
                   "standard input to standard output, line by line");
-  sub->add_option("--lang,-l", a->moses.lang, "language (en, de, fr, it take their own rules)")->required();
+  sub->add_option("--lang,-l", a->moses.lang,
+                  "language (built-in nonbreaking prefixes: cs, de, en, es, fr, it, pt, ro, ru; apostrophe rules: en, fr, it)")
+      ->required();
   sub->add_flag("--no-escape", a->no_escape, "leave & | < > ' \" [ ] as they are (tokenizing)");
   sub->add_flag("--aggressive-dash-splits", a->moses.aggressive_dash_splits, "split hyphens inside words: a @-@ b");
   sub->add_option("--nonbreaking-prefixes", a->moses.nonbreaking_prefixes,

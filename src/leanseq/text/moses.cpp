@@ -11,6 +11,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/core/strings.h"
+#include "leanseq/text/moses_prefixes.h"
 
 namespace leanseq::text {
 
@@ -148,9 +149,15 @@ std::string roman(int n) {
   return std::string(tens[n / 10]) + ones[n % 10];
 }
 
-// The built-in list of `lang` (en, de; others have none), entries as a nonbreaking_prefix file's lines.
+// The built-in list of `lang` (en and de built here; cs, es, fr, it, pt, ro, ru generated from
+// sacremoses' files; others have none), entries as a nonbreaking_prefix file's lines.
 std::vector<std::string> builtin_prefixes(const std::string& lang) {
   std::vector<std::string> out;
+  if (const char* list = moses_prefix_list(lang)) {
+    std::istringstream lines(list);
+    for (std::string line; std::getline(lines, line);) out.push_back(line);
+    return out;
+  }
   if (lang != "en" && lang != "de") return out;
   for (char c = 'A'; c <= 'Z'; ++c) out.emplace_back(1, c);
   for (const auto& w : split_spaces(kTitles)) out.push_back(w);

@@ -2,8 +2,9 @@
 // users trained on Moses-tokenized text: the same rules in the same order, over Unicode character
 // classes (ICU's Alphabetic, Nd, N, Sc, So and Lowercase for Perl's IsAlpha, IsAlnum, IsN, IsSc,
 // IsSo and IsLower), XML escaping on or off, aggressive dash splitting off unless asked for, and
-// the nonbreaking prefixes of a language (built-in lists for English and German, or a Moses
-// nonbreaking_prefix file). Languages other than en, fr and it take the rules for all languages.
+// the nonbreaking prefixes of a language (built-in lists for every language sacremoses ships one
+// for: cs, de, en, es, fr, it, pt, ro, ru; or a Moses nonbreaking_prefix file). Apostrophes follow
+// en's and fr/it's rules; other languages take the rules for all languages.
 #pragma once
 #include <memory>
 #include <string>
