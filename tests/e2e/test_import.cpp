@@ -135,22 +135,27 @@ TEST(ImportFairseqFixture, AFastBpeModelTranslatesAsFairseqInteractive) {
 }
 
 namespace {
-// fairseq-generate on a fixture of tests/fixtures (made by its make.sh) prints fairseq's best
-// tokens for each of its 30 sentences, their scores within 1e-4 and its BLEU line.
-void expect_generate_as_fairseq(const std::string& src) {
+// fairseq-generate on a fixture of tests/fixtures (made by its make.sh) with `flags` prints the
+// tokens of each hypothesis fairseq printed in `expected_file` for its 30 sentences (every one of
+// the n-best), their scores within 1e-4 and its BLEU line.
+void expect_generate_as_fairseq(const std::string& src, const std::string& flags = "--beam 5",
+                                const std::string& expected_file = "gen.beam5.txt") {
   std::string out;
   ASSERT_EQ(run_command(kCli + " fairseq-generate " + src + " --path " + src + "/model.pt --cpu --gen-subset test " +
-                            "--beam 5 --batch-size 16 2>/dev/null",
+                            "--batch-size 16 " + flags + " 2>/dev/null",
                         out),
             0)
       << out;
-  const std::string expected = read_text(src + "/gen.beam5.txt");
+  const std::string expected = read_text(src + "/" + expected_file);
   const auto theirs = leanseq::test::parse_fairseq_lines(expected), ours = leanseq::test::parse_fairseq_lines(out);
   ASSERT_EQ(theirs.size(), 30u);
   ASSERT_EQ(ours.size(), theirs.size());
   for (const auto& [id, hyps] : theirs) {
-    EXPECT_EQ(ours.at(id).front().tokens, hyps.front().tokens) << "sentence " << id;
-    EXPECT_NEAR(ours.at(id).front().score, hyps.front().score, 1e-4) << "sentence " << id;
+    ASSERT_EQ(ours.at(id).size(), hyps.size()) << "sentence " << id;
+    for (size_t k = 0; k < hyps.size(); ++k) {
+      EXPECT_EQ(ours.at(id)[k].tokens, hyps[k].tokens) << "sentence " << id << " hypothesis " << k;
+      EXPECT_NEAR(ours.at(id)[k].score, hyps[k].score, 1e-4) << "sentence " << id << " hypothesis " << k;
+    }
   }
   const auto bleu = [](const std::string& text) { return text.substr(text.rfind("Generate test")); };
   EXPECT_EQ(bleu(out), bleu(expected));
@@ -200,6 +205,21 @@ TEST(ImportFairseqFixture, EncoderAndDecoderOfDifferentWidthsDecodeAsFairseqAndT
   EXPECT_EQ(theirs.at("model.decoder.embed_dim"), "96");
   for (const auto& [k, v] : theirs) EXPECT_EQ(ours.count(k) ? ours.at(k) : "(missing)", v) << k;
   EXPECT_FALSE(leanseq::checkpoint::read_checkpoint(dir + "/ckpt/checkpoint_last.pt").optimizer.has_value());
+}
+
+// fairseq-generate's diverse beam search (--diverse-beam-groups, --diverse-beam-strength) on the
+// widths fixture: every hypothesis of the n-best as fairseq's, at 2 groups of 2 and 3 groups of 2.
+TEST(ImportFairseqFixture, DiverseBeamSearchAsFairseqGenerate) {
+  const std::string src = leanseq::test::tests_path("fixtures/fairseq-widths");
+  expect_generate_as_fairseq(src, "--beam 4 --diverse-beam-groups 2 --nbest 4", "gen.diverse2.txt");
+  expect_generate_as_fairseq(src, "--beam 6 --diverse-beam-groups 3 --diverse-beam-strength 1.5 --nbest 3",
+                             "gen.diverse3.txt");
+  std::string out;
+  EXPECT_EQ(run_command(kCli + " fairseq-generate " + src + " --path " + src + "/model.pt --gen-subset test --beam 5 " +
+                            "--diverse-beam-groups 2 2>&1",
+                        out),
+            2);
+  EXPECT_NE(out.find("diverse_beam_groups: expected a divisor of beam (5), got 2"), std::string::npos) << out;
 }
 
 TEST(ImportFairseqFixture, AnEnsembleOfAModelWithItselfIsTheModel) {

@@ -78,6 +78,32 @@ using States = std::vector<ConstraintTracker::State>;
 // not met their constraints cannot end; the best 2 x beam of each sentence and each row's best are
 // handed to constrained_candidates with the rows' states. Returns [groups, k] scores and ids (row *
 // vocab + token); `states` becomes, per group, the candidates' states.
+// Diverse beam search's candidates (fairseq's DiverseBeamSearch.step): group g holds the rows g,
+// g + G, ...; each group's top 2 x (beam / G), over its log-probabilities plus -strength x how
+// many candidates of the earlier groups chose each token, interleaved group by group. lprobs:
+// [groups * beam (or groups at a first step of one row per sentence), V]; prev: [groups * beam].
+std::pair<torch::Tensor, torch::Tensor> diverse_candidates(const torch::Tensor& lprobs, const torch::Tensor& prev,
+                                                           int64_t step, int64_t groups, int64_t beam, int64_t vocab,
+                                                           const SearchOptions& opt) {
+  const int64_t G = opt.diverse_beam_groups, per_group = beam / G;
+  auto lp = lprobs.to(torch::kCPU).view({groups, -1, vocab});
+  auto penalty = torch::zeros({groups, vocab}, lp.options());
+  std::vector<torch::Tensor> scores, ids;
+  for (int64_t g = 0; g < G; ++g) {
+    // At the first step every row is the same: each group expands one.
+    auto lg = step == 0 ? lp.narrow(1, 0, 1) : lp.slice(1, g, beam, G);
+    lg = g > 0 ? torch::add(lg, penalty.unsqueeze(1), -opt.diverse_beam_strength) : lg.contiguous();
+    if (step > 0) lg = lg + prev.view({groups, beam}).slice(1, g, beam, G).unsqueeze(-1);
+    auto flat = lg.reshape({groups, -1});
+    auto top = flat.topk(std::min<int64_t>(2 * per_group, flat.size(1) - 1), -1);
+    auto token = std::get<1>(top).remainder(vocab), row = std::get<1>(top).div(vocab, "floor") * G + g;
+    scores.push_back(std::get<0>(top));
+    ids.push_back(row * vocab + token);
+    penalty.scatter_add_(1, token, torch::ones(token.sizes(), penalty.options()));
+  }
+  return {torch::stack(scores, 2).view({groups, -1}).contiguous(), torch::stack(ids, 2).view({groups, -1}).contiguous()};
+}
+
 std::pair<torch::Tensor, torch::Tensor> constrained_step(torch::Tensor& lprobs, const torch::Tensor& prev, int64_t step,
                                                          int64_t max_len, int64_t groups, int64_t beam, int64_t vocab,
                                                          const std::vector<const ConstraintTracker*>& trackers,
@@ -247,6 +273,9 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       std::tie(cand_scores, cand_idx) =
           constrained_step(lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, max_len, groups, beam,
                            vocab, active_trackers, states);
+    } else if (opt.diverse_beam_groups > 1) {
+      std::tie(cand_scores, cand_idx) = diverse_candidates(
+          lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);
     } else if (opt.sampling) {
       std::tie(cand_scores, cand_idx) = sample_candidates(
           lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);

@@ -34,6 +34,12 @@ struct SearchOptions {
   // its constraints, in their order or in any. Every sentence of the batch is searched so, also one
   // without constraints.
   ConstraintOrder constraint_order = ConstraintOrder::none;
+  // Diverse beam search (fairseq's --diverse-beam-groups, Vijayakumar et al. 2016): the beam is
+  // split into this many groups (> 1: on; it divides beam), each searched in turn with its
+  // tokens' log-probabilities lowered by diverse_beam_strength per earlier group's candidate of
+  // the same token at this step; the penalties count in the scores, as fairseq's.
+  int64_t diverse_beam_groups = -1;
+  double diverse_beam_strength = 0.5;
   // Asked before each step when set: true stops the search with decode::Cancelled (a server's
   // request that timed out).
   std::function<bool()> cancelled;

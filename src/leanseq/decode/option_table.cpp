@@ -36,6 +36,15 @@ const std::vector<DecodingOption>& table() {
        "no translation repeats an n-gram of this many tokens (0: off)",
        DecodingOption::IntegerField([](O& o) -> int64_t& { return o.search.no_repeat_ngram_size; }),
        Range::closed(0, kMaxLenB), {}},
+      {"diverse_beam_groups", "--diverse-beam-groups", "", false, "Search",
+       "diverse beam search: the beam is searched in this many groups, each penalized for the tokens earlier groups "
+       "chose at the step (-1: off; it divides beam)",
+       DecodingOption::IntegerField([](O& o) -> int64_t& { return o.search.diverse_beam_groups; }),
+       Range::closed(1, kMaxBeam), -1.0},
+      {"diverse_beam_strength", "--diverse-beam-strength", "", false, "Search",
+       "diverse beam search: the penalty per earlier group's candidate of a token",
+       DecodingOption::NumberField([](O& o) -> double& { return o.search.diverse_beam_strength; }),
+       Range::closed(-kLarge, kLarge), {}},
       {"prefix", "--prefix", "", false, "Search", "text every translation starts with (then the search goes on)",
        DecodingOption::TextField([](O& o) -> std::string& { return o.prefix; }), {}, {}},
       {"sampling", "--sampling", "", false, "Sampling",
@@ -208,6 +217,13 @@ void check_options(const TranslateOptions& opt) {
     throw ConfigError("sampling_topk and sampling_topp go with sampling");
   }
   if (s.sampling_topk > 0 && s.sampling_topp > 0) throw ConfigError("sampling_topk and sampling_topp: give one of them");
+  if (s.diverse_beam_groups > 1 && s.beam % s.diverse_beam_groups != 0) {
+    throw ConfigError("diverse_beam_groups: expected a divisor of beam (" + std::to_string(s.beam) + "), got " +
+                      std::to_string(s.diverse_beam_groups));
+  }
+  if (s.diverse_beam_groups > 1 && (s.sampling || s.constraint_order != ConstraintOrder::none)) {
+    throw ConfigError("diverse_beam_groups goes with beam search, not sampling or constraints");
+  }
   if (s.sampling && s.constraint_order != ConstraintOrder::none) {
     throw ConfigError("constraints go with beam search, not sampling");
   }

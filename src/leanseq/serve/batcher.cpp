@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "leanseq/core/timer.h"
+#include "leanseq/decode/option_table.h"
 
 namespace leanseq::serve {
 
@@ -47,12 +48,10 @@ int64_t Batcher::queued() const {
 }
 
 bool Batcher::same_options(const decode::TranslateOptions& a, const decode::TranslateOptions& b) {
-  const auto &x = a.search, &y = b.search;
-  return x.beam == y.beam && x.nbest == y.nbest && x.lenpen == y.lenpen && x.max_len_a == y.max_len_a &&
-         x.max_len_b == y.max_len_b && x.min_len == y.min_len && x.unk_penalty == y.unk_penalty &&
-         x.no_repeat_ngram_size == y.no_repeat_ngram_size && x.temperature == y.temperature &&
-         x.sampling == y.sampling && x.sampling_topk == y.sampling_topk && x.sampling_topp == y.sampling_topp &&
-         x.need_attn == y.need_attn && x.constraint_order == y.constraint_order && a.prefix == b.prefix &&
+  for (const auto& option : decode::decoding_options()) {
+    if (option.value_text(a) != option.value_text(b)) return false;
+  }
+  return a.search.need_attn == b.search.need_attn && a.search.constraint_order == b.search.constraint_order &&
          a.input_format == b.input_format;
 }
 
