@@ -207,13 +207,15 @@ TEST(ImportFairseqFixture, EncoderAndDecoderOfDifferentWidthsDecodeAsFairseqAndT
   EXPECT_FALSE(leanseq::checkpoint::read_checkpoint(dir + "/ckpt/checkpoint_last.pt").optimizer.has_value());
 }
 
-// fairseq-generate's diverse beam search (--diverse-beam-groups, --diverse-beam-strength) on the
-// widths fixture: every hypothesis of the n-best as fairseq's, at 2 groups of 2 and 3 groups of 2.
+// fairseq-generate's diverse beam search (--diverse-beam-groups, --diverse-beam-strength) and
+// diverse siblings (--diversity-rate) on the widths fixture: every hypothesis of the n-best as
+// fairseq's, at 2 groups of 2, 3 groups of 2, and a rate of 0.5.
 TEST(ImportFairseqFixture, DiverseBeamSearchAsFairseqGenerate) {
   const std::string src = leanseq::test::tests_path("fixtures/fairseq-widths");
   expect_generate_as_fairseq(src, "--beam 4 --diverse-beam-groups 2 --nbest 4", "gen.diverse2.txt");
   expect_generate_as_fairseq(src, "--beam 6 --diverse-beam-groups 3 --diverse-beam-strength 1.5 --nbest 3",
                              "gen.diverse3.txt");
+  expect_generate_as_fairseq(src, "--beam 4 --diversity-rate 0.5 --nbest 4", "gen.siblings.txt");
   std::string out;
   EXPECT_EQ(run_command(kCli + " fairseq-generate " + src + " --path " + src + "/model.pt --gen-subset test --beam 5 " +
                             "--diverse-beam-groups 2 2>&1",

@@ -104,6 +104,20 @@ std::pair<torch::Tensor, torch::Tensor> diverse_candidates(const torch::Tensor& 
   return {torch::stack(scores, 2).view({groups, -1}).contiguous(), torch::stack(ids, 2).view({groups, -1}).contiguous()};
 }
 
+// Diverse siblings' candidates (fairseq's DiverseSiblingsSearch.step) after the first step: each
+// row's top k = 2 x beam continuations (with its score so far), the i-th lowered by i x rate, then
+// the top k of them all. lprobs: [groups * beam, V]; prev: [groups * beam].
+std::pair<torch::Tensor, torch::Tensor> sibling_candidates(const torch::Tensor& lprobs, const torch::Tensor& prev,
+                                                           int64_t groups, int64_t beam, int64_t vocab, double rate) {
+  auto lp = lprobs.to(torch::kCPU).view({groups, beam, vocab}) + prev.view({groups, beam, 1});
+  const int64_t k = std::min<int64_t>(2 * beam, beam * vocab - 1);
+  auto [row_scores, row_tokens] = lp.topk(k, -1);  // [groups, beam, k]
+  row_scores = row_scores - torch::arange(1, k + 1, lp.options()) * rate;
+  auto [scores, picked] = row_scores.reshape({groups, -1}).topk(k, -1);
+  auto tokens = row_tokens.reshape({groups, -1}).gather(1, picked);
+  return {scores.contiguous(), (picked.div(k, "floor") * vocab + tokens).contiguous()};
+}
+
 std::pair<torch::Tensor, torch::Tensor> constrained_step(torch::Tensor& lprobs, const torch::Tensor& prev, int64_t step,
                                                          int64_t max_len, int64_t groups, int64_t beam, int64_t vocab,
                                                          const std::vector<const ConstraintTracker*>& trackers,
@@ -273,6 +287,9 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       std::tie(cand_scores, cand_idx) =
           constrained_step(lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, max_len, groups, beam,
                            vocab, active_trackers, states);
+    } else if (opt.diversity_rate > -1 && step > 0) {
+      std::tie(cand_scores, cand_idx) =
+          sibling_candidates(lprobs, scores.select(1, step - 1), groups, beam, vocab, opt.diversity_rate);
     } else if (opt.diverse_beam_groups > 1) {
       std::tie(cand_scores, cand_idx) = diverse_candidates(
           lprobs, step > 0 ? scores.select(1, step - 1) : torch::Tensor(), step, groups, beam, vocab, opt);

@@ -40,6 +40,10 @@ struct SearchOptions {
   // the same token at this step; the penalties count in the scores, as fairseq's.
   int64_t diverse_beam_groups = -1;
   double diverse_beam_strength = 0.5;
+  // Diverse siblings (fairseq's --diversity-rate, Li et al. 2016; > -1: on): after the first step,
+  // the k-th best continuation of each row loses k x diversity_rate before the rows' candidates
+  // are ranked together; the penalties count in the scores, as fairseq's.
+  double diversity_rate = -1;
   // Asked before each step when set: true stops the search with decode::Cancelled (a server's
   // request that timed out).
   std::function<bool()> cancelled;

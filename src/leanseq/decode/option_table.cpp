@@ -45,6 +45,10 @@ const std::vector<DecodingOption>& table() {
        "diverse beam search: the penalty per earlier group's candidate of a token",
        DecodingOption::NumberField([](O& o) -> double& { return o.search.diverse_beam_strength; }),
        Range::closed(-kLarge, kLarge), {}},
+      {"diversity_rate", "--diversity-rate", "", false, "Search",
+       "diverse siblings: the k-th best continuation of each hypothesis loses k x this (-1: off)",
+       DecodingOption::NumberField([](O& o) -> double& { return o.search.diversity_rate; }),
+       Range::left_open(-1, kLarge), -1.0},
       {"prefix", "--prefix", "", false, "Search", "text every translation starts with (then the search goes on)",
        DecodingOption::TextField([](O& o) -> std::string& { return o.prefix; }), {}, {}},
       {"sampling", "--sampling", "", false, "Sampling",
@@ -223,6 +227,9 @@ void check_options(const TranslateOptions& opt) {
   }
   if (s.diverse_beam_groups > 1 && (s.sampling || s.constraint_order != ConstraintOrder::none)) {
     throw ConfigError("diverse_beam_groups goes with beam search, not sampling or constraints");
+  }
+  if (s.diversity_rate > -1 && (s.sampling || s.constraint_order != ConstraintOrder::none || s.diverse_beam_groups > 1)) {
+    throw ConfigError("diversity_rate goes with beam search, not sampling, constraints or diverse_beam_groups");
   }
   if (s.sampling && s.constraint_order != ConstraintOrder::none) {
     throw ConfigError("constraints go with beam search, not sampling");
