@@ -479,11 +479,21 @@ TEST(ImportFairseqFixture, FairseqTrainCommandLineBuildsTheModelFairseqBuilt) {
     }
   }
   std::string out;
-  EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch transformer --optimizer adam --max-tokens 100 "
-                               "--encoder-embed-dim 64 --fp16 --tokenizer moses",
-                        out),
-            2);
-  EXPECT_NE(out.find("fairseq's --fp16 is not supported"), std::string::npos) << out;
+  // fairseq's mixed precision: --bf16 trains in bfloat16 (float32 where the CPU has no bfloat16
+  // products), --fp16 and --amp in float16 on CUDA, and the two kinds exclude each other.
+  const std::string small = kCli + " fairseq-train " + data + " --arch transformer --optimizer adam --max-tokens 100 " +
+                            "--encoder-embed-dim 16 --decoder-embed-dim 16 --encoder-ffn-embed-dim 32 " +
+                            "--decoder-ffn-embed-dim 32 --encoder-layers 1 --decoder-layers 1 --encoder-attention-heads 2 " +
+                            "--decoder-attention-heads 2 --max-update 1 --tokenizer moses --cpu --save-dir ";
+  ASSERT_EQ(run_command("cd " + dir + " && " + small + "bf16 --bf16", out), 0) << out;
+  EXPECT_EQ(leanseq::parse_yaml_text(leanseq::checkpoint::read_checkpoint(dir + "/bf16/checkpoint_last.pt").config_yaml, "ck")
+                .values.at("optim.amp"),
+            "bfloat16");
+  EXPECT_EQ(run_command("cd " + dir + " && " + small + "fp16 --fp16", out), 2) << out;
+  EXPECT_NE(out.find("optim.amp: float16 trains on CUDA only"), std::string::npos) << out;
+  EXPECT_EQ(run_command("cd " + dir + " && " + small + "both --amp --bf16", out), 2) << out;
+  EXPECT_NE(out.find("fairseq-train: --fp16/--amp (float16) and --bf16 (bfloat16): give one of them"), std::string::npos)
+      << out;
   // An option that leanseq builds for one family only is refused for the other, defaults counted.
   EXPECT_EQ(run_command(kCli + " fairseq-train " + data + " --arch lightconv --optimizer adam --max-tokens 100 " +
                             "--decoder-output-dim 32 --tokenizer moses",

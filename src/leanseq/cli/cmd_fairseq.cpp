@@ -311,7 +311,7 @@ struct TrainArgs : PipelineFlags {
   std::string data, arch, save_dir = "checkpoints", criterion = "cross_entropy", task = "translation";
   std::string source_lang, target_lang, log_format;
   int64_t max_epoch = 0, max_update = 0, seed = 1, update_freq = 1, patience = -1, num_workers = 1;
-  bool cpu = false;
+  bool cpu = false, fp16 = false, bf16 = false;  // --fp16 and --amp: float16
 };
 
 // fairseq's model options among the arguments fairseq-train's own parser did not take, as fairseq
@@ -444,7 +444,10 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->add_option("--num-workers", a->num_workers,
                   "accepted for fairseq's scripts: leanseq reads its memory-mapped batches in the training thread");
   add_pipeline_flags(sub, *a);  // the data's: checkpoints carry it
-  sub->add_flag("--cpu", a->cpu, "train on the CPU (leanseq's default device)");
+  sub->add_flag("--cpu", a->cpu, "train on the CPU (the default without a CUDA device, as in fairseq)");
+  sub->add_flag("--fp16,--amp", a->fp16,
+                "float16 mixed precision with a dynamic loss scale, on CUDA (optim.amp=float16; fairseq's --fp16, --amp)");
+  sub->add_flag("--bf16", a->bf16, "bfloat16 mixed precision, on CUDA or a CPU with AVX512_BF16 (optim.amp=bfloat16)");
   add_fairseq_training_flags(sub, given);
   sub->callback([a, given, sub, &exit_code] {
     ConfigValues values;
@@ -489,7 +492,10 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
     set("stop.max_epoch", std::to_string(a->max_epoch));
     set("stop.max_update", std::to_string(a->max_update));
     if (a->patience >= 0) set("stop.patience", std::to_string(a->patience));
-    if (a->cpu) set("device", "cpu");
+    if (a->fp16 && a->bf16) throw ConfigError("fairseq-train: --fp16/--amp (float16) and --bf16 (bfloat16): give one of them");
+    if (a->fp16 || a->bf16) set("optim.amp", a->bf16 ? "bfloat16" : "float16");
+    // As fairseq-train: on the GPU when there is one, unless --cpu.
+    set("device", !a->cpu && torch::cuda::is_available() ? "cuda" : "cpu");
     if (!a->log_format.empty()) set("log.format", a->log_format == "simple" ? "text" : a->log_format);
     const auto pipeline = pipeline_of(*a);
     // Without --bpe/--tokenizer, as fairseq's, the checkpoints read and write the data's subwords.
