@@ -19,6 +19,16 @@ struct ScoreArgs {
   std::string hyp, metric = "bleu", tokenize = "13a", format = "text";
   bool lowercase = false, case_sensitive = false;
 };
+
+// DataError unless the lines of `a` and `b`, read from the paths named ("-": standard input), are
+// as many.
+void check_same_length(const std::vector<std::string>& a, const std::string& a_path, const std::vector<std::string>& b,
+                       const std::string& b_path) {
+  if (a.size() == b.size()) return;
+  auto name = [](const std::string& path) { return path == "-" ? std::string("<stdin>") : path; };
+  throw DataError(name(a_path) + " has " + std::to_string(a.size()) + " lines but " + name(b_path) + " has " +
+                  std::to_string(b.size()));
+}
 }  // namespace
 
 void add_score(CLI::App& app, int& exit_code) {
@@ -43,10 +53,7 @@ void add_score(CLI::App& app, int& exit_code) {
     std::vector<std::vector<std::string>> refs;
     for (const auto& r : a->refs) {
       refs.push_back(io::read_lines(r));
-      if (refs.back().size() != hyps.size()) {
-        throw DataError(r + " has " + std::to_string(refs.back().size()) + " lines but " + a->hyp + " has " +
-                        std::to_string(hyps.size()));
-      }
+      check_same_length(refs.back(), r, hyps, a->hyp);
     }
     nlohmann::json out;
     std::string text;
@@ -120,12 +127,8 @@ void add_fairseq_score(CLI::App& app, int& exit_code) {
     if (a->order < 1 || a->order > 4) throw ConfigError("--order: expected 1 to 4, got " + std::to_string(a->order));
     if (a->sacrebleu && a->sentence_bleu) throw ConfigError("--sacrebleu and --sentence-bleu: give one of them");
     auto hyps = io::read_lines(a->sys), refs = io::read_lines(a->ref);
-    const std::string sys_name = a->sys == "-" ? "<stdin>" : a->sys;
-    if (hyps.size() != refs.size()) {  // (fairseq stops at the shorter one, without a word)
-      throw DataError(sys_name + " has " + std::to_string(hyps.size()) + " lines but " + a->ref + " has " +
-                      std::to_string(refs.size()));
-    }
-    if (hyps.empty()) throw DataError(sys_name + ": no lines to score");
+    check_same_length(hyps, a->sys, refs, a->ref);  // (fairseq stops at the shorter one, without a word)
+    if (hyps.empty()) throw DataError((a->sys == "-" ? "<stdin>" : a->sys) + ": no lines to score");
     std::cout << "Namespace(sys=" << python_repr(a->sys) << ", ref=" << python_repr(a->ref) << ", order=" << a->order
               << ", ignore_case=" << (a->ignore_case ? "True" : "False") << ", sacrebleu=" << (a->sacrebleu ? "True" : "False")
               << ", sentence_bleu=" << (a->sentence_bleu ? "True" : "False") << ")\n";

@@ -83,10 +83,6 @@ std::string value_text(const OptionValue& v) {
   return quoted(std::get<std::string>(v));
 }
 
-[[noreturn]] void refuse(const DecodingOption& option, const std::string& got) {
-  throw ConfigError(std::string(option.name) + ": expected " + option.expected() + ", got " + got);
-}
-
 bool accepts(const DecodingOption& option, double v) {
   return std::isfinite(v) && (option.range.contains(v) || (option.off && v == *option.off));
 }
@@ -140,6 +136,16 @@ std::string DecodingOption::value_text(const TranslateOptions& o) const {
   return "";
 }
 
+bool DecodingOption::same(const TranslateOptions& a, const TranslateOptions& b) const {
+  auto& x = const_cast<TranslateOptions&>(a);  // the fields are only read
+  auto& y = const_cast<TranslateOptions&>(b);
+  return std::visit([&](auto get) { return get(x) == get(y); }, field);
+}
+
+void DecodingOption::refuse(const std::string& got) const {
+  throw ConfigError(std::string(name) + ": expected " + expected() + ", got " + got);
+}
+
 const std::vector<DecodingOption>& decoding_options() { return table(); }
 
 const DecodingOption* find_decoding_option(const std::string& name, bool python) {
@@ -153,13 +159,13 @@ void set_option(TranslateOptions& o, const DecodingOption& option, const OptionV
   OptionValue value = given;
   if (const auto* s = std::get_if<std::string>(&given); s && option.kind() != DecodingOption::Kind::text) {
     const auto parsed = parse(option, *s);
-    if (!parsed) refuse(option, quoted(*s));
+    if (!parsed) option.refuse(quoted(*s));
     value = *parsed;
   }
   switch (option.kind()) {
     case DecodingOption::Kind::integer: {
       const auto* v = std::get_if<int64_t>(&value);
-      if (!v || !accepts(option, static_cast<double>(*v))) refuse(option, value_text(value));
+      if (!v || !accepts(option, static_cast<double>(*v))) option.refuse(value_text(value));
       std::get<DecodingOption::IntegerField>(option.field)(o) = *v;
       break;
     }
@@ -170,21 +176,21 @@ void set_option(TranslateOptions& o, const DecodingOption& option, const OptionV
       } else if (const auto* d = std::get_if<double>(&value)) {
         v = *d;
       } else {
-        refuse(option, value_text(value));
+        option.refuse(value_text(value));
       }
-      if (!accepts(option, v)) refuse(option, value_text(value));
+      if (!accepts(option, v)) option.refuse(value_text(value));
       std::get<DecodingOption::NumberField>(option.field)(o) = v;
       break;
     }
     case DecodingOption::Kind::flag: {
       const auto* b = std::get_if<bool>(&value);
-      if (!b) refuse(option, value_text(value));
+      if (!b) option.refuse(value_text(value));
       std::get<DecodingOption::FlagField>(option.field)(o) = *b;
       break;
     }
     case DecodingOption::Kind::text: {
       const auto* s = std::get_if<std::string>(&value);
-      if (!s || io::utf8_invalid_offset(*s) >= 0) refuse(option, s ? std::string("bytes that are not UTF-8") : value_text(value));
+      if (!s || io::utf8_invalid_offset(*s) >= 0) option.refuse(s ? std::string("bytes that are not UTF-8") : value_text(value));
       std::get<DecodingOption::TextField>(option.field)(o) = *s;
       break;
     }
@@ -197,18 +203,18 @@ void check_options(const TranslateOptions& opt) {
     switch (option.kind()) {
       case DecodingOption::Kind::integer: {
         const int64_t v = std::get<DecodingOption::IntegerField>(option.field)(o);
-        if (!accepts(option, static_cast<double>(v))) refuse(option, std::to_string(v));
+        if (!accepts(option, static_cast<double>(v))) option.refuse(std::to_string(v));
         break;
       }
       case DecodingOption::Kind::number: {
         const double v = std::get<DecodingOption::NumberField>(option.field)(o);
-        if (!accepts(option, v)) refuse(option, shortest_text(v));
+        if (!accepts(option, v)) option.refuse(shortest_text(v));
         break;
       }
       case DecodingOption::Kind::flag: break;
       case DecodingOption::Kind::text:
         if (io::utf8_invalid_offset(std::get<DecodingOption::TextField>(option.field)(o)) >= 0) {
-          refuse(option, "bytes that are not UTF-8");
+          option.refuse("bytes that are not UTF-8");
         }
         break;
     }

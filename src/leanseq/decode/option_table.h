@@ -38,6 +38,11 @@ struct DecodingOption {
   std::string expected() const;
   // The value of this option in `o`, as text (the defaults of --help and the references).
   std::string value_text(const TranslateOptions& o) const;
+  // Whether `a` and `b` hold the same value of this option (compared as values, not as text).
+  bool same(const TranslateOptions& a, const TranslateOptions& b) const;
+  // ConfigError "<name>: expected <expected()>, got <got>": every surface's message for a value
+  // this option does not take.
+  [[noreturn]] void refuse(const std::string& got) const;
 };
 
 const std::vector<DecodingOption>& decoding_options();

@@ -75,8 +75,7 @@ struct Options {
     } else if (py::isinstance<py::str>(value) && option->kind() == decode::DecodingOption::Kind::text) {
       v = value.cast<std::string>();
     } else {  // a string for a number is refused here, not read as one (as a form's field is)
-      throw ConfigError(std::string(option->name) + ": expected " + option->expected() + ", got " +
-                        first_line(py::repr(value).cast<std::string>(), 100));
+      option->refuse(first_line(py::repr(value).cast<std::string>(), 100));
     }
     decode::set_option(decoding, *option, v);
   }

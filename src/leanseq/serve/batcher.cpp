@@ -49,7 +49,7 @@ int64_t Batcher::queued() const {
 
 bool Batcher::same_options(const decode::TranslateOptions& a, const decode::TranslateOptions& b) {
   for (const auto& option : decode::decoding_options()) {
-    if (option.value_text(a) != option.value_text(b)) return false;
+    if (!option.same(a, b)) return false;
   }
   return a.search.need_attn == b.search.need_attn && a.search.constraint_order == b.search.constraint_order &&
          a.input_format == b.input_format;

@@ -153,11 +153,7 @@ std::string roman(int n) {
 // sacremoses' files; others have none), entries as a nonbreaking_prefix file's lines.
 std::vector<std::string> builtin_prefixes(const std::string& lang) {
   std::vector<std::string> out;
-  if (const char* list = moses_prefix_list(lang)) {
-    std::istringstream lines(list);
-    for (std::string line; std::getline(lines, line);) out.push_back(line);
-    return out;
-  }
+  if (const char* list = moses_prefix_list(lang)) return io::split_lines(list, "the built-in " + lang + " prefixes");
   if (lang != "en" && lang != "de") return out;
   for (char c = 'A'; c <= 'Z'; ++c) out.emplace_back(1, c);
   for (const auto& w : split_spaces(kTitles)) out.push_back(w);
