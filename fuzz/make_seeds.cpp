@@ -118,6 +118,17 @@ int main(int argc, char** argv) {
                                "Content-Length: 23\r\n\r\nq=w1%20w2&source=xx&t=1");
   write(out / "http/pipelined.txt", "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /languages HTTP/1.1\r\nHost: x\r\n\r\n"
                                     "GET /%FF?model=tiny HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  // LibreTranslate's API: html, auto, alternatives, /detect, a file upload and its download.
+  const std::string lt_body = R"({"q": ["<p>w1 <b>w2</b>. w3</p>"], "source": "auto", "target": "yy", "format": "html", "alternatives": 2})";
+  write(out / "http/libretranslate.txt", "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                                             std::to_string(lt_body.size()) + "\r\n\r\n" + lt_body +
+                                             "POST /detect HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\nq=w1+w2.");
+  const std::string multipart = "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.html\"\r\n\r\n"
+                                "<h1>w1 w2</h1>\r\n--B\r\nContent-Disposition: form-data; name=\"source\"\r\n\r\nxx\r\n"
+                                "--B\r\nContent-Disposition: form-data; name=\"target\"\r\n\r\nyy\r\n--B--\r\n";
+  write(out / "http/translate_file.txt", "POST /translate_file HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\n"
+                                             "Content-Length: " + std::to_string(multipart.size()) + "\r\n\r\n" + multipart +
+                                             "GET /download_file/0-0.a.html HTTP/1.1\r\nHost: x\r\n\r\n");
   write(out / "http/chunked.txt", "POST /v1/translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                                   "c\r\n{\"text\": \"w1\r\n2\r\n\"}\r\n0\r\n\r\n");
 

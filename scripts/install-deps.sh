@@ -10,6 +10,7 @@ packages=(
   sword-text-sparv sword-text-web libsword-utils
   python3-dev pybind11-dev python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
   libcpp-httplib-dev chromium libdnnl-dev libjemalloc-dev dpkg-dev
+  libcld2-dev libgumbo-dev
   clang-14 libclang-rt-14-dev
 )
 missing=()

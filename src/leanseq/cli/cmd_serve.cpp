@@ -1,6 +1,7 @@
 // serve: the HTTP translation server (serve/server.h) on a checkpoint, until SIGTERM or SIGINT.
 #include <signal.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "leanseq/checkpoint/run_config.h"
@@ -23,7 +24,24 @@ struct ServeArgs : DecodingFlags {
   serve::ServeOptions server;
   int workers = 1;
   int64_t timeout_ms = 5;
+  std::string load_only;  // LibreTranslate's --load-only: language codes, comma-separated
+  bool no_files = false;
 };
+
+// The codes of a comma-separated list ("en,es").
+std::vector<std::string> language_list(const std::string& text) {
+  std::vector<std::string> codes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string code = text.substr(start, comma - start);
+    code.erase(0, code.find_first_not_of(' '));
+    code.erase(code.find_last_not_of(' ') + 1);
+    if (!code.empty()) codes.push_back(code);
+    start = comma + 1;
+  }
+  return codes;
+}
 }  // namespace
 
 void add_serve(CLI::App& app, int& exit_code) {
@@ -34,7 +52,8 @@ void add_serve(CLI::App& app, int& exit_code) {
                   "NAME=CHECKPOINT (repeatable): serve several models, each with its own queue and --workers, routed "
                   "by name or language pair (instead of --checkpoint)");
   sub->add_option("--models", a->models_file,
-                  "YAML list of models to serve: name, checkpoint, and optionally workers and compute_type (instead "
+                  "YAML list of models to serve: name, checkpoint, and optionally workers, compute_type, and the "
+                  "source and target languages it is served as (instead "
                   "of --checkpoint and --model)");
   sub->add_option("--host", a->server.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", a->server.port, "port (0: any free port; the log says which)")->capture_default_str();
@@ -93,6 +112,33 @@ void add_serve(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--cors", a->server.access.cors,
                   "origins allowed to call the API from a browser, comma-separated, or *; answers preflights");
+  // LibreTranslate's options, under its names.
+  auto& libre = a->server.libretranslate;
+  sub->add_option("--char-limit", libre.char_limit,
+                  "LibreTranslate API: characters per text at most (-1: no limit but --max-request-bytes); a text "
+                  "is translated sentence by sentence, so it may be longer than --max-input-length")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
+  sub->add_option("--batch-limit", libre.batch_limit, "LibreTranslate API: texts per request at most (-1: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
+  sub->add_option("--alternatives-limit", libre.alternatives_limit,
+                  "LibreTranslate API: alternatives a request may ask for (-1: up to --max-beam - 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, decode::kMaxBeam));
+  sub->add_option("--frontend-timeout", libre.frontend_timeout_ms, "LibreTranslate API: the page's typing delay (ms), for /frontend/settings")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--disable-files-translation", a->no_files, "LibreTranslate API: no /translate_file");
+  sub->add_option("--files-max-bytes", a->server.files_max_bytes,
+                  "bytes of translated files kept for /download_file at most (the oldest go first)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--files-max-age", a->server.files_max_age_s, "seconds a translated file is kept")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--load-only", a->load_only,
+                  "serve only the models between these languages (comma-separated codes, as LibreTranslate's)");
   add_decoding_flags(sub, *a);
   sub->callback([a, &exit_code] {
     const torch::Device device = checkpoint::resolve_device(a->device, "--device");
@@ -100,6 +146,9 @@ void add_serve(CLI::App& app, int& exit_code) {
     serve::Access{a->server.access};  // a bad keys file or origin stops the start before the model loads
     a->server.batching.timeout = std::chrono::milliseconds(a->timeout_ms);
     a->server.defaults = a->opt;
+    a->server.libretranslate.files = !a->no_files;
+    const auto only = language_list(a->load_only);
+    if (!a->load_only.empty() && only.empty()) throw ConfigError("--load-only: no language code in '" + a->load_only + "'");
     // Signals go to one thread, which stops the server; requests in flight finish.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
@@ -119,11 +168,19 @@ void add_serve(CLI::App& app, int& exit_code) {
         load_shortlist(*a, *lt.translator);
         a->server.defaults.shortlist = a->opt.shortlist;
       }
-      serve::ModelInfo info{spec.name, lt.loaded.vocab.src_lang, lt.loaded.vocab.tgt_lang};
+      serve::ModelInfo info{spec.name, spec.source.empty() ? lt.loaded.vocab.src_lang : spec.source,
+                            spec.target.empty() ? lt.loaded.vocab.tgt_lang : spec.target};
+      auto in_only = [&](const std::string& code) { return std::find(only.begin(), only.end(), code) != only.end(); };
+      if (!only.empty() && !(in_only(info.source_lang) && in_only(info.target_lang))) {
+        log::info("--load-only " + a->load_only + ": not serving " + spec.name + " (" + info.source_lang + "->" +
+                  info.target_lang + ")");
+        continue;
+      }
       described += (described.empty() ? "" : ", ") + spec.name + " (" + info.source_lang + "->" + info.target_lang + ", " +
                    std::to_string(spec.workers) + " worker" + (spec.workers > 1 ? "s" : "") + ")";
       served.push_back({info, std::move(lt.translator), spec.workers});
     }
+    if (served.empty()) throw ConfigError("--load-only " + a->load_only + ": none of the models translates between these languages");
     serve::Server server(std::move(served), a->server);
     std::thread watcher([&] {
       int sig = 0;

@@ -28,7 +28,7 @@ std::vector<ModelSpec> read_models_file(const std::string& path, int workers, ke
     throw ConfigError(e.what());
   }
   if (!root.IsSequence() || root.size() == 0) {
-    throw ConfigError(path + ": expected a list of models ({name, checkpoint, workers, compute_type})");
+    throw ConfigError(path + ": expected a list of models ({name, checkpoint, workers, compute_type, source, target})");
   }
   std::vector<ModelSpec> specs;
   for (size_t i = 0; i < root.size(); ++i) {
@@ -48,8 +48,15 @@ std::vector<ModelSpec> read_models_file(const std::string& path, int workers, ke
           if (s.workers < 1 || s.workers > 64) throw ConfigError(where + ": workers must be from 1 to 64");
         } else if (key == "compute_type") {
           s.compute_type = kernels::parse_compute_type(kv.second.as<std::string>());
+        } else if (key == "source" || key == "target") {
+          auto& code = key == "source" ? s.source : s.target;
+          code = kv.second.as<std::string>();
+          const bool ok = !code.empty() && code.size() <= 16 &&
+                          code.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") ==
+                              std::string::npos && code != "auto";
+          if (!ok) throw ConfigError(where + ": " + key + " must be a language code of 1 to 16 letters, digits, '-' or '_' (not auto)");
         } else {
-          throw ConfigError(where + ": unknown key '" + key + "' (name, checkpoint, workers, compute_type)");
+          throw ConfigError(where + ": unknown key '" + key + "' (name, checkpoint, workers, compute_type, source, target)");
         }
       } catch (const YAML::Exception&) {
         throw ConfigError(where + ": " + key + " has a value of the wrong type");

@@ -12,11 +12,12 @@ struct ModelSpec {
   std::string name, checkpoint;  // checkpoint: A.pt[:B.pt...] (an ensemble)
   int workers = 1;
   kernels::ComputeTypeRequest compute_type = kernels::ComputeTypeRequest::default_;
+  std::string source, target;  // the language pair it is served as ("": its dictionaries' names)
 };
 
 // Exactly one of `checkpoint`, `model_flags` and `models_file` is given (ConfigError otherwise).
-// The file is a YAML list of {name, checkpoint, workers, compute_type}, the last two optional
-// (defaults: `workers`, `compute_type`). Names are unique, 1-64 letters, digits, '.', '_' or '-';
+// The file is a YAML list of {name, checkpoint, workers, compute_type, source, target}, all but
+// the first two optional (defaults: `workers`, `compute_type`, the checkpoint's language names). Names are unique, 1-64 letters, digits, '.', '_' or '-';
 // errors name the flag, or the file and the entry.
 std::vector<ModelSpec> model_specs(const std::string& checkpoint, const std::vector<std::string>& model_flags,
                                    const std::string& models_file, int workers,

@@ -4,17 +4,24 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/version.h"
+#include "leanseq/serve/file_store.h"
+#include "leanseq/serve/form.h"
+#include "leanseq/serve/libretranslate.h"
 #include "leanseq/serve/metrics.h"
 #include "leanseq/serve/models.h"
 #include "leanseq/serve/page.h"
 #include "leanseq/serve/request.h"
+#include "leanseq/serve/spec.h"
 
 namespace leanseq::serve {
 
@@ -26,28 +33,19 @@ using Clock = std::chrono::steady_clock;
 // Connections the kernel holds for accept(): as many as the worker pool's threads.
 constexpr int kListenBacklog = 64;
 
-// A request's body, read through httplib's content reader so that chunked bodies count against
-// the limit as much as declared ones (httplib's own limit sees only Content-Length).
-std::string read_body(const httplib::ContentReader& reader, size_t limit) {
-  std::string body;
-  bool over = false;
-  reader([&](const char* data, size_t n) {
-    if (n > limit - body.size()) {
-      over = true;
-      return false;
-    }
-    body.append(data, n);
-    return true;
-  });
-  if (over) {
-    GuardedHttpServer::stop_reading();
-    throw Refusal{413, "the request body is larger than " + std::to_string(limit) + " bytes (--max-request-bytes)"};
-  }
-  return body;
-}
-
 // The endpoints counted by name in /metrics (any other path counts as "other").
-const std::vector<std::string> kEndpoints{"/v1/translate", "/translate", "/languages", "/health", "/metrics", "/"};
+const std::vector<std::string> kEndpoints{"/v1/translate", "/v1/health",        "/translate", "/detect",
+                                          "/translate_file", "/download_file",   "/languages", "/frontend/settings",
+                                          "/spec",          "/suggest",          "/health",    "/metrics",
+                                          "/"};
+
+// The methods each endpoint answers: another method gets 405 (LibreTranslate's clients and tests
+// expect it), an unknown path 404.
+const std::map<std::string, std::string> kMethods{
+    {"/v1/translate", "POST"}, {"/v1/health", "GET"},       {"/translate", "POST"}, {"/detect", "POST"},
+    {"/translate_file", "POST"}, {"/languages", "GET"},     {"/frontend/settings", "GET"},
+    {"/spec", "GET"},          {"/suggest", "POST"},        {"/health", "GET"},     {"/metrics", "GET"},
+    {"/", "GET"}};
 
 // A path as a message may quote it: at most 200 bytes (the JSON answer replaces invalid UTF-8).
 std::string quoted_path(const std::string& path) {
@@ -69,6 +67,8 @@ struct Server::Impl {
   Metrics metrics{kEndpoints};
   GuardedHttpServer http;
   Access access;
+  std::unique_ptr<LibreTranslate> libre;  // LibreTranslate's API over `models`
+  std::unique_ptr<FileStore> files;       // /translate_file's results (none when it is off)
   int listen_socket = -1;
 
   explicit Impl(const ServeOptions& o) : opt(o), http(o.connections), access(o.access) {}
@@ -83,7 +83,13 @@ struct Server::Impl {
   }
 
   // Refuses (413) a text longer than max_input_length subword tokens, unless they are cut to it.
+  // `field` names texts[i] in messages: "text", "texts[i]"; "sentence" for LibreTranslate's
+  // sentences ("sentence 3 of the request").
   void check_lengths(const Model& m, const std::vector<std::string>& texts, const std::string& field) {
+    auto name = [&](size_t i) {
+      if (field == "sentence") return "sentence " + std::to_string(i + 1) + " of the request";
+      return field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "");
+    };
     const int64_t limit = opt.defaults.max_input_length;
     if (limit <= 0 || opt.truncate_long_inputs) return;
     for (size_t i = 0; i < texts.size(); ++i) {
@@ -91,13 +97,13 @@ struct Server::Impl {
       // tokenized (which costs a few hundred times its bytes).
       const auto bytes_limit = static_cast<size_t>(limit) * decode::kMaxBytesPerToken;
       if (texts[i].size() > bytes_limit) {
-        throw Refusal{413, field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " has more than " +
+        throw Refusal{413, name(i) + " has more than " +
                                std::to_string(bytes_limit) + " bytes, more than the " + std::to_string(limit) +
                                " subword tokens this server takes can span (--max-input-length)"};
       }
       const auto n = static_cast<int64_t>(m.translator->source_pieces(texts[i]).size()) + 1;
       if (n > limit) {
-        throw Refusal{413, field + (texts.size() > 1 ? "[" + std::to_string(i) + "]" : "") + " has " +
+        throw Refusal{413, name(i) + " has " +
                                std::to_string(n) + " subword tokens, more than the " + std::to_string(limit) +
                                " this server takes (--max-input-length)"};
       }
@@ -157,7 +163,37 @@ struct Server::Impl {
     metrics.request(endpoint, res.status, std::chrono::duration<double>(Clock::now() - start).count());
   }
 
+  // Each model's distinct n-best texts of `sentences` (LibreTranslate's API translates sentence by
+  // sentence); a sentence longer than --max-input-length is refused as a text would be.
+  std::vector<std::vector<std::string>> translate_sentences(size_t model, const std::vector<std::string>& sentences,
+                                                            const decode::TranslateOptions& o) {
+    auto& m = *models.at(model);
+    check_lengths(m, sentences, "sentence");
+    std::vector<std::vector<std::string>> out;
+    for (const auto& hyps : translate(m, sentences, o)) {
+      std::vector<std::string> texts;
+      for (const auto& h : hyps) {
+        if (std::find(texts.begin(), texts.end(), h.text) == texts.end()) texts.push_back(h.text);
+      }
+      if (texts.empty()) texts.emplace_back();
+      out.push_back(std::move(texts));
+    }
+    return out;
+  }
+
+  // The request's API key (its fields' api_key or apiKey, else the X-API-Key header) admitted.
+  void admit(const httplib::Request& req, const json& fields) {
+    access.admit(api_key_of(fields, req.get_header_value("X-API-Key")), req.remote_addr);
+  }
+
   void routes() {
+    routes_leanseq();
+    routes_libretranslate();
+    routes_http();
+  }
+
+  // leanseq's own API, the page and the metrics.
+  void routes_leanseq() {
     http.Post("/v1/translate", [this](const httplib::Request& req, httplib::Response& res,
                                       const httplib::ContentReader& reader) {
       const auto start = Clock::now();
@@ -186,48 +222,8 @@ struct Server::Impl {
                     {"elapsed_ms", std::chrono::duration<double, std::milli>(Clock::now() - start).count()}};
       });
     });
-    http.Get("/languages", [this](const httplib::Request&, httplib::Response& res) {
-      handle("/languages", res, [&] {
-        return languages_json(infos);
-      });
-    });
-    http.Post("/translate", [this](const httplib::Request& req, httplib::Response& res,
-                                   const httplib::ContentReader& reader) {
-      handle("/translate", res, [&] {
-        // LibreTranslate's fields, from a JSON body or a form (the query string's fields too).
-        const std::string raw = read_body(reader, opt.max_request_bytes);
-        json body;
-        if (req.get_header_value("Content-Type").rfind("application/json", 0) == 0) {
-          body = parse_body(raw);
-          if (!body.is_object()) throw Refusal{400, "the body must be a JSON object"};
-        } else {
-          httplib::Params params = req.params;
-          httplib::detail::parse_query_text(raw, params);
-          for (const auto& [k, v] : params) {
-            if (io::utf8_invalid_offset(k) >= 0) throw Refusal{400, "a form field's name is not valid UTF-8"};
-            if (io::utf8_invalid_offset(v) >= 0) throw Refusal{400, k.substr(0, 64) + " is not valid UTF-8"};
-            body[k] = v;
-          }
-        }
-        access.admit(api_key_of(body, req.get_header_value("X-API-Key")), req.remote_addr);
-        if (!body.contains("q")) throw Refusal{400, "Invalid request: missing q parameter"};
-        const std::string source = body.value("source", std::string("auto"));
-        const std::string target = body.value("target", std::string());
-        auto& m = *models[route(infos, "", source, target)];
-        if (body.value("format", std::string("text")) != "text") throw Refusal{400, "only format \"text\" is supported"};
-        const bool list = body["q"].is_array();
-        const auto texts = texts_of(body["q"], "q", opt.max_sentences_per_request);
-        check_lengths(m, texts, "q");
-        const auto results = translate(m, texts, options_of(body, opt.defaults, opt.max_beam));
-        json translated = json::array();
-        for (const auto& hyps : results) translated.push_back(hyps.empty() ? "" : hyps[0].text);
-        json out = {{"translatedText", list ? translated : translated[0]}};
-        if (source == "auto") out["detectedLanguage"] = {{"confidence", 100.0}, {"language", m.info.source_lang}};
-        return out;
-      });
-    });
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      handle("/health", res, [&] {
+    http.Get("/v1/health", [this](const httplib::Request&, httplib::Response& res) {
+      handle("/v1/health", res, [&] {
         json list = json::array();
         int64_t queued = 0;
         for (const auto& m : models) {
@@ -252,6 +248,85 @@ struct Server::Impl {
       }
       res.set_content(page_html(infos, selected), "text/html; charset=utf-8");
     });
+  }
+
+  // LibreTranslate's API (serve/libretranslate.h).
+  void routes_libretranslate() {
+    http.Post("/translate", [this](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader) {
+      handle("/translate", res, [&] {
+        const Form form = read_form(req, reader, opt.max_request_bytes);
+        admit(req, form.fields);
+        return libre->translate(form.fields, form.json);
+      });
+    });
+    http.Post("/detect", [this](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
+      handle("/detect", res, [&] {
+        const Form form = read_form(req, reader, opt.max_request_bytes);
+        admit(req, form.fields);
+        return libre->detect(form.fields);
+      });
+    });
+    http.Post("/translate_file", [this](const httplib::Request& req, httplib::Response& res,
+                                        const httplib::ContentReader& reader) {
+      handle("/translate_file", res, [&] {
+        if (!files) throw Refusal{403, "Files translation are disabled on this server."};
+        const Form form = read_form(req, reader, opt.max_request_bytes);
+        admit(req, form.fields);
+        const auto file = std::find_if(form.files.begin(), form.files.end(), [](const Form::File& f) { return f.field == "file"; });
+        if (file == form.files.end()) throw Refusal{400, "Invalid request: missing file parameter"};
+        const std::string name = files->put(file->filename, libre->translate_file(file->filename, file->content, form.fields));
+        return json{{"translatedFileUrl", base_url(req) + "/download_file/" + name}};
+      });
+    });
+    http.Get(R"(/download_file/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      GuardedHttpServer::handling();
+      const auto start = Clock::now();
+      try {
+        if (!files) throw Refusal{400, "Files translation are disabled on this server."};
+        auto [content, download_name] = files->get(req.matches[1]);
+        res.set_header("Content-Disposition", "attachment; filename=\"" + download_name + "\"");
+        const bool html = download_name.size() > 5 && (download_name.rfind(".html") == download_name.size() - 5 ||
+                                                       download_name.rfind(".htm") == download_name.size() - 4);
+        res.set_content(std::move(content), html ? "text/html; charset=utf-8" : "text/plain; charset=utf-8");
+        res.status = 200;
+      } catch (const Refusal& r) {
+        res.status = r.status;
+        res.set_content(json_text({{"error", r.message}}), "application/json");
+      }
+      metrics.request("/download_file", res.status, std::chrono::duration<double>(Clock::now() - start).count());
+    });
+    http.Get("/languages", [this](const httplib::Request&, httplib::Response& res) {
+      handle("/languages", res, [&] { return languages_json(infos); });
+    });
+    http.Get("/frontend/settings", [this](const httplib::Request&, httplib::Response& res) {
+      handle("/frontend/settings", res, [&] { return libre->frontend_settings(access.keys_required()); });
+    });
+    http.Get("/spec", [this](const httplib::Request&, httplib::Response& res) {
+      handle("/spec", res, [&] { return openapi_spec(infos, libre->options(), opt.defaults, kVersion); });
+    });
+    http.Post("/suggest", [this](const httplib::Request&, httplib::Response& res, const httplib::ContentReader&) {
+      handle("/suggest", res, [&]() -> json { throw Refusal{403, "Suggestions are disabled on this server."}; });
+    });
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      handle("/health", res, [&] { return json{{"status", "ok"}}; });
+    });
+  }
+
+  // The URL this server was reached at, from the request's Host header (LibreTranslate's
+  // translatedFileUrl is absolute); a Host of other bytes than a host name's gives the bound address.
+  std::string base_url(const httplib::Request& req) const {
+    std::string host = req.get_header_value("Host");
+    const bool plain = !host.empty() && host.size() <= 255 &&
+                       host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
+                           std::string::npos;
+    if (!plain) host = opt.host + ":" + std::to_string(req.local_port);
+    return "http://" + host;
+  }
+
+  // What every request goes through: the body's declared length, CORS, 404 and 405, exceptions.
+  void routes_http() {
     // A request head is complete: its body comes next (the watchdog's body timeout); a declared
     // length must be a number within the limit, or the request is answered now and the
     // connection ends (what follows would not be a request).
@@ -289,6 +364,17 @@ struct Server::Impl {
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       add_cors(req, res);
       if (!res.body.empty()) return;
+      // A known path asked with another method.
+      std::string path = req.path.rfind("/download_file/", 0) == 0 ? "/download_file" : req.path;
+      const auto known = path == "/download_file" ? std::optional<std::string>("GET")
+                         : kMethods.count(path)   ? std::optional<std::string>(kMethods.at(path))
+                                                  : std::nullopt;
+      if (res.status == 404 && known && req.method != *known && !(req.method == "HEAD" && *known == "GET")) {
+        res.status = 405;
+        res.set_header("Allow", *known);
+        res.set_content(json_text({{"error", "method not allowed: " + *known + " " + path}}), "application/json");
+        return;
+      }
       const std::string what = res.status == 404   ? "no such endpoint: " + req.method.substr(0, 20) + " " + quoted_path(req.path)
                                : res.status == 413 ? "the request body is too large"
                                                    : "the request cannot be served";
@@ -324,6 +410,13 @@ Server::Server(std::vector<ServedModel> models, ServeOptions opt) : impl_(std::m
     impl_->infos.push_back(m->info);
     impl_->models.push_back(std::move(m));
   }
+  const auto& o = impl_->opt;
+  impl_->libre = std::make_unique<LibreTranslate>(
+      impl_->infos, o.libretranslate, o.defaults, o.max_beam, o.max_sentences_per_request, o.batching.queue_limit,
+      [this](size_t model, const std::vector<std::string>& sentences, const decode::TranslateOptions& options) {
+        return impl_->translate_sentences(model, sentences, options);
+      });
+  if (o.libretranslate.files) impl_->files = std::make_unique<FileStore>(o.files_max_bytes, o.files_max_age_s);
   impl_->http.set_payload_max_length(impl_->opt.max_request_bytes);
   // Answers go out at once, not held back by Nagle's algorithm for the client's delayed ACK.
   impl_->http.set_tcp_nodelay(true);

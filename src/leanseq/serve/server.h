@@ -1,7 +1,7 @@
-// `leanseq serve`: translation over HTTP (cpp-httplib). POST /v1/translate (leanseq's API), the
-// LibreTranslate API (GET /languages, POST /translate with JSON or form bodies), GET /health,
-// GET /metrics (Prometheus text) and GET / (a page to try it); API keys, request limits and CORS
-// (serve/access.h). Sentences of concurrent requests are
+// `leanseq serve`: translation over HTTP (cpp-httplib). POST /v1/translate (leanseq's API),
+// LibreTranslate's API (serve/libretranslate.h: /translate, /detect, /translate_file, /languages,
+// /frontend/settings, /spec, /health, ...), GET /metrics (Prometheus text) and GET / (a page to
+// try it); API keys, request limits and CORS (serve/access.h). Sentences of concurrent requests are
 // batched together (serve/batcher.h); results are those of `leanseq translate`. Bad requests get a
 // 4xx status with {"error": "..."}; a full queue 503 with Retry-After; the server keeps serving.
 #pragma once
@@ -14,6 +14,7 @@
 #include "leanseq/serve/access.h"
 #include "leanseq/serve/batcher.h"
 #include "leanseq/serve/connections.h"
+#include "leanseq/serve/libretranslate.h"
 #include "leanseq/serve/models.h"
 
 namespace leanseq::serve {
@@ -36,6 +37,9 @@ struct ServeOptions {
   int64_t batch_token_budget = 16384;
   decode::TranslateOptions defaults;  // decoding options of requests that do not override them
   AccessOptions access;               // API keys, requests per minute, CORS
+  LibreTranslateOptions libretranslate;  // its limits, and whether /translate_file is on
+  size_t files_max_bytes = 64 << 20;     // translated files kept for /download_file, in all
+  double files_max_age_s = 1800;         // and for how long
 };
 
 // A model to serve: its name and language pair, its translator (one copy of the weights) and how
