@@ -127,6 +127,8 @@ TEST(LanguageId, ShortSentencesAmongTheLanguagesServed) {
   EXPECT_EQ(none[0].confidence, 0);
   EXPECT_FALSE(identify_language("Hello", {"en", "es"}).empty());
   EXPECT_EQ(identify_language(std::string(100000, 'a') + " the house is big", {"en"}).size(), 1u);
+  // Control characters (found by fuzz_http: CLD2 left its answer unset) read as spaces.
+  EXPECT_EQ(identify_language(std::string("Un hombre\x16\0 monta en bicicleta por la ciudad.", 45), de_es)[0].language, "es");
 }
 
 TEST(LibreTranslateApi, TranslatesAsLibreTranslateAnswers) {

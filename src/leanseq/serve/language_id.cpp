@@ -30,9 +30,10 @@ std::string code_of(CLD2::Language l) {
 namespace {
 // CLD2's top three for `t`, with `hint` boosted (UNKNOWN_LANGUAGE: none): (code, percent) pairs.
 std::vector<std::pair<std::string, int>> top3(const std::string& t, CLD2::Language hint) {
-  CLD2::Language language3[3];
-  int percent3[3];
-  double scores3[3];
+  // (Left as they are when CLD2 returns early: a text it does not take as interchange UTF-8.)
+  CLD2::Language language3[3] = {CLD2::UNKNOWN_LANGUAGE, CLD2::UNKNOWN_LANGUAGE, CLD2::UNKNOWN_LANGUAGE};
+  int percent3[3] = {0, 0, 0};
+  double scores3[3] = {0, 0, 0};
   int text_bytes = 0;
   bool reliable = false;
   int valid_bytes = 0;
@@ -52,7 +53,11 @@ constexpr size_t kMaxHinted = 8;
 }  // namespace
 
 std::vector<LanguageGuess> identify_language(const std::string& text, const std::vector<std::string>& allowed) {
-  const std::string t = prefix(text, kMaxDetectBytes);
+  // Control characters (which CLD2 refuses the whole text for) read as spaces.
+  std::string t = prefix(text, kMaxDetectBytes);
+  for (char& c : t) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') || c == 0x7f) c = ' ';
+  }
   auto is_allowed = [&](const std::string& code) { return std::find(allowed.begin(), allowed.end(), code) != allowed.end(); };
   std::vector<LanguageGuess> out;
   auto add = [&](const std::string& code, int percent) {
