@@ -45,8 +45,18 @@ std::string read_file(const std::string& p) {
 }
 
 // Starts `leanseq serve` with `flags`, sends the load, stops it.
+// Where and how a request is sent: leanseq's /v1/translate, or LibreTranslate's /translate.
+struct Api {
+  std::string path = "/v1/translate";
+  std::string source, target;  // LibreTranslate's fields
+  std::string body(const std::string& text) const {
+    if (path == "/v1/translate") return nlohmann::json{{"text", text}}.dump();
+    return nlohmann::json{{"q", text}, {"source", source}, {"target", target}}.dump();
+  }
+};
+
 Run load(const std::string& cli, const std::string& checkpoint, const std::string& flags, const std::vector<std::string>& lines,
-         int clients, int requests, const std::string& log) {
+         int clients, int requests, const std::string& log, const Api& api) {
   const std::string cmd = "exec " + cli + " serve --checkpoint " + checkpoint + " --host 127.0.0.1 --port 0 " + flags +
                           " > " + log + " 2>&1";
   std::filesystem::remove(log);  // the last run's "listening on" must not be read for this one
@@ -79,7 +89,7 @@ Run load(const std::string& cli, const std::string& checkpoint, const std::strin
         client.set_read_timeout(120, 0);
         client.set_keep_alive(true);  // one connection per client, kept
         client.set_tcp_nodelay(true);
-        client.Post("/v1/translate", nlohmann::json{{"text", lines[c % lines.size()]}}.dump(), "application/json");
+        client.Post(api.path.c_str(), api.body(lines[c % lines.size()]), "application/json");
         {
           std::unique_lock<std::mutex> lock(gate_mutex);
           if (++ready == clients) {
@@ -92,7 +102,7 @@ Run load(const std::string& cli, const std::string& checkpoint, const std::strin
         for (int r = 0; r < requests; ++r) {
           const auto& text = lines[(c * requests + r) % lines.size()];
           const auto t0 = Clock::now();
-          auto res = client.Post("/v1/translate", nlohmann::json{{"text", text}}.dump(), "application/json");
+          auto res = client.Post(api.path.c_str(), api.body(text), "application/json");
           if (!res || res->status != 200) {
             ++failed[c];
             std::cerr << "leanseq-serve-bench: a request failed: "
@@ -149,9 +159,21 @@ int main(int argc, char** argv) {
   app.add_option("--requests", requests, "requests per client")->capture_default_str();
   app.add_option("--rounds", rounds, "alternated rounds of both servers")->capture_default_str();
   app.add_option("--serve-flags", flags, "more flags for both servers (decoding options, --threads)");
+  Api api;
+  std::string pair;
+  app.add_option("--libretranslate", pair,
+                 "SOURCE-TARGET: send LibreTranslate's /translate requests of that pair (source may be auto) "
+                 "instead of /v1/translate's");
   CLI11_PARSE(app, argc, argv);
   return leanseq::bench::run_reporting_errors("leanseq-serve-bench", [&] {
     if (clients < 1 || requests < 1 || rounds < 1) throw leanseq::ConfigError("--clients, --requests and --rounds: at least 1");
+    if (!pair.empty()) {
+      const size_t dash = pair.find('-');
+      if (dash == std::string::npos || dash == 0 || dash + 1 == pair.size()) {
+        throw leanseq::ConfigError("--libretranslate: expected SOURCE-TARGET, got '" + pair + "'");
+      }
+      api = {"/translate", pair.substr(0, dash), pair.substr(dash + 1)};
+    }
     if (cli.empty()) cli = (std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "leanseq").string();
     const auto lines = leanseq::io::read_lines(input);
     if (lines.empty()) throw leanseq::DataError(input + ": no sentences");
@@ -160,13 +182,14 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) {
       for (int which = 0; which < 2; ++which) {
         const bool dynamic = (r + which) % 2 == 0;
-        auto run = load(cli, checkpoint, flags + (dynamic ? "" : " --max-batch-sentences 1"), lines, clients, requests, log);
+        auto run = load(cli, checkpoint, flags + (dynamic ? "" : " --max-batch-sentences 1"), lines, clients, requests, log, api);
         (dynamic ? batched : single).push_back(run);
       }
     }
     std::filesystem::remove(log);
     auto b = summary(batched), s = summary(single);
     nlohmann::json out = {{"benchmark", "serve_load"},
+                          {"endpoint", api.path},
                           {"clients", clients},
                           {"requests_per_client", requests},
                           {"rounds", rounds},

@@ -27,7 +27,7 @@ if cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=OFF -DLEANSEQ_CL
   echo "build: the leanseq executable, the training library and the model stack"
 elif rm -rf build-gpu && cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=OFF -DLEANSEQ_CLI=OFF \
     -DLEANSEQ_PYTHON=OFF > "$OUT/configure.log" 2>&1; then
-  echo "build: the training library and the model stack (cpp-httplib or CLI11 missing: no leanseq executable)"
+  echo "build: the training library and the model stack (cpp-httplib, CLI11, gumbo or CLD2 missing: no leanseq executable)"
 else
   rm -rf build-gpu
   cmake -S . -B build-gpu "${common[@]}" -DLEANSEQ_MODELS_ONLY=ON > "$OUT/configure.log"

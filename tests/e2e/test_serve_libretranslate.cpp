@@ -193,3 +193,35 @@ TEST(ServeLibreTranslate, SentencesHtmlAutoAlternativesAndFiles) {
   EXPECT_EQ(json::parse(r->body)["error"], "Suggestions are disabled on this server.");
   EXPECT_EQ(lt.server->stop(), 0) << lt.server->log();
 }
+
+// --lazy: no model is loaded until a request needs it; then it translates as one loaded at start.
+TEST(ServeLibreTranslate, LazyModelsLoadAtTheirFirstRequest) {
+  Lt lt("--lazy");
+  ASSERT_GT(lt.server->port(), 0);
+  auto& c = *lt.client;
+  json health = json::parse(c.Get("/v1/health")->body);
+  ASSERT_EQ(health["models"].size(), 3u);
+  for (const auto& m : health["models"]) EXPECT_EQ(m["loaded"], false) << health;
+  EXPECT_NE(lt.server->log().find("en-es (en->es, 1 worker, lazy)"), std::string::npos) << lt.server->log();
+  const auto t = translate_lines({"a1 a2 a3"}, lt.dir);
+  // Concurrent first requests: one load, every answer the same.
+  std::vector<std::string> got(4);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Client client("127.0.0.1", lt.server->port());
+      client.set_read_timeout(60, 0);
+      auto r = client.Post("/translate", json{{"q", "a1 a2 a3"}, {"source", "en"}, {"target", "es"}}.dump(), "application/json");
+      if (r && r->status == 200) got[i] = json::parse(r->body)["translatedText"];
+    });
+  }
+  for (auto& th : clients) th.join();
+  for (const auto& g : got) EXPECT_EQ(g, t[0]);
+  health = json::parse(c.Get("/v1/health")->body);
+  EXPECT_EQ(health["models"][0]["loaded"], true) << health;
+  EXPECT_EQ(health["models"][1]["loaded"], false) << health;
+  const std::string log = lt.server->log();
+  EXPECT_EQ(log.find("loaded model en-es"), log.rfind("loaded model en-es")) << "loaded once: " << log;
+  EXPECT_NE(log.find("loaded model en-es"), std::string::npos) << log;
+  EXPECT_EQ(lt.server->stop(), 0) << lt.server->log();
+}

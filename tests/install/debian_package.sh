@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
   || { cat "$work/cpack.log"; exit 1; }
 deb=$(ls "$work"/out/leanseq_*_amd64.deb)
 depends=$(dpkg-deb -f "$deb" Depends)
-libs=(libtorch1.13 libsentencepiece0 libcpp-httplib0.11 libdnnl2 libicu72 libyaml-cpp0.7)
+libs=(libtorch1.13 libsentencepiece0 libcpp-httplib0.11 libdnnl2 libicu72 libyaml-cpp0.7 libcld2-0 libgumbo1)
 grep -q '^LEANSEQ_JEMALLOC:BOOL=ON' "$build/CMakeCache.txt" && libs+=(libjemalloc2)
 for lib in "${libs[@]}"; do
   [[ $depends == *"$lib "* || $depends == *"$lib," ]] || { echo "Depends lacks $lib: $depends"; exit 1; }

@@ -2,8 +2,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
+#include "leanseq/checkpoint/file.h"
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/cli/commands.h"
 #include "leanseq/cli/decoding_options.h"
@@ -26,6 +28,7 @@ struct ServeArgs : DecodingFlags {
   int64_t timeout_ms = 5;
   std::string load_only;  // LibreTranslate's --load-only: language codes, comma-separated
   bool no_files = false;
+  bool lazy = false;
 };
 
 // The codes of a comma-separated list ("en,es").
@@ -137,6 +140,9 @@ void add_serve(CLI::App& app, int& exit_code) {
   sub->add_option("--files-max-age", a->server.files_max_age_s, "seconds a translated file is kept")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--lazy", a->lazy,
+                "load each model at its first request (memory only for the pairs in use); its language pair comes "
+                "from the models file's source and target, or from its checkpoint, read at start");
   sub->add_option("--load-only", a->load_only,
                   "serve only the models between these languages (comma-separated codes, as LibreTranslate's)");
   add_decoding_flags(sub, *a);
@@ -162,23 +168,40 @@ void add_serve(CLI::App& app, int& exit_code) {
     // One copy of each model's weights, decoded by its workers.
     std::vector<serve::ServedModel> served;
     std::string described;
+    if (a->lazy && !a->shortlist.empty()) throw ConfigError("--lazy: not with --shortlist");
+    auto in_only = [&](const std::string& code) { return std::find(only.begin(), only.end(), code) != only.end(); };
     for (const auto& spec : specs) {
-      auto lt = load_for_decoding(spec.checkpoint, "--checkpoint", spec.compute_type, device);
-      if (!a->shortlist.empty()) {
-        load_shortlist(*a, *lt.translator);
-        a->server.defaults.shortlist = a->opt.shortlist;
+      // Loaded now, or (--lazy) its language pair only: from the models file, or its checkpoint's
+      // dictionaries (read, then let go).
+      std::optional<runtime::LoadedTranslator> lt;
+      std::string source = spec.source, target = spec.target;
+      if (!a->lazy) {
+        lt = load_for_decoding(spec.checkpoint, "--checkpoint", spec.compute_type, device);
+        if (!a->shortlist.empty()) {
+          load_shortlist(*a, *lt->translator);
+          a->server.defaults.shortlist = a->opt.shortlist;
+        }
       }
-      serve::ModelInfo info{spec.name, spec.source.empty() ? lt.loaded.vocab.src_lang : spec.source,
-                            spec.target.empty() ? lt.loaded.vocab.tgt_lang : spec.target};
-      auto in_only = [&](const std::string& code) { return std::find(only.begin(), only.end(), code) != only.end(); };
+      if (source.empty() || target.empty()) {
+        const auto vocab = lt ? lt->loaded.vocab : checkpoint::read_checkpoint(spec.checkpoint.substr(0, spec.checkpoint.find(':'))).vocab;
+        if (source.empty()) source = vocab.src_lang;
+        if (target.empty()) target = vocab.tgt_lang;
+      }
+      serve::ModelInfo info{spec.name, source, target};
       if (!only.empty() && !(in_only(info.source_lang) && in_only(info.target_lang))) {
         log::info("--load-only " + a->load_only + ": not serving " + spec.name + " (" + info.source_lang + "->" +
                   info.target_lang + ")");
         continue;
       }
       described += (described.empty() ? "" : ", ") + spec.name + " (" + info.source_lang + "->" + info.target_lang + ", " +
-                   std::to_string(spec.workers) + " worker" + (spec.workers > 1 ? "s" : "") + ")";
-      served.push_back({info, std::move(lt.translator), spec.workers});
+                   std::to_string(spec.workers) + " worker" + (spec.workers > 1 ? "s" : "") + (lt ? "" : ", lazy") + ")";
+      if (lt) {
+        served.push_back({info, std::move(lt->translator), spec.workers, nullptr});
+      } else {
+        served.push_back({info, nullptr, spec.workers, [spec, device] {
+                            return load_for_decoding(spec.checkpoint, "--checkpoint", spec.compute_type, device).translator;
+                          }});
+      }
     }
     if (served.empty()) throw ConfigError("--load-only " + a->load_only + ": none of the models translates between these languages");
     serve::Server server(std::move(served), a->server);

@@ -28,6 +28,15 @@ void retain_freed_memory() {
   mallopt(M_TOP_PAD, 64 << 20);          // grow the heap in 64 MiB steps
 }
 
+void return_freed_memory() {
+  using Mallctl = int (*)(const char*, void*, size_t*, void*, size_t);
+  if (auto* mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"))) {
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);  // 4096: MALLCTL_ARENAS_ALL
+  } else {
+    malloc_trim(0);
+  }
+}
+
 std::string allocator_summary() {
   using Mallctl = int (*)(const char*, void*, size_t*, void*, size_t);
   auto* mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));

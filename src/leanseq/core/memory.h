@@ -16,6 +16,11 @@ namespace leanseq {
 // ten seconds).
 void retain_freed_memory();
 
+// Hands the freed memory retain_freed_memory keeps back to the kernel now (jemalloc's arenas
+// purged, or glibc's heap trimmed): after a one-off peak such as reading a checkpoint while the
+// process serves, so that the peak does not stay resident.
+void return_freed_memory();
+
 // "allocator: jemalloc 5.3.0 (freed memory kept for reuse)" or "allocator: the C library's malloc":
 // the malloc this process runs on, for the programs' start-up log.
 std::string allocator_summary();

@@ -13,6 +13,8 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/core/logging.h"
+#include "leanseq/core/memory.h"
 #include "leanseq/core/version.h"
 #include "leanseq/serve/file_store.h"
 #include "leanseq/serve/form.h"
@@ -55,11 +57,17 @@ std::string quoted_path(const std::string& path) {
 }  // namespace
 
 struct Server::Impl {
-  // A model with its decoding workers.
+  // A model with its decoding workers; a lazy one is loaded by its first request.
   struct Model {
     ModelInfo info;
+    int workers = 1;
+    bool lazy = false;
+    std::function<std::unique_ptr<decode::Translator>()> load;
+    std::mutex loading;
+    std::atomic<bool> ready{false};
     std::unique_ptr<decode::Translator> translator;
     std::unique_ptr<Batcher> batcher;
+    int64_t queued() const { return ready ? batcher->queued() : 0; }
   };
   ServeOptions opt;
   std::vector<std::unique_ptr<Model>> models;
@@ -80,6 +88,28 @@ struct Server::Impl {
     if (origin.empty()) return;
     res.set_header("Access-Control-Allow-Origin", origin);
     if (origin != "*") res.set_header("Vary", "Origin");
+  }
+
+  // Model i, loaded now if it is not yet (requests for it wait; a failure is a 500 and the next
+  // request tries again).
+  Model& loaded(size_t i) {
+    Model& m = *models.at(i);
+    if (m.ready) return m;
+    std::lock_guard<std::mutex> lock(m.loading);
+    if (m.ready) return m;
+    try {
+      m.translator = m.load();
+    } catch (const std::exception& e) {
+      throw internal_error("loading model " + m.info.name + ": " + e.what());
+    }
+    m.batcher = std::make_unique<Batcher>(*m.translator, m.workers, opt.batching,
+                                          [this, name = m.info.name](int64_t n, double s, int64_t tokens) {
+                                            metrics.batch(name, n, s, tokens);
+                                          });
+    m.ready = true;
+    return_freed_memory();  // what reading the checkpoint took and gave back
+    if (m.lazy) log::info("loaded model " + m.info.name + " (" + m.info.source_lang + "->" + m.info.target_lang + ")");
+    return m;
   }
 
   // Refuses (413) a text longer than max_input_length subword tokens, unless they are cut to it.
@@ -167,7 +197,7 @@ struct Server::Impl {
   // sentence); a sentence longer than --max-input-length is refused as a text would be.
   std::vector<std::vector<std::string>> translate_sentences(size_t model, const std::vector<std::string>& sentences,
                                                             const decode::TranslateOptions& o) {
-    auto& m = *models.at(model);
+    auto& m = loaded(model);
     check_lengths(m, sentences, "sentence");
     std::vector<std::vector<std::string>> out;
     for (const auto& hyps : translate(m, sentences, o)) {
@@ -201,7 +231,7 @@ struct Server::Impl {
         auto request = parse_translate_request(read_body(reader, opt.max_request_bytes), opt.defaults, opt.max_beam,
                                                opt.max_sentences_per_request);
         access.admit(request.api_key.empty() ? req.get_header_value("X-API-Key") : request.api_key, req.remote_addr);
-        auto& m = *models[route(infos, request.model, request.source, request.target)];
+        auto& m = loaded(route(infos, request.model, request.source, request.target));
         const auto& texts = request.texts;
         const auto& o = request.options;
         check_lengths(m, texts, request.one ? "text" : "texts");
@@ -228,8 +258,8 @@ struct Server::Impl {
         int64_t queued = 0;
         for (const auto& m : models) {
           list.push_back({{"name", m->info.name}, {"source", m->info.source_lang}, {"target", m->info.target_lang},
-                          {"queue", m->batcher->queued()}});
-          queued += m->batcher->queued();
+                          {"queue", m->queued()}, {"loaded", m->ready.load()}});
+          queued += m->queued();
         }
         return json{{"status", "ok"}, {"model", models.front()->info.name}, {"queue", queued}, {"models", list}};
       });
@@ -237,7 +267,7 @@ struct Server::Impl {
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       GuardedHttpServer::handling();
       std::vector<std::pair<std::string, int64_t>> queues;
-      for (const auto& m : models) queues.emplace_back(m->info.name, m->batcher->queued());
+      for (const auto& m : models) queues.emplace_back(m->info.name, m->queued());
       res.set_content(metrics.text(queues, http.counts()), "text/plain; version=0.0.4");
     });
     http.Get("/", [this](const httplib::Request& req, httplib::Response& res) {
@@ -400,15 +430,21 @@ Server::Server(std::vector<ServedModel> models, ServeOptions opt) : impl_(std::m
     for (const auto& other : impl_->infos) {
       if (other.name == served.info.name) throw ConfigError("serve: two models are called " + other.name);
     }
+    if (!served.translator && !served.load) throw ConfigError("serve: model " + served.info.name + " has no translator");
+    const bool lazy = served.lazy();
     auto m = std::make_unique<Impl::Model>();
     m->info = served.info;
-    m->translator = std::move(served.translator);
-    m->batcher = std::make_unique<Batcher>(*m->translator, served.workers, impl_->opt.batching,
-                                           [this, name = served.info.name](int64_t n, double s, int64_t tokens) {
-                                             impl_->metrics.batch(name, n, s, tokens);
-                                           });
+    m->workers = served.workers;
+    m->lazy = lazy;
+    m->load = std::move(served.load);
+    if (served.translator) {
+      // Given loaded: its workers start now.
+      auto given = std::make_shared<std::unique_ptr<decode::Translator>>(std::move(served.translator));
+      m->load = [given] { return std::move(*given); };
+    }
     impl_->infos.push_back(m->info);
     impl_->models.push_back(std::move(m));
+    if (!lazy) impl_->loaded(impl_->models.size() - 1);
   }
   const auto& o = impl_->opt;
   impl_->libre = std::make_unique<LibreTranslate>(

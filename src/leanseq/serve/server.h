@@ -6,6 +6,7 @@
 // 4xx status with {"error": "..."}; a full queue 503 with Retry-After; the server keeps serving.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,11 +44,14 @@ struct ServeOptions {
 };
 
 // A model to serve: its name and language pair, its translator (one copy of the weights) and how
-// many decoding threads share it.
+// many decoding threads share it. Without a translator, `load` makes it at the model's first
+// request (a lazy model: no memory until it is used).
 struct ServedModel {
   ModelInfo info;
   std::unique_ptr<decode::Translator> translator;
   int workers = 1;
+  std::function<std::unique_ptr<decode::Translator>()> load;
+  bool lazy() const { return !translator; }
 };
 
 class Server {
