@@ -120,7 +120,7 @@ TEST(ServeLibreTranslate, LibreTranslatesOwnApiTestsPass) {
 // What LibreTranslate's clients use beyond its tests: alternatives, format=html, source auto,
 // /translate_file and /download_file, multipart bodies, a long paragraph sentence by sentence.
 TEST(ServeLibreTranslate, SentencesHtmlAutoAlternativesAndFiles) {
-  Lt lt("--max-input-length 100");
+  Lt lt("--max-input-length 100 --max-request-bytes 65536");
   ASSERT_GT(lt.server->port(), 0);
   auto& c = *lt.client;
   // A paragraph of 40 sentences (5 000 characters), far past --max-input-length as a whole (ICU
@@ -188,6 +188,19 @@ TEST(ServeLibreTranslate, SentencesHtmlAutoAlternativesAndFiles) {
   EXPECT_EQ(c.Get("/download_file/..%2F..%2Fetc%2Fpasswd")->status, 404);  // not a name: no such path
   EXPECT_EQ(c.Get("/download_file/passwd")->status, 400);
   EXPECT_EQ(c.Get("/download_file/00000000-0000-0000-0000-000000000000.x.txt")->status, 404);
+  // Uploads are bounded: by parts, and by --max-request-bytes.
+  httplib::MultipartFormDataItems many;
+  for (int i = 0; i < 40; ++i) many.push_back({"f" + std::to_string(i), "x", "", ""});
+  r = c.Post("/translate_file", many);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["error"], "the form has more than 32 parts");
+  // (Small enough for loopback's buffers to take whole: a client still writing when the server
+  // answers would get SIGPIPE or a reset instead of the answer.)
+  httplib::MultipartFormDataItems big = {{"file", std::string(70000, 'a'), "big.txt", "text/plain"}, {"source", "en", "", ""}, {"target", "es", "", ""}};
+  r = c.Post("/translate_file", big);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413) << r->body;
+  EXPECT_EQ(c.Get("/health")->status, 200) << "still serving";
   r = c.Post("/suggest", "q=a&s=b&source=en&target=es", "application/x-www-form-urlencoded");
   EXPECT_EQ(r->status, 403);
   EXPECT_EQ(json::parse(r->body)["error"], "Suggestions are disabled on this server.");
