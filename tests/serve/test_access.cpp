@@ -39,28 +39,37 @@ std::string config_error(const std::string& text) {
 }  // namespace
 
 TEST(ApiKeys, FileFormatAndItsErrors) {
-  const auto keys = Access::parse_keys("# keys\nalpha 3\n\n  beta\ngamma 1000000000\r\n", "keys.txt");
-  ASSERT_EQ(keys.size(), 3u);
-  EXPECT_EQ(keys.at("alpha"), 3);
-  EXPECT_EQ(keys.at("beta"), 0);
-  EXPECT_EQ(keys.at("gamma"), 1000000000);
+  const auto keys = Access::parse_keys("# keys\nalpha 3\n\n  beta\ngamma 1000000000\r\ndelta - 5000\neps 7 20\n", "keys.txt");
+  ASSERT_EQ(keys.size(), 5u);
+  EXPECT_EQ(keys.at("alpha").per_minute, 3);
+  EXPECT_EQ(keys.at("alpha").char_limit, -1);
+  EXPECT_EQ(keys.at("beta").per_minute, 0);
+  EXPECT_EQ(keys.at("gamma").per_minute, 1000000000);
+  EXPECT_EQ(keys.at("delta").per_minute, 0);
+  EXPECT_EQ(keys.at("delta").char_limit, 5000);
+  EXPECT_EQ(keys.at("eps").per_minute, 7);
+  EXPECT_EQ(keys.at("eps").char_limit, 20);
   EXPECT_EQ(config_error("alpha 3\nalpha 4\n"), "keys.txt:2: this key is listed twice");
-  EXPECT_EQ(config_error("alpha 3 4\n"), "keys.txt:1: expected 'KEY [REQUESTS_PER_MINUTE]', found a third field");
+  EXPECT_EQ(config_error("alpha 3 4 5\n"), "keys.txt:1: expected 'KEY [REQUESTS_PER_MINUTE|- [CHAR_LIMIT]]', found a fourth field");
+  EXPECT_EQ(config_error("alpha 3 0\n"), "keys.txt:1: the character limit must be a number from 1 to 1000000000, got '0'");
   EXPECT_NE(config_error("alpha 0\n").find("keys.txt:1: the limit must be a number of requests per minute"),
             std::string::npos);
   EXPECT_NE(config_error("alpha -5\n").find("got '-5'"), std::string::npos);
   EXPECT_NE(config_error("alpha 99999999999999999999\n").find("keys.txt:1: the limit"), std::string::npos);
   EXPECT_EQ(config_error("al\x01pha\n"), "keys.txt:1: a key is printable ASCII without spaces");
   EXPECT_EQ(config_error(std::string(300, 'k') + "\n"), "keys.txt:1: a key has at most 256 bytes");
-  EXPECT_EQ(config_error("# nothing\n\n"), "keys.txt: no API key in the file (one 'KEY [REQUESTS_PER_MINUTE]' per line)");
+  EXPECT_EQ(config_error("# nothing\n\n"), "keys.txt: no API key in the file (one 'KEY [REQUESTS_PER_MINUTE|- [CHAR_LIMIT]]' per line)");
 }
 
 TEST(ApiKeys, WrongKeysAreRefusedAndEachKeyHasItsLimit) {
   const auto dir = leanseq::test::temp_dir("access");
-  std::ofstream(dir + "/keys.txt") << "limited 2\nfree\n";
+  std::ofstream(dir + "/keys.txt") << "limited 2\nfree\nshort - 100\n";
   AccessOptions opt;
   opt.api_keys_file = dir + "/keys.txt";
   Access access(opt);
+  EXPECT_EQ(access.char_limit("short", 5000), 100);  // the key's own character limit
+  EXPECT_EQ(access.char_limit("free", 5000), 5000);
+  EXPECT_EQ(access.char_limit("", -1), -1);
   EXPECT_EQ(status_of(access, "wrong", "10.0.0.1"), 403);
   EXPECT_EQ(status_of(access, "", "10.0.0.1"), 403);  // keys and no keyless limit: a key is needed
   EXPECT_EQ(status_of(access, "limited", "10.0.0.1"), 0);

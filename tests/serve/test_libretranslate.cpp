@@ -203,6 +203,10 @@ TEST(LibreTranslateApi, TranslatesAsLibreTranslateAnswers) {
   LibreTranslate five_sentences(kPairs, {}, defaults, 16, 8, 5, fake.translator());
   EXPECT_EQ(refusal_of([&] { five_sentences.translate({{"q", "One. Two. Three. Four. Five. Six."}, {"source", "en"}, {"target", "es"}}, true); }).status, 413);
   EXPECT_EQ(limited.translate({{"q", "ññññññññññ"}, {"source", "en"}, {"target", "es"}}, true)["translatedText"], "ññññññññññ");
+  // An API key's own limit replaces the server's, either way.
+  EXPECT_EQ(limited.translate({{"q", "ñññññññññññ"}, {"source", "en"}, {"target", "es"}}, true, 11)["translatedText"], "ñññññññññññ");  // (capitals of ASCII only)
+  EXPECT_EQ(refusal_of([&] { api.translate({{"q", "abc"}, {"source", "en"}, {"target", "es"}}, true, 2); }).message,
+            "Invalid request: request (3) exceeds text limit (2)");
 }
 
 TEST(LibreTranslateApi, DetectsFilesAndSettings) {

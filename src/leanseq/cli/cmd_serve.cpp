@@ -107,7 +107,7 @@ void add_serve(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, decode::kMaxBeam));
   sub->add_option("--api-keys", a->server.access.api_keys_file,
-                  "file of API keys, one 'KEY [REQUESTS_PER_MINUTE]' per line: /translate and /v1/translate then "
+                  "file of API keys, one 'KEY [REQUESTS_PER_MINUTE|- [CHAR_LIMIT]]' per line: /translate and /v1/translate then "
                   "need one (LibreTranslate's api_key, or an X-API-Key header)");
   sub->add_option("--req-limit", a->server.access.req_limit,
                   "requests per minute per client address without a key (0: no limit; with --api-keys, 0 refuses "

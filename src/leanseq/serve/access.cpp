@@ -13,6 +13,7 @@ namespace {
 constexpr auto kWindow = std::chrono::seconds(60);
 constexpr size_t kMaxKeyBytes = 256;
 constexpr int64_t kMaxPerMinute = 1000000000;
+constexpr int64_t kMaxCharLimit = 1000000000;
 constexpr uint64_t kMaxKeysFileBytes = uint64_t{64} << 20;
 }  // namespace
 
@@ -52,33 +53,40 @@ void RateLimiter::make_room(Clock::time_point now) {
   }
 }
 
-std::map<std::string, int64_t> Access::parse_keys(const std::string& text, const std::string& origin) {
-  std::map<std::string, int64_t> keys;
+std::map<std::string, Access::KeyLimits> Access::parse_keys(const std::string& text, const std::string& origin) {
+  std::map<std::string, KeyLimits> keys;
   int64_t number = 0;
+  const std::string format = "'KEY [REQUESTS_PER_MINUTE|- [CHAR_LIMIT]]'";
   for (const auto& line : io::split_lines(text, origin)) {
     const std::string where = origin + ":" + std::to_string(++number) + ": ";
     std::istringstream fields(line);
-    std::string key, limit, extra;
-    fields >> key >> limit >> extra;
+    std::string key, limit, chars, extra;
+    fields >> key >> limit >> chars >> extra;
     if (key.empty() || key[0] == '#') continue;
-    if (!extra.empty()) throw ConfigError(where + "expected 'KEY [REQUESTS_PER_MINUTE]', found a third field");
+    if (!extra.empty()) throw ConfigError(where + "expected " + format + ", found a fourth field");
     if (key.size() > kMaxKeyBytes) throw ConfigError(where + "a key has at most " + std::to_string(kMaxKeyBytes) + " bytes");
     for (unsigned char c : key) {
       if (c < 0x21 || c > 0x7e) throw ConfigError(where + "a key is printable ASCII without spaces");
     }
-    int64_t per_minute = 0;
-    if (!limit.empty()) {
-      const bool digits = limit.size() <= 10 && limit.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || std::stoll(limit) < 1 || std::stoll(limit) > kMaxPerMinute) {
-        throw ConfigError(where + "the limit must be a number of requests per minute from 1 to " +
-                          std::to_string(kMaxPerMinute) + ", got '" + limit.substr(0, 20) + "'");
+    auto number_of = [&](const std::string& v, int64_t hi, const std::string& what) {
+      const bool digits = v.size() <= 10 && v.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits || std::stoll(v) < 1 || std::stoll(v) > hi) {
+        throw ConfigError(where + "the " + what + " from 1 to " + std::to_string(hi) + ", got '" + v.substr(0, 20) + "'");
       }
-      per_minute = std::stoll(limit);
-    }
-    if (!keys.emplace(key, per_minute).second) throw ConfigError(where + "this key is listed twice");
+      return std::stoll(v);
+    };
+    KeyLimits limits;
+    if (!limit.empty() && limit != "-") limits.per_minute = number_of(limit, kMaxPerMinute, "limit must be a number of requests per minute");
+    if (!chars.empty()) limits.char_limit = number_of(chars, kMaxCharLimit, "character limit must be a number");
+    if (!keys.emplace(key, limits).second) throw ConfigError(where + "this key is listed twice");
   }
-  if (keys.empty()) throw ConfigError(origin + ": no API key in the file (one 'KEY [REQUESTS_PER_MINUTE]' per line)");
+  if (keys.empty()) throw ConfigError(origin + ": no API key in the file (one " + format + " per line)");
   return keys;
+}
+
+int64_t Access::char_limit(const std::string& key, int64_t otherwise) const {
+  const auto it = keys_.find(key);
+  return it == keys_.end() || it->second.char_limit < 0 ? otherwise : it->second.char_limit;
 }
 
 Access::Access(AccessOptions opt) : opt_(std::move(opt)) {
@@ -111,10 +119,10 @@ void Access::admit(const std::string& key, const std::string& address) {
   if (!keys_.empty() && !key.empty()) {
     const auto it = keys_.find(key);
     if (it == keys_.end()) throw Refusal{403, "Invalid API key"};
-    const int64_t retry_after = limiter_.admit("key " + key, it->second, now);
+    const int64_t retry_after = limiter_.admit("key " + key, it->second.per_minute, now);
     if (retry_after > 0) {
       throw Refusal{429,
-                    "too many requests: this API key may make " + std::to_string(it->second) + " per minute; retry in " +
+                    "too many requests: this API key may make " + std::to_string(it->second.per_minute) + " per minute; retry in " +
                         std::to_string(retry_after) + " s",
                     retry_after};
     }

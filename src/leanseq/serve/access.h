@@ -12,7 +12,9 @@
 namespace leanseq::serve {
 
 struct AccessOptions {
-  std::string api_keys_file;  // one key per line, with an optional requests-per-minute limit
+  // One key per line, with optional limits: requests per minute, and characters per text (what
+  // LibreTranslate's per-key char_limit is: it replaces --char-limit for that key's requests).
+  std::string api_keys_file;
   int64_t req_limit = 0;      // requests per minute per client address without a key (0: no limit)
   std::string cors;           // allowed origins, comma-separated, or "*"; empty: no CORS headers
 };
@@ -55,13 +57,19 @@ class Access {
   std::string allowed_origin(const std::string& origin) const;
   bool cors() const { return !origins_.empty(); }
 
-  // "KEY [REQUESTS_PER_MINUTE]" lines (blank lines and '#' comments skipped), as a map; `origin`
-  // names the text in errors.
-  static std::map<std::string, int64_t> parse_keys(const std::string& text, const std::string& origin);
+  // "KEY [REQUESTS_PER_MINUTE|- [CHAR_LIMIT]]" lines (blank lines and '#' comments skipped; "-":
+  // no limit of requests), as a map; `origin` names the text in errors.
+  struct KeyLimits {
+    int64_t per_minute = 0;   // 0: no limit
+    int64_t char_limit = -1;  // -1: the server's --char-limit
+  };
+  static std::map<std::string, KeyLimits> parse_keys(const std::string& text, const std::string& origin);
+  // The character limit of `key`'s requests: its own, else `otherwise`.
+  int64_t char_limit(const std::string& key, int64_t otherwise) const;
 
  private:
   AccessOptions opt_;
-  std::map<std::string, int64_t> keys_;  // key -> requests per minute (0: no limit)
+  std::map<std::string, KeyLimits> keys_;
   std::vector<std::string> origins_;
   RateLimiter limiter_;
 };

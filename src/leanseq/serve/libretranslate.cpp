@@ -182,7 +182,8 @@ std::vector<std::vector<std::string>> LibreTranslate::translate_texts(size_t mod
   return out;
 }
 
-json LibreTranslate::translate(const json& fields, bool json_body) const {
+json LibreTranslate::translate(const json& fields, bool json_body, std::optional<int64_t> char_limit) const {
+  const int64_t chars = char_limit.value_or(opt_.char_limit);
   if (!fields.is_object()) throw Refusal{400, "Invalid JSON format"};
   const json q = fields.contains("q") ? fields["q"] : json();
   if (q.is_null() || (q.is_string() && q.get<std::string>().empty()) || (q.is_array() && q.empty()) ||
@@ -208,9 +209,9 @@ json LibreTranslate::translate(const json& fields, bool json_body) const {
   if (list && opt_.batch_limit != -1 && static_cast<int64_t>(texts.size()) > opt_.batch_limit) {
     throw over_limit(texts.size(), opt_.batch_limit);
   }
-  if (opt_.char_limit != -1) {
+  if (chars != -1) {
     for (const auto& t : texts) {
-      if (static_cast<int64_t>(code_points(t)) > opt_.char_limit) throw over_limit(code_points(t), opt_.char_limit);
+      if (static_cast<int64_t>(code_points(t)) > chars) throw over_limit(code_points(t), chars);
     }
   }
   const Route r = route(source, target, texts);
@@ -247,7 +248,8 @@ json LibreTranslate::detect(const json& fields) const {
 }
 
 std::string LibreTranslate::translate_file(const std::string& filename, const std::string& content,
-                                           const json& fields) const {
+                                           const json& fields, std::optional<int64_t> char_limit) const {
+  const int64_t chars = char_limit.value_or(opt_.char_limit);
   if (!opt_.files) throw Refusal{403, "Files translation are disabled on this server."};
   const std::string source = field(fields, "source");
   if (source.empty()) throw missing("source");
@@ -258,9 +260,7 @@ std::string LibreTranslate::translate_file(const std::string& filename, const st
   const bool html = ext == ".html" || ext == ".htm";
   if (!html && ext != ".txt") throw Refusal{400, "Invalid request: file format not supported"};
   if (io::utf8_invalid_offset(content) >= 0) throw Refusal{400, "Invalid request: the file is not UTF-8 text"};
-  if (opt_.char_limit != -1 && static_cast<int64_t>(code_points(content)) > opt_.char_limit) {
-    throw over_limit(code_points(content), opt_.char_limit);
-  }
+  if (chars != -1 && static_cast<int64_t>(code_points(content)) > chars) throw over_limit(code_points(content), chars);
   const Route r = route(source, target, {content});
   return translate_texts(r.model, {content}, html, 0, defaults_).at(0).at(0);
 }

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -36,13 +37,16 @@ class LibreTranslate {
   LibreTranslate(std::vector<ModelInfo> models, LibreTranslateOptions opt, decode::TranslateOptions defaults,
                  int64_t max_beam, int64_t max_texts, int64_t max_sentences, SentenceTranslator translate);
 
-  // POST /translate: `fields` from a JSON body (`json_body`) or a form (strings).
-  nlohmann::json translate(const nlohmann::json& fields, bool json_body) const;
+  // POST /translate: `fields` from a JSON body (`json_body`) or a form (strings); `char_limit`
+  // replaces the options' for this request (an API key's own limit).
+  nlohmann::json translate(const nlohmann::json& fields, bool json_body,
+                           std::optional<int64_t> char_limit = std::nullopt) const;
   // POST /detect: [{"language", "confidence"}] best first, among the languages served.
   nlohmann::json detect(const nlohmann::json& fields) const;
   // POST /translate_file's work: the file's text (.txt or .html by `filename`) translated; `fields`
   // give source and target. Refusal 400 for another format or a file that is not UTF-8 text.
-  std::string translate_file(const std::string& filename, const std::string& content, const nlohmann::json& fields) const;
+  std::string translate_file(const std::string& filename, const std::string& content, const nlohmann::json& fields,
+                             std::optional<int64_t> char_limit = std::nullopt) const;
   // GET /frontend/settings.
   nlohmann::json frontend_settings(bool keys_required) const;
   const LibreTranslateOptions& options() const { return opt_; }

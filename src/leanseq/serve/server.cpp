@@ -211,9 +211,12 @@ struct Server::Impl {
     return out;
   }
 
-  // The request's API key (its fields' api_key or apiKey, else the X-API-Key header) admitted.
-  void admit(const httplib::Request& req, const json& fields) {
-    access.admit(api_key_of(fields, req.get_header_value("X-API-Key")), req.remote_addr);
+  // The request's API key (its fields' api_key or apiKey, else the X-API-Key header) admitted;
+  // its character limit (the key's own, else --char-limit).
+  int64_t admit(const httplib::Request& req, const json& fields) {
+    const std::string key = api_key_of(fields, req.get_header_value("X-API-Key"));
+    access.admit(key, req.remote_addr);
+    return access.char_limit(key, opt.libretranslate.char_limit);
   }
 
   void routes() {
@@ -286,8 +289,8 @@ struct Server::Impl {
                                    const httplib::ContentReader& reader) {
       handle("/translate", res, [&] {
         const Form form = read_form(req, reader, opt.max_request_bytes);
-        admit(req, form.fields);
-        return libre->translate(form.fields, form.json);
+        const int64_t chars = admit(req, form.fields);
+        return libre->translate(form.fields, form.json, chars);
       });
     });
     http.Post("/detect", [this](const httplib::Request& req, httplib::Response& res,
@@ -303,10 +306,10 @@ struct Server::Impl {
       handle("/translate_file", res, [&] {
         if (!files) throw Refusal{403, "Files translation are disabled on this server."};
         const Form form = read_form(req, reader, opt.max_request_bytes);
-        admit(req, form.fields);
+        const int64_t chars = admit(req, form.fields);
         const auto file = std::find_if(form.files.begin(), form.files.end(), [](const Form::File& f) { return f.field == "file"; });
         if (file == form.files.end()) throw Refusal{400, "Invalid request: missing file parameter"};
-        const std::string name = files->put(file->filename, libre->translate_file(file->filename, file->content, form.fields));
+        const std::string name = files->put(file->filename, libre->translate_file(file->filename, file->content, form.fields, chars));
         return json{{"translatedFileUrl", base_url(req) + "/download_file/" + name}};
       });
     });
