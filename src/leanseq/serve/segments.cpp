@@ -4,6 +4,7 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -23,6 +24,25 @@ std::string Segments::join(const std::vector<std::string>& translated) const {
 }
 
 namespace {
+// The sentence rules of `language`, made once per thread and language (making them takes about
+// half a millisecond; the languages are those of the models served). "ss=standard": no break
+// after the language's abbreviations ("Mr.", "z.B.") where ICU has them.
+icu::BreakIterator* sentence_rules(const std::string& language) {
+  thread_local std::map<std::string, std::unique_ptr<icu::BreakIterator>> made;
+  const std::string key = language.size() <= 16 ? language : std::string();  // a code, or the root rules
+  if (made.size() >= 64 && !made.count(key)) made.clear();  // bounded whatever the callers give
+  auto& it = made[key];
+  if (!it) {
+    UErrorCode status = U_ZERO_ERROR;
+    it.reset(icu::BreakIterator::createSentenceInstance(icu::Locale((key + "@ss=standard").c_str()), status));
+    if (U_FAILURE(status) || !it) {
+      made.erase(key);
+      throw std::runtime_error(std::string("ICU's sentence rules: ") + u_errorName(status));
+    }
+  }
+  return it.get();
+}
+
 std::string utf8(const icu::UnicodeString& u, int32_t begin, int32_t end) {
   std::string out;
   u.tempSubStringBetween(begin, end).toUTF8String(out);
@@ -33,11 +53,7 @@ std::string utf8(const icu::UnicodeString& u, int32_t begin, int32_t end) {
 Segments sentences_of(const std::string& text, const std::string& language) {
   Segments out;
   const icu::UnicodeString u = icu::UnicodeString::fromUTF8(text);
-  UErrorCode status = U_ZERO_ERROR;
-  // "ss=standard": no break after the language's abbreviations ("Mr.", "z.B.") where ICU has them.
-  std::unique_ptr<icu::BreakIterator> it(
-      icu::BreakIterator::createSentenceInstance(icu::Locale((language + "@ss=standard").c_str()), status));
-  if (U_FAILURE(status) || !it) throw std::runtime_error(std::string("ICU's sentence rules: ") + u_errorName(status));
+  icu::BreakIterator* it = sentence_rules(language);
   it->setText(u);
   int32_t start = it->first();
   for (int32_t end = it->next(); end != icu::BreakIterator::DONE; start = end, end = it->next()) {
