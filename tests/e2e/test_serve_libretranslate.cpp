@@ -49,6 +49,14 @@ std::string form_encode(const std::string& s) {
   return out;
 }
 
+// The JSON error of a refusal, which must have `status` ("" when there is no answer).
+std::string error_of(const httplib::Result& r, int status) {
+  EXPECT_TRUE(r);
+  if (!r) return "";
+  EXPECT_EQ(r->status, status) << r->body;
+  return json::parse(r->body).value("error", "");
+}
+
 struct Lt {
   std::string dir;
   std::unique_ptr<ServerProcess> server;
@@ -108,12 +116,10 @@ TEST(ServeLibreTranslate, LibreTranslatesOwnApiTestsPass) {
   EXPECT_TRUE(json::parse(r->body).contains("translatedText"));
   j = lt.post("/translate", {{"q", {"Hello", "World"}}, {"source", "en"}, {"target", "es"}, {"format", "text"}});
   EXPECT_EQ(j["translatedText"].size(), 2u);
-  r = c.Post("/translate", "q=Hello&source=en&target=zz&format=text", "application/x-www-form-urlencoded");
-  EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(json::parse(r->body)["error"], "zz is not supported");
-  r = c.Post("/translate", "source=en&target=es&format=text", "application/x-www-form-urlencoded");
-  EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(json::parse(r->body)["error"], "Invalid request: missing q parameter");
+  const std::string form = "application/x-www-form-urlencoded";
+  EXPECT_EQ(error_of(c.Post("/translate", "q=Hello&source=en&target=zz&format=text", form), 400), "zz is not supported");
+  EXPECT_EQ(error_of(c.Post("/translate", "source=en&target=es&format=text", form), 400),
+            "Invalid request: missing q parameter");
   EXPECT_EQ(lt.server->stop(), 0) << lt.server->log();
 }
 
@@ -182,18 +188,14 @@ TEST(ServeLibreTranslate, SentencesHtmlAutoAlternativesAndFiles) {
     EXPECT_NE(got->get_header_value("Content-Disposition").find("filename=\"" + name + "\""), std::string::npos);
   }
   httplib::MultipartFormDataItems pdf = {{"file", "x", "a.pdf", "application/pdf"}, {"source", "en", "", ""}, {"target", "es", "", ""}};
-  r = c.Post("/translate_file", pdf);
-  EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(json::parse(r->body)["error"], "Invalid request: file format not supported");
+  EXPECT_EQ(error_of(c.Post("/translate_file", pdf), 400), "Invalid request: file format not supported");
   EXPECT_EQ(c.Get("/download_file/..%2F..%2Fetc%2Fpasswd")->status, 404);  // not a name: no such path
   EXPECT_EQ(c.Get("/download_file/passwd")->status, 400);
   EXPECT_EQ(c.Get("/download_file/00000000-0000-0000-0000-000000000000.x.txt")->status, 404);
   // Uploads are bounded: by parts, and by --max-request-bytes.
   httplib::MultipartFormDataItems many;
   for (int i = 0; i < 40; ++i) many.push_back({"f" + std::to_string(i), "x", "", ""});
-  r = c.Post("/translate_file", many);
-  EXPECT_EQ(r->status, 400);
-  EXPECT_EQ(json::parse(r->body)["error"], "the form has more than 32 parts");
+  EXPECT_EQ(error_of(c.Post("/translate_file", many), 400), "the form has more than 32 parts");
   // (Small enough for loopback's buffers to take whole: a client still writing when the server
   // answers would get SIGPIPE or a reset instead of the answer.)
   httplib::MultipartFormDataItems big = {{"file", std::string(70000, 'a'), "big.txt", "text/plain"}, {"source", "en", "", ""}, {"target", "es", "", ""}};
@@ -201,9 +203,8 @@ TEST(ServeLibreTranslate, SentencesHtmlAutoAlternativesAndFiles) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413) << r->body;
   EXPECT_EQ(c.Get("/health")->status, 200) << "still serving";
-  r = c.Post("/suggest", "q=a&s=b&source=en&target=es", "application/x-www-form-urlencoded");
-  EXPECT_EQ(r->status, 403);
-  EXPECT_EQ(json::parse(r->body)["error"], "Suggestions are disabled on this server.");
+  EXPECT_EQ(error_of(c.Post("/suggest", "q=a&s=b&source=en&target=es", "application/x-www-form-urlencoded"), 403),
+            "Suggestions are disabled on this server.");
   EXPECT_EQ(lt.server->stop(), 0) << lt.server->log();
 }
 

@@ -49,7 +49,8 @@ Form read_form(const httplib::Request& req, const httplib::ContentReader& reader
           }
           bytes += part.name.size() + part.filename.size();
           parts.push_back(part);
-          return bytes <= limit || !(over = true);
+          over = bytes > limit;
+          return !over;
         },
         [&](const char* data, size_t n) {
           if (n > limit - std::min(limit, bytes)) {

@@ -27,6 +27,23 @@ std::string field(const json& fields, const char* name) {
 
 Refusal missing(const std::string& name) { return Refusal{400, "Invalid request: missing " + name + " parameter"}; }
 
+// A string field that must be there (LibreTranslate's "missing ... parameter" otherwise).
+std::string required(const json& fields, const char* name) {
+  std::string v = field(fields, name);
+  if (v.empty()) throw missing(name);
+  return v;
+}
+
+// What language identification reads of `texts`: them, a line each, up to its bound.
+std::string detection_text(const std::vector<std::string>& texts) {
+  std::string all;
+  for (const auto& t : texts) {
+    if (all.size() >= kMaxDetectBytes) break;
+    all += t + "\n";
+  }
+  return all;
+}
+
 Refusal over_limit(size_t size, int64_t limit) {
   return Refusal{400, "Invalid request: request (" + std::to_string(size) + ") exceeds text limit (" +
                           std::to_string(limit) + ")"};
@@ -89,16 +106,16 @@ LibreTranslate::LibreTranslate(std::vector<ModelInfo> models, LibreTranslateOpti
       max_beam_(max_beam),
       max_texts_(max_texts),
       max_sentences_(max_sentences),
-      translate_(std::move(translate)) {}
+      translate_(std::move(translate)) {
+  for (const auto& lang : languages_json(models_)) served_.push_back(lang["code"]);
+  for (const auto& m : models_) {
+    if (std::find(sources_.begin(), sources_.end(), m.source_lang) == sources_.end()) sources_.push_back(m.source_lang);
+  }
+}
 
 LibreTranslate::Route LibreTranslate::route(const std::string& source, const std::string& target,
                                             const std::vector<std::string>& texts) const {
-  std::vector<std::string> served, sources;
-  for (const auto& lang : languages_json(models_)) served.push_back(lang["code"]);
-  for (const auto& m : models_) {
-    if (std::find(sources.begin(), sources.end(), m.source_lang) == sources.end()) sources.push_back(m.source_lang);
-  }
-  auto is_served = [&](const std::string& code) { return std::find(served.begin(), served.end(), code) != served.end(); };
+  auto is_served = [&](const std::string& code) { return std::find(served_.begin(), served_.end(), code) != served_.end(); };
   const bool automatic = source == "auto";
   if (!automatic && !is_served(source)) throw Refusal{400, source + " is not supported"};
   if (!is_served(target)) throw Refusal{400, target + " is not supported"};
@@ -112,12 +129,7 @@ LibreTranslate::Route LibreTranslate::route(const std::string& source, const std
         candidates.push_back(m.source_lang);
       }
     }
-    std::string all;
-    for (const auto& t : texts) {
-      if (all.size() >= kMaxDetectBytes) break;
-      all += t + "\n";
-    }
-    const auto guess = identify_language(all, candidates.empty() ? sources : candidates).front();
+    const auto guess = identify_language(detection_text(texts), candidates.empty() ? sources_ : candidates).front();
     from = guess.language;
     r.detected = {{"confidence", guess.confidence}, {"language", guess.language}};
   }
@@ -190,10 +202,8 @@ json LibreTranslate::translate(const json& fields, bool json_body, std::optional
       (q.is_boolean() && !q.get<bool>())) {
     throw missing("q");
   }
-  const std::string source = field(fields, "source");
-  if (source.empty()) throw missing("source");
-  const std::string target = field(fields, "target");
-  if (target.empty()) throw missing("target");
+  const std::string source = required(fields, "source");
+  const std::string target = required(fields, "target");
   const int64_t alternatives = alternatives_of(fields);
   if (opt_.alternatives_limit != -1 && alternatives > opt_.alternatives_limit) {
     throw Refusal{400, "Invalid request: alternatives parameter must be <= " + std::to_string(opt_.alternatives_limit)};
@@ -235,15 +245,8 @@ json LibreTranslate::detect(const json& fields) const {
   if (!fields.is_object()) throw Refusal{400, "Invalid JSON format"};
   const json q = fields.contains("q") ? fields["q"] : json();
   if (q.is_null() || (q.is_string() && q.get<std::string>().empty()) || (q.is_array() && q.empty())) throw missing("q");
-  std::string all;
-  for (const auto& t : texts_of(q, "q", max_texts_)) {
-    if (all.size() >= kMaxDetectBytes) break;
-    all += t + "\n";
-  }
-  std::vector<std::string> served;
-  for (const auto& lang : languages_json(models_)) served.push_back(lang["code"]);
   json out = json::array();
-  for (const auto& g : identify_language(all, served)) out.push_back({{"confidence", g.confidence}, {"language", g.language}});
+  for (const auto& g : identify_language(detection_text(texts_of(q, "q", max_texts_)), served_)) out.push_back({{"confidence", g.confidence}, {"language", g.language}});
   return out;
 }
 
@@ -251,10 +254,8 @@ std::string LibreTranslate::translate_file(const std::string& filename, const st
                                            const json& fields, std::optional<int64_t> char_limit) const {
   const int64_t chars = char_limit.value_or(opt_.char_limit);
   if (!opt_.files) throw Refusal{403, "Files translation are disabled on this server."};
-  const std::string source = field(fields, "source");
-  if (source.empty()) throw missing("source");
-  const std::string target = field(fields, "target");
-  if (target.empty()) throw missing("target");
+  const std::string source = required(fields, "source");
+  const std::string target = required(fields, "target");
   if (content.empty()) throw Refusal{400, "Invalid request: empty file"};
   const std::string ext = lower_extension(filename);
   const bool html = ext == ".html" || ext == ".htm";

@@ -66,6 +66,7 @@ class LibreTranslate {
                                                         decode::TranslateOptions o) const;
 
   std::vector<ModelInfo> models_;
+  std::vector<std::string> served_, sources_;  // every language served; those models read
   LibreTranslateOptions opt_;
   decode::TranslateOptions defaults_;
   int64_t max_beam_, max_texts_, max_sentences_;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -35,19 +34,19 @@ using Clock = std::chrono::steady_clock;
 // Connections the kernel holds for accept(): as many as the worker pool's threads.
 constexpr int kListenBacklog = 64;
 
-// The endpoints counted by name in /metrics (any other path counts as "other").
-const std::vector<std::string> kEndpoints{"/v1/translate", "/v1/health",        "/translate", "/detect",
-                                          "/translate_file", "/download_file",   "/languages", "/frontend/settings",
-                                          "/spec",          "/suggest",          "/health",    "/metrics",
-                                          "/"};
-
-// The methods each endpoint answers: another method gets 405 (LibreTranslate's clients and tests
-// expect it), an unknown path 404.
+// The endpoints and the method each answers: another method gets 405 (LibreTranslate's clients and
+// tests expect it), an unknown path 404. /metrics counts each by name (any other path as "other").
 const std::map<std::string, std::string> kMethods{
-    {"/v1/translate", "POST"}, {"/v1/health", "GET"},       {"/translate", "POST"}, {"/detect", "POST"},
-    {"/translate_file", "POST"}, {"/languages", "GET"},     {"/frontend/settings", "GET"},
-    {"/spec", "GET"},          {"/suggest", "POST"},        {"/health", "GET"},     {"/metrics", "GET"},
+    {"/v1/translate", "POST"},   {"/v1/health", "GET"},     {"/translate", "POST"}, {"/detect", "POST"},
+    {"/translate_file", "POST"}, {"/download_file", "GET"}, {"/languages", "GET"},  {"/frontend/settings", "GET"},
+    {"/spec", "GET"},            {"/suggest", "POST"},      {"/health", "GET"},     {"/metrics", "GET"},
     {"/", "GET"}};
+
+std::vector<std::string> endpoint_names() {
+  std::vector<std::string> names;
+  for (const auto& [path, method] : kMethods) names.push_back(path);
+  return names;
+}
 
 // A path as a message may quote it: at most 200 bytes (the JSON answer replaces invalid UTF-8).
 std::string quoted_path(const std::string& path) {
@@ -72,7 +71,7 @@ struct Server::Impl {
   ServeOptions opt;
   std::vector<std::unique_ptr<Model>> models;
   std::vector<ModelInfo> infos;  // the models' names and pairs, in order (for routing)
-  Metrics metrics{kEndpoints};
+  Metrics metrics{endpoint_names()};
   GuardedHttpServer http;
   Access access;
   std::unique_ptr<LibreTranslate> libre;  // LibreTranslate's API over `models`
@@ -172,11 +171,13 @@ struct Server::Impl {
   }
 
   // Runs `body`, answering a Refusal with its status and {"error": ...}, and counts the request.
-  void handle(const std::string& endpoint, httplib::Response& res, const std::function<json()>& body) {
+  // Runs `write` (which sets the answer's content), answering a Refusal with its status and
+  // {"error": ...}, and counts the request.
+  void answer(const std::string& endpoint, httplib::Response& res, const std::function<void()>& write) {
     GuardedHttpServer::handling();
     const auto start = Clock::now();
     try {
-      res.set_content(json_text(body()), "application/json");
+      write();
       res.status = 200;
     } catch (const json::exception& e) {  // a field of another type than the API's
       res.status = 400;
@@ -191,6 +192,11 @@ struct Server::Impl {
       res.set_content(json_text({{"error", r.message}}), "application/json");
     }
     metrics.request(endpoint, res.status, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+
+  // answer() for a JSON answer.
+  void handle(const std::string& endpoint, httplib::Response& res, const std::function<json()>& body) {
+    answer(endpoint, res, [&] { res.set_content(json_text(body()), "application/json"); });
   }
 
   // Each model's distinct n-best texts of `sentences` (LibreTranslate's API translates sentence by
@@ -314,21 +320,14 @@ struct Server::Impl {
       });
     });
     http.Get(R"(/download_file/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      GuardedHttpServer::handling();
-      const auto start = Clock::now();
-      try {
+      answer("/download_file", res, [&] {
         if (!files) throw Refusal{400, "Files translation are disabled on this server."};
         auto [content, download_name] = files->get(req.matches[1]);
         res.set_header("Content-Disposition", "attachment; filename=\"" + download_name + "\"");
         const bool html = download_name.size() > 5 && (download_name.rfind(".html") == download_name.size() - 5 ||
                                                        download_name.rfind(".htm") == download_name.size() - 4);
         res.set_content(std::move(content), html ? "text/html; charset=utf-8" : "text/plain; charset=utf-8");
-        res.status = 200;
-      } catch (const Refusal& r) {
-        res.status = r.status;
-        res.set_content(json_text({{"error", r.message}}), "application/json");
-      }
-      metrics.request("/download_file", res.status, std::chrono::duration<double>(Clock::now() - start).count());
+      });
     });
     http.Get("/languages", [this](const httplib::Request&, httplib::Response& res) {
       handle("/languages", res, [&] { return languages_json(infos); });
@@ -398,14 +397,13 @@ struct Server::Impl {
       add_cors(req, res);
       if (!res.body.empty()) return;
       // A known path asked with another method.
-      std::string path = req.path.rfind("/download_file/", 0) == 0 ? "/download_file" : req.path;
-      const auto known = path == "/download_file" ? std::optional<std::string>("GET")
-                         : kMethods.count(path)   ? std::optional<std::string>(kMethods.at(path))
-                                                  : std::nullopt;
-      if (res.status == 404 && known && req.method != *known && !(req.method == "HEAD" && *known == "GET")) {
+      const std::string path = req.path.rfind("/download_file/", 0) == 0 ? "/download_file" : req.path;
+      const auto known = kMethods.find(path);
+      if (res.status == 404 && known != kMethods.end() && req.method != known->second &&
+          !(req.method == "HEAD" && known->second == "GET")) {
         res.status = 405;
-        res.set_header("Allow", *known);
-        res.set_content(json_text({{"error", "method not allowed: " + *known + " " + path}}), "application/json");
+        res.set_header("Allow", known->second);
+        res.set_content(json_text({{"error", "method not allowed: " + known->second + " " + path}}), "application/json");
         return;
       }
       const std::string what = res.status == 404   ? "no such endpoint: " + req.method.substr(0, 20) + " " + quoted_path(req.path)
