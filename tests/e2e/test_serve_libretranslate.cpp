@@ -239,3 +239,24 @@ TEST(ServeLibreTranslate, LazyModelsLoadAtTheirFirstRequest) {
   EXPECT_NE(log.find("loaded model en-es"), std::string::npos) << log;
   EXPECT_EQ(lt.server->stop(), 0) << lt.server->log();
 }
+
+// --load-only serves the models between those languages; what cannot be served stops the start
+// with one line and exit 2.
+TEST(ServeLibreTranslate, LoadOnlyAndModelLanguagesAreChecked) {
+  Lt lt("--load-only en,es");
+  ASSERT_GT(lt.server->port(), 0);
+  const json languages = json::parse(lt.client->Get("/languages")->body);
+  ASSERT_EQ(languages.size(), 2u) << languages;
+  EXPECT_EQ(languages[0]["code"], "en");
+  EXPECT_EQ(languages[1]["code"], "es");
+  EXPECT_NE(lt.server->log().find("--load-only en,es: not serving de-en (de->en)"), std::string::npos) << lt.server->log();
+  EXPECT_EQ(lt.server->stop(), 0) << lt.server->log();
+  std::string out;
+  EXPECT_EQ(run_command(kCli + " serve --models " + lt.dir + "/models.yaml --load-only fr,it --port 0", out), 2);
+  EXPECT_NE(out.find("--load-only fr,it: none of the models translates between these languages"), std::string::npos) << out;
+  std::ofstream(lt.dir + "/auto.yaml") << "- name: x\n  checkpoint: " << leanseq::test::tiny_checkpoint() << "\n  source: auto\n";
+  EXPECT_EQ(run_command(kCli + " serve --models " + lt.dir + "/auto.yaml --port 0", out), 2);
+  EXPECT_NE(out.find("model 1: source must be a language code"), std::string::npos) << out;
+  EXPECT_EQ(run_command(kCli + " serve --checkpoint " + leanseq::test::tiny_checkpoint() + " --lazy --shortlist x --port 0", out), 2);
+  EXPECT_NE(out.find("--lazy: not with --shortlist"), std::string::npos) << out;
+}
