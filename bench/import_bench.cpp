@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     auto native = leanseq::runtime::load_translator(opt.out);
     // The native contender: the same network, leanseq's own initialisation.
     auto& loaded = native.loaded;
-    auto fresh = leanseq::models::build_model(*loaded.config.model, {loaded.src_vocab_size, loaded.tgt_vocab_size, loaded.vocab.joint});
+    auto fresh = leanseq::models::build_model(*loaded.model_config, {loaded.src_vocab_size, loaded.tgt_vocab_size, loaded.vocab.joint});
     {
       torch::NoGradGuard no_grad;
       auto dst = loaded.model->parameters();

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/task.h"
+#include "leanseq/checkpoint/classify_config.h"
+#include "leanseq/checkpoint/file.h"
 #include "leanseq/nn/targeted_dropout.h"
 #include "leanseq/runtime/classifier.h"
 
@@ -122,9 +124,11 @@ TEST(EndToEndClassify, PruneAndThePruningCurveTakeClassifiers) {
   // further pruning at gamma 0.5 on load), records it, and classifies.
   auto pruned = leanseq::runtime::load_classifier(dir + "/p75.pt");
   EXPECT_NEAR(leanseq::nn::prunable_sparsity(*pruned.model), 0.75, 1e-3);
-  EXPECT_EQ(pruned.config.pruned_method, "weight");
-  EXPECT_DOUBLE_EQ(pruned.config.pruned_sparsity, 0.75);
-  EXPECT_FALSE(pruned.config.td.eval_prune);
+  const auto recorded = leanseq::checkpoint::resolve_classify_config(leanseq::parse_yaml_text(
+      leanseq::checkpoint::read_checkpoint(dir + "/p75.pt").config_yaml, "p75.pt"));
+  EXPECT_EQ(recorded.pruned_method, "weight");
+  EXPECT_DOUBLE_EQ(recorded.pruned_sparsity, 0.75);
+  EXPECT_FALSE(recorded.td.eval_prune);
   rc = run_command(kCli + " classify --checkpoint " + dir + "/p75.pt -i " + dir + "/valid.tsv -o " + dir +
                        "/p75.labels --report " + dir + "/p75.json",
                    out);

@@ -159,7 +159,7 @@ TEST(Checkpoint, RebuildsTheModelAndRejectsTruncatedFiles) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_1_3.pt"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/checkpoint_best.pt"));
   auto loaded = checkpoint::load_model(dir + "/ck/checkpoint_last.pt");
-  EXPECT_EQ(loaded.config.arch, "transformer_tiny");
+  EXPECT_EQ(loaded.arch, "transformer_tiny");
   EXPECT_EQ(checkpoint::read_checkpoint(dir + "/ck/checkpoint_last.pt").writer, std::string("leanseq ") + kVersion);
   EXPECT_EQ(loaded.src_vocab_size, loaded.tgt_vocab_size);
   std::string path = dir + "/ck/checkpoint_last.pt";

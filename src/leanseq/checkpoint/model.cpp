@@ -11,13 +11,19 @@ namespace leanseq::checkpoint {
 
 LoadedModel load_model(const std::string& path, bool dense) { return load_model(read_checkpoint(path), path, dense); }
 
-LoadedModel load_model(const Checkpoint& ck, const std::string& path, bool dense) {
+RunConfig training_config(const Checkpoint& ck, const std::string& path) {
   auto values = parse_yaml_text(ck.config_yaml, path + " (config)");
   if (is_classifier_config(values)) {
     throw CheckpointError(path + ": a text classifier checkpoint, not a sequence model (use leanseq classify)");
   }
+  return resolve_run_config(values);
+}
+
+LoadedModel load_model(const Checkpoint& ck, const std::string& path, bool dense) {
+  const auto config = training_config(ck, path);
   LoadedModel out;
-  out.config = resolve_run_config(values);
+  out.arch = config.arch;
+  out.model_config = config.model;
   out.vocab = ck.vocab;
   out.storage = ck.storage;
   // Dictionary sizes come from the stored dict.txt contents.
@@ -26,9 +32,9 @@ LoadedModel load_model(const Checkpoint& ck, const std::string& path, bool dense
   };
   out.src_vocab_size = count_lines(ck.vocab.src_dict);
   out.tgt_vocab_size = count_lines(ck.vocab.tgt_dict);
-  out.model = models::build_model(*out.config.model, {out.src_vocab_size, out.tgt_vocab_size, ck.vocab.joint});
+  out.model = models::build_model(*config.model, {out.src_vocab_size, out.tgt_vocab_size, ck.vocab.joint});
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
-  if (!dense) nn::prune_as_evaluated(*out.model, out.config.td);
+  if (!dense) nn::prune_as_evaluated(*out.model, config.td);
   out.model->eval();
   return out;
 }

@@ -1,4 +1,7 @@
-// A sequence model rebuilt from a checkpoint alone, with its resolved config and vocabularies.
+// A sequence model rebuilt from a checkpoint alone, with what inference needs: its architecture,
+// vocabularies and text pipeline files, and the type its weights were stored in. The training
+// settings the checkpoint also holds (optimizer, schedule, data) are read only by who asks for them
+// (training_config).
 #pragma once
 #include <memory>
 #include <string>
@@ -12,7 +15,8 @@ namespace leanseq::checkpoint {
 
 struct LoadedModel {
   std::shared_ptr<models::Seq2SeqModel> model;
-  RunConfig config;
+  std::string arch;                                         // the registry's name, e.g. transformer_small
+  std::shared_ptr<const models::ModelConfig> model_config;  // the architecture's resolved settings
   VocabFiles vocab;
   int64_t src_vocab_size = 0, tgt_vocab_size = 0;
   kernels::ComputeType storage = kernels::ComputeType::float32;
@@ -22,5 +26,8 @@ struct LoadedModel {
 LoadedModel load_model(const std::string& path, bool dense = false);
 // The same from a checkpoint already read (`origin`: its file, for messages).
 LoadedModel load_model(const Checkpoint& ck, const std::string& origin, bool dense = false);
+
+// The whole run config a sequence model's checkpoint was trained with (`origin`: its file).
+RunConfig training_config(const Checkpoint& ck, const std::string& origin);
 
 }  // namespace leanseq::checkpoint

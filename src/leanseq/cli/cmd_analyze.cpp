@@ -59,8 +59,9 @@ void draw(const analyze::AttentionSimilarity& s, const std::string& path) {
 void run_attention(const AnalyzeArgs& a) {
   if (a.theta < 0 || a.theta > 1) throw ConfigError("--theta must be in [0, 1]");
   if (a.max_tokens < 1) throw ConfigError("--max-tokens must be positive");
-  auto loaded = checkpoint::load_model(a.checkpoint);
-  const std::string data_dir = a.data.empty() ? loaded.config.data : a.data;
+  const auto ck = checkpoint::read_checkpoint(a.checkpoint);
+  auto loaded = checkpoint::load_model(ck, a.checkpoint);
+  const std::string data_dir = a.data.empty() ? checkpoint::training_config(ck, a.checkpoint).data : a.data;
   if (data_dir.empty()) throw ConfigError(a.checkpoint + ": names no data directory; give --data");
   auto meta = data::load_prepared(data_dir);
   if (io::read_file(meta.src_dict) != loaded.vocab.src_dict ||

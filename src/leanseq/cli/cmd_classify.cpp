@@ -36,7 +36,7 @@ void add_classify(CLI::App& app, int& exit_code) {
   sub->callback([a, &exit_code] {
     leanseq::set_compute_threads(a->threads);
     auto loaded = runtime::load_classifier(a->checkpoint);
-    auto ds = data::read_text_tsv(a->input, loaded.config.model->pair, std::nullopt);
+    auto ds = data::read_text_tsv(a->input, loaded.pair, std::nullopt);
     if (!a->report.empty() && !ds.labelled) {
       throw ConfigError("--report: " + ds.path + " has no label column to score");
     }

@@ -27,8 +27,8 @@ void add_eval_lm(CLI::App& app, int& exit_code) {
   sub->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   sub->callback([o, &exit_code] {
     auto loaded = checkpoint::load_model(o->checkpoint);
-    if (!loaded.config.model->language_model()) {
-      throw ConfigError(o->checkpoint + ": arch " + loaded.config.arch + " is not a language model");
+    if (!loaded.model_config->language_model()) {
+      throw ConfigError(o->checkpoint + ": arch " + loaded.arch + " is not a language model");
     }
     auto meta = data::load_prepared(o->data);
     if (!meta.language_model()) throw ConfigError(o->data + ": not a language-model corpus (prepare --lm)");

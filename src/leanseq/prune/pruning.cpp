@@ -29,17 +29,18 @@ double write_pruned_checkpoint(const std::string& checkpoint, const std::string&
                                double sparsity) {
   const auto ck = checkpoint::read_checkpoint(checkpoint);
   const auto progress = ck.progress;
-  if (checkpoint::is_classifier_config(parse_yaml_text(ck.config_yaml, checkpoint + " (config)"))) {
+  const auto values = parse_yaml_text(ck.config_yaml, checkpoint + " (config)");
+  if (checkpoint::is_classifier_config(values)) {
     auto loaded = runtime::load_classifier(checkpoint, /*dense=*/true);
     const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
-    auto cfg = pruned_config(loaded.config, method, sparsity);
+    auto cfg = pruned_config(checkpoint::resolve_classify_config(values), method, sparsity);
     checkpoint::save_checkpoint(out, dump_config_yaml(cfg), checkpoint::classifier_vocab(loaded.dict, loaded.labels), progress, *loaded.model,
                     nullptr);
     return zeros;
   }
   auto loaded = checkpoint::load_model(ck, checkpoint, /*dense=*/true);
   const auto zeros = nn::prune_in_place(*loaded.model, method, sparsity);
-  auto cfg = pruned_config(loaded.config, method, sparsity);
+  auto cfg = pruned_config(checkpoint::training_config(ck, checkpoint), method, sparsity);
   checkpoint::save_checkpoint(out, checkpoint::dump_run_config(cfg), loaded.vocab, progress, *loaded.model, nullptr);
   return zeros;
 }
@@ -91,7 +92,7 @@ std::vector<PrunePoint> classifier_prune_curve(const std::string& checkpoint, co
                                                const std::vector<double>& sparsities, const std::string& method,
                                                int64_t max_sentences) {
   auto loaded = runtime::load_classifier(checkpoint, /*dense=*/true);
-  auto ds = data::read_text_tsv(tsv, loaded.config.model->pair, std::nullopt);
+  auto ds = data::read_text_tsv(tsv, loaded.pair, std::nullopt);
   if (!ds.labelled) throw DataError(tsv + ": has no label column to score the classifier " + checkpoint + " with");
   const auto data = data::encode_text(ds, loaded.dict, loaded.labels);
   auto score = [&] {

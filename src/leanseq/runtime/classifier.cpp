@@ -13,12 +13,13 @@ LoadedClassifier load_classifier(const std::string& path, bool dense) {
   if (!checkpoint::is_classifier_config(values)) {
     throw CheckpointError(path + ": not a text classifier checkpoint (use leanseq translate for sequence models)");
   }
+  const auto config = checkpoint::resolve_classify_config(values);
   LoadedClassifier out;
-  out.config = checkpoint::resolve_classify_config(values);
+  out.pair = config.model->pair;
   checkpoint::read_classifier_vocab(ck.vocab, path, out.dict, out.labels);
-  out.model = models::build_classifier(*out.config.model, out.dict.size());
+  out.model = models::build_classifier(*config.model, out.dict.size());
   models::load_named_tensors(*out.model, ck.model_tensors, true, path);
-  if (!dense) nn::prune_as_evaluated(*out.model, out.config.td);
+  if (!dense) nn::prune_as_evaluated(*out.model, config.td);
   out.model->eval();
   return out;
 }

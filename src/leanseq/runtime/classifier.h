@@ -16,7 +16,7 @@ namespace leanseq::runtime {
 
 struct LoadedClassifier {
   models::SentenceClassifier model{nullptr};
-  checkpoint::ClassifyConfig config;
+  bool pair = false;  // whether each example is a pair of sentences (the model's `pair`)
   data::Dictionary dict;
   std::vector<std::string> labels;
 };

@@ -47,8 +47,8 @@ std::pair<std::shared_ptr<const data::TextPipeline>, std::shared_ptr<const data:
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
   out.loaded = checkpoint::load_model(checkpoint_path, dense);
-  if (out.loaded.config.model->language_model()) {
-    throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.config.arch +
+  if (out.loaded.model_config->language_model()) {
+    throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.arch +
                       ") does not translate; evaluate it with 'leanseq eval-lm'");
   }
   const auto& v = out.loaded.vocab;
@@ -74,7 +74,7 @@ std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslato
     throw CheckpointError(checkpoint_path + ": its " + differs + " differs from " + first_path +
                           "'s; an ensemble needs the same dictionaries and text pipeline");
   }
-  if (member.config.model->language_model()) throw ConfigError(checkpoint_path + ": a language model does not translate");
+  if (member.model_config->language_model()) throw ConfigError(checkpoint_path + ": a language model does not translate");
   return member.model;
 }
 
