@@ -9,11 +9,12 @@ include(CMakePackageConfigHelpers)
 
 # One shared library made of the static layers a program needs to load and run models. The
 # executable keeps linking them statically.
-set(LEANSEQ_LIBRARY_LAYERS leanseq_core leanseq_kernels leanseq_nn leanseq_models leanseq_data leanseq_decode
-    leanseq_eval leanseq_text leanseq_checkpoint leanseq_runtime leanseq_interop)
+leanseq_layers_below(layers runtime interop)
+set(LEANSEQ_LIBRARY_LAYERS "")
 set(objects "")
-foreach(layer ${LEANSEQ_LIBRARY_LAYERS})
-  list(APPEND objects $<TARGET_OBJECTS:${layer}>)
+foreach(layer ${layers})
+  list(APPEND LEANSEQ_LIBRARY_LAYERS leanseq_${layer})
+  list(APPEND objects $<TARGET_OBJECTS:leanseq_${layer}>)
 endforeach()
 add_library(leanseq_shared SHARED ${objects})
 set_target_properties(leanseq_shared PROPERTIES OUTPUT_NAME leanseq EXPORT_NAME leanseq
