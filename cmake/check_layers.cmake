@@ -1,4 +1,5 @@
-# Fails when a file under src/leanseq/<layer>/ includes a header of a layer it may not use, or when
+# Fails when a file under src/leanseq/<layer>/ includes a header of a layer it may not use, when a
+# public header (include/leanseq/) includes anything but standard headers and its own, or when
 # docs/architecture.md's table of layers says otherwise than cmake/layers.cmake. Run by the build
 # (target leanseq_layers) whenever a source file, the table or the page changes:
 # cmake -DSOURCE_DIR=<tree> -DSTAMP=<file> -P cmake/check_layers.cmake
@@ -29,6 +30,17 @@ if(NOT "${documented}" STREQUAL "${LEANSEQ_LAYERS}")
   string(REPLACE ";" ", " table "${LEANSEQ_LAYERS}")
   string(APPEND problems "docs/architecture.md: its rows name the layers ${documented}; cmake/layers.cmake: ${table}\n")
 endif()
+
+# The public headers (include/leanseq/, installed): standard headers and each other only.
+file(GLOB public RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/include/leanseq/*.h ${SOURCE_DIR}/include/leanseq/*.h.in)
+foreach(rel ${public})
+  file(STRINGS ${SOURCE_DIR}/${rel} includes REGEX "^[ \t]*#[ \t]*include")
+  foreach(line ${includes})
+    if(NOT line MATCHES "^#include <([a-z_]+|leanseq/[a-z_]+\\.h)>$")
+      string(APPEND problems "${rel}: ${line}: a public header includes only standard headers and <leanseq/*.h>\n")
+    endif()
+  endforeach()
+endforeach()
 
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/src/leanseq/*.h ${SOURCE_DIR}/src/leanseq/*.cpp
      ${SOURCE_DIR}/src/leanseq/*.cu)

@@ -1,15 +1,15 @@
 # What `cmake --install` puts under its prefix, and the .deb of `cpack -G DEB`:
 #   bin/leanseq                      the command line
 #   libexec/leanseq/leanseq-spm      its SentencePiece helper (found relative to bin/ and lib/)
-#   lib/libleanseq.so                the runtime as one shared library (checkpoints, fairseq import,
-#                                    decoding, the text pipelines) for C++ programs
-#   include/leanseq/<layer>/*.h      its headers
+#   lib/libleanseq.so                the stable C++ API (include/leanseq/, docs/cpp.md) as one shared
+#                                    library: it exports that API's symbols only
+#   include/leanseq/*.h              its headers (standard C++ types only)
 #   lib/cmake/leanseq/               the CMake package: find_package(leanseq) -> leanseq::leanseq
 include(CMakePackageConfigHelpers)
 
-# One shared library made of the static layers a program needs to load and run models. The
-# executable keeps linking them statically.
-leanseq_layers_below(layers runtime interop)
+# One shared library made of the api layer and every layer below it. The executable keeps linking
+# them statically.
+leanseq_layers_below(layers api)
 set(LEANSEQ_LIBRARY_LAYERS "")
 set(objects "")
 foreach(layer ${layers})
@@ -21,11 +21,13 @@ set_target_properties(leanseq_shared PROPERTIES OUTPUT_NAME leanseq EXPORT_NAME 
                       VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 # (The layers' archives add only their own dependencies: their objects are all in already.)
 target_link_libraries(leanseq_shared PRIVATE ${LEANSEQ_LIBRARY_LAYERS})
-target_link_libraries(leanseq_shared PUBLIC ${TORCH_LIBRARIES})
+target_link_libraries(leanseq_shared PRIVATE ${TORCH_LIBRARIES})
 target_include_directories(leanseq_shared INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-# The library's own symbols only: the static libraries it holds also carry their dependencies'
-# template instances, which stay private to it.
-target_link_options(leanseq_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
+# The public API's symbols only (cmake/leanseq.map): the layers behind it, and the static libraries
+# they carry, stay private to the library.
+target_link_options(leanseq_shared PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined
+                    -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/leanseq.map)
+set_target_properties(leanseq_shared PROPERTIES LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/leanseq.map)
 
 install(TARGETS leanseq RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # fairseq's command names as links to leanseq, which runs the command it was started as
@@ -38,11 +40,9 @@ if(LEANSEQ_FAIRSEQ_LINKS)
 endif()
 install(TARGETS leanseq-spm RUNTIME DESTINATION ${LEANSEQ_HELPER_DIR})
 install(TARGETS leanseq_shared EXPORT leanseqTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-foreach(layer core kernels nn models data decode eval text checkpoint runtime interop)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/leanseq/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/leanseq/${layer}
-          FILES_MATCHING PATTERN "*.h" PATTERN "pch.h" EXCLUDE PATTERN "cuda" EXCLUDE PATTERN "spm_helper" EXCLUDE)
-endforeach()
-install(FILES ${PROJECT_BINARY_DIR}/generated/leanseq/core/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/leanseq/core)
+file(GLOB public_headers ${PROJECT_SOURCE_DIR}/include/leanseq/*.h)
+install(FILES ${public_headers} ${PROJECT_BINARY_DIR}/generated/leanseq/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/leanseq)
 
 set(LEANSEQ_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/leanseq)
 install(EXPORT leanseqTargets NAMESPACE leanseq:: DESTINATION ${LEANSEQ_CMAKE_DIR})
@@ -68,6 +68,4 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # What the command line runs besides shared libraries: LibTorch's fast BLAS (leanseq warns without it).
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libopenblas0-pthread")
-# The C++ package's consumers compile against LibTorch's headers.
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libtorch-dev")
 include(CPack)

@@ -2,8 +2,8 @@
 # links by (CMakeLists.txt), that decides which headers a layer may include (check_layers.cmake:
 # what it uses, and what those use in turn) and that docs/architecture.md's table must repeat (the
 # same check compares them).
-set(LEANSEQ_LAYERS core kernels nn models data eval viz text decode checkpoint runtime analyze interop prune serve
-    train python cli)
+set(LEANSEQ_LAYERS core kernels nn models data eval viz text decode checkpoint runtime analyze interop api prune
+    serve train python cli)
 set(LEANSEQ_USES_core "")
 set(LEANSEQ_USES_kernels core)
 set(LEANSEQ_USES_nn kernels)
@@ -17,6 +17,7 @@ set(LEANSEQ_USES_checkpoint models data)
 set(LEANSEQ_USES_runtime checkpoint decode text eval)
 set(LEANSEQ_USES_analyze decode eval)
 set(LEANSEQ_USES_interop checkpoint text)
+set(LEANSEQ_USES_api runtime interop)
 set(LEANSEQ_USES_prune runtime)
 set(LEANSEQ_USES_serve decode)
 set(LEANSEQ_USES_train runtime)

@@ -10,7 +10,7 @@
 
 #include "e2e/task.h"
 #include "leanseq/checkpoint/file.h"
-#include "leanseq/core/version.h"
+#include <leanseq/version.h>
 #include "support/fixtures.h"
 
 using leanseq::test::run_command;

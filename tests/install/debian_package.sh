@@ -18,7 +18,7 @@ for lib in "${libs[@]}"; do
 done
 dpkg-deb -x "$deb" "$work/root"
 for f in usr/bin/leanseq usr/libexec/leanseq/leanseq-spm usr/lib/libleanseq.so usr/lib/cmake/leanseq/leanseqConfig.cmake \
-         usr/include/leanseq/runtime/inference.h; do
+         usr/include/leanseq/translator.h; do
   [[ -e $work/root/$f ]] || { echo "not in the package: $f"; exit 1; }
 done
 unset LEANSEQ_SPM_HELPER

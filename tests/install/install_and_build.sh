@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the build into a fresh prefix, then checks that what is installed works without the
-# build tree: the installed leanseq translates with its helper from libexec/, and the program of
-# docs/cpp.md (its two files, taken from the page itself) builds against find_package(leanseq) and
-# translates as the command does.
+# build tree: the installed leanseq translates with its helper from libexec/; the headers are
+# include/leanseq/*.h only, with standard headers only; the library exports the API of
+# docs/versioning.md only; and the program of docs/cpp.md (its two files, taken from the page
+# itself) builds against find_package(leanseq), without LibTorch's headers, and translates as the
+# command does.
 #   install_and_build.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
@@ -13,9 +15,18 @@ input=$src/tests/fixtures/pre_engine/seq2seq/test.src
 
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in bin/leanseq libexec/leanseq/leanseq-spm lib/libleanseq.so lib/cmake/leanseq/leanseqConfig.cmake \
-         include/leanseq/runtime/inference.h include/leanseq/core/version.h share/doc/leanseq/LICENSE; do
+         include/leanseq/leanseq.h include/leanseq/translator.h include/leanseq/version.h share/doc/leanseq/LICENSE; do
   [[ -e $prefix/$f ]] || { echo "not installed: $f"; exit 1; }
 done
+other=$(cd "$prefix/include" && find . -mindepth 1 ! -path './leanseq' ! -path './leanseq/*.h')
+[[ -z $other ]] || { echo "installed besides include/leanseq/*.h: $other"; exit 1; }
+if grep -n '#include' "$prefix"/include/leanseq/*.h | grep -v -E '#include <([a-z_]+|leanseq/[a-z_]+\.h)>$'; then
+  echo "an installed header includes more than standard headers and its own"; exit 1
+fi
+# Every symbol the library exports is the API's (its classes' type information included).
+exported=$(nm -D --defined-only "$prefix/lib/libleanseq.so" | awk '{print $3}' | c++filt \
+  | grep -v -E '^leanseq::(Translator|TranslationOptions)::|^leanseq::(import_fairseq|score_corpus)\(|^(typeinfo|typeinfo name|vtable) for leanseq::(Error|ConfigError|DataError|CheckpointError)$' || true)
+[[ -z $exported ]] || { echo "libleanseq.so exports more than the API:"; echo "$exported" | head; exit 1; }
 
 # The installed command, with nothing pointing at the build tree.
 unset LEANSEQ_SPM_HELPER

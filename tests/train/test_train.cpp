@@ -9,7 +9,7 @@
 #include "leanseq/checkpoint/model.h"
 #include "leanseq/checkpoint/run_config.h"
 #include "leanseq/core/error.h"
-#include "leanseq/core/version.h"
+#include <leanseq/version.h>
 #include "leanseq/data/prepare.h"
 #include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/models/registry.h"

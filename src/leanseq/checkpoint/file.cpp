@@ -6,7 +6,7 @@
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
-#include "leanseq/core/version.h"
+#include <leanseq/version.h>
 #include "leanseq/core/zip.h"
 #include "leanseq/kernels/int8_gemm.h"
 

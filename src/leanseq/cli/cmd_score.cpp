@@ -1,23 +1,22 @@
 #include <cstdio>
 #include <iostream>
+#include <leanseq/metrics.h>
 #include <nlohmann/json.hpp>
 
 #include "leanseq/cli/commands.h"
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
 #include "leanseq/eval/bleu.h"
-#include "leanseq/eval/chrf.h"
 #include "leanseq/eval/fairseq_bleu.h"
 #include "leanseq/eval/unicode.h"
-#include "leanseq/eval/ter.h"
 
 namespace leanseq::cli {
 
 namespace {
 struct ScoreArgs {
   std::vector<std::string> refs;
-  std::string hyp, metric = "bleu", tokenize = "13a", format = "text";
-  bool lowercase = false, case_sensitive = false;
+  std::string hyp, format = "text";
+  ScoreOptions score;
 };
 
 // DataError unless the lines of `a` and `b`, read from the paths named ("-": standard input), are
@@ -36,57 +35,23 @@ void add_score(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("score", "BLEU, chrF, chrF++ and TER as sacreBLEU 2.x, or fairseq's tokenized BLEU");
   sub->add_option("--ref,-r", a->refs, "reference file (repeat for several references)")->required();
   sub->add_option("--hyp", a->hyp, "hypothesis file ('-': stdin)")->required();
-  sub->add_option("--metric,-m", a->metric, "bleu, chrf, chrf++, ter or tok-bleu (fairseq-style: whitespace tokens)")
+  sub->add_option("--metric,-m", a->score.metric, "bleu, chrf, chrf++, ter or tok-bleu (fairseq-style: whitespace tokens)")
       ->capture_default_str();
-  sub->add_option("--tokenize", a->tokenize, "13a, intl, char or none (BLEU)")->capture_default_str();
-  sub->add_flag("--lowercase", a->lowercase,
+  sub->add_option("--tokenize", a->score.tokenize, "13a, intl, char or none (BLEU)")->capture_default_str();
+  sub->add_flag("--lowercase", a->score.lowercase,
                 "lowercase hypotheses and references (BLEU and chrF; TER ignores case unless --case-sensitive)");
-  sub->add_flag("--case-sensitive", a->case_sensitive, "TER: tell capitals apart (sacreBLEU's --ter-case-sensitive)");
+  sub->add_flag("--case-sensitive", a->score.case_sensitive, "TER: tell capitals apart (sacreBLEU's --ter-case-sensitive)");
   sub->add_option("--format", a->format, "text or json")->capture_default_str();
   sub->callback([a, &exit_code] {
     if (a->format != "text" && a->format != "json") throw ConfigError("--format must be text or json");
-    if (a->case_sensitive && a->metric != "ter") {
-      throw ConfigError("--case-sensitive is TER's: the other metrics tell case apart unless --lowercase");
-    }
-    if (a->case_sensitive && a->lowercase) throw ConfigError("--case-sensitive and --lowercase: give one of them");
     auto hyps = io::read_lines(a->hyp);
     std::vector<std::vector<std::string>> refs;
     for (const auto& r : a->refs) {
       refs.push_back(io::read_lines(r));
       check_same_length(refs.back(), r, hyps, a->hyp);
     }
-    nlohmann::json out;
-    std::string text;
-    if (a->metric == "bleu" || a->metric == "tok-bleu") {
-      eval::BleuOptions o;
-      o.tokenize = a->metric == "tok-bleu" ? eval::Tokenize::none : eval::parse_tokenize(a->tokenize);
-      if (a->metric == "tok-bleu") o.smooth = eval::Smooth::none;
-      o.lowercase = a->lowercase;
-      auto s = eval::corpus_bleu(hyps, refs, o);
-      out = {{"metric", a->metric}, {"score", s.score}, {"precisions", s.precisions}, {"bp", s.bp},
-             {"sys_len", s.stats.sys_len}, {"ref_len", s.stats.ref_len}, {"signature", s.signature}};
-      text = (a->metric == "tok-bleu" ? "tokenized " : "") + s.report();
-    } else if (a->metric == "chrf" || a->metric == "chrf++") {
-      eval::ChrfOptions o;
-      o.word_order = a->metric == "chrf++" ? 2 : 0;
-      o.lowercase = a->lowercase;
-      auto s = eval::corpus_chrf(hyps, refs, o);
-      out = {{"metric", a->metric}, {"score", s.score}};
-      text = s.format();
-    } else if (a->metric == "ter") {
-      eval::TerOptions o;
-      o.case_sensitive = a->case_sensitive;  // (--lowercase is TER's default)
-      auto s = eval::corpus_ter(hyps, refs, o);
-      out = {{"metric", "ter"}, {"score", s.score}, {"edits", s.edits}, {"ref_length", s.ref_length}};
-      text = s.format();
-    } else {
-      throw ConfigError("--metric: unknown metric '" + a->metric + "' (expected bleu, chrf, chrf++, ter or tok-bleu)");
-    }
-    if (a->format == "json") {
-      std::cout << out.dump() << "\n";
-    } else {
-      std::cout << text << "\n";
-    }
+    const auto score = score_corpus(hyps, refs, a->score);
+    std::cout << (a->format == "json" ? score.json : score.text) << "\n";
     exit_code = 0;
   });
 }

@@ -13,7 +13,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/core/startup.h"
-#include "leanseq/core/version.h"
+#include <leanseq/version.h>
 #include "leanseq/kernels/dense.h"
 #include "leanseq/kernels/packed_products.h"
 

@@ -7,6 +7,7 @@
 // precision widened. Dictionaries come from the data directory, with fairseq's padding to a
 // multiple of 8 (madeupword0000, ...) as the embeddings were sized.
 #pragma once
+#include <leanseq/fairseq.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -48,21 +49,9 @@ std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::strin
 // the archs leanseq knows for another (interop/fairseq_archs.cpp).
 nlohmann::json fairseq_arch_defaults(const std::string& arch);
 
-struct FairseqImportOptions {
-  std::string checkpoint;   // fairseq's .pt
-  std::string data_dir;     // holds dict.<src>.txt and dict.<tgt>.txt
-  std::string out;          // the leanseq checkpoint to write
-  std::string spm;          // SentencePiece model of both sides, or:
-  std::string tokenizer;    // "moses" (fairseq's, with its dash splits and escaping), "moses no-dash-splits",
-                            // "moses no-escape", both, or "none": text::parse_tokenizer_spec
-  std::string bpe_codes;    // with BPE from these codes, subword-nmt's or fastBPE's (optional with --tokenizer moses)
-  std::string source_lang, target_lang;  // default: the checkpoint's task options
-};
-
-struct FairseqImportResult {
-  std::string fairseq_arch, leanseq_arch, source_lang, target_lang;
-  int64_t parameters = 0, src_vocab = 0, tgt_vocab = 0;
-};
+// (include/leanseq/fairseq.h declares them)
+using FairseqImportOptions = leanseq::FairseqImportOptions;
+using FairseqImportResult = leanseq::FairseqImportResult;
 
 // Reads, maps, checks that the weights load into the leanseq model (every tensor, no other), and
 // writes `out` atomically. Errors name the file and the problem.

@@ -14,7 +14,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/memory.h"
-#include "leanseq/core/version.h"
+#include <leanseq/version.h>
 #include "leanseq/serve/file_store.h"
 #include "leanseq/serve/form.h"
 #include "leanseq/serve/libretranslate.h"
