@@ -24,6 +24,7 @@
 #include "leanseq/eval/fairseq_bleu.h"
 #include "leanseq/eval/unicode.h"
 #include "leanseq/interop/fairseq.h"
+#include "leanseq/interop/fairseq_command_line.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/text/bpe.h"
@@ -33,15 +34,10 @@
 namespace leanseq::cli {
 
 namespace {
-// fairseq's flags that name the text pipeline (its --bpe and --tokenizer), as every command takes them.
-struct PipelineFlags {
-  std::string bpe, spm, tokenizer, bpe_codes;
-  bool moses_no_dash_splits = false, moses_no_escape = false;
-};
+using PipelineFlags = interop::FairseqPipelineFlags;
 
 // What names the fairseq models and their text pipeline, as fairseq-interactive and -generate take it.
-struct ModelFlags : PipelineFlags {
-  std::string data, path, source_lang, target_lang;
+struct ModelFlags : PipelineFlags, interop::FairseqModelPaths {
   bool cpu = false;
 };
 
@@ -85,96 +81,6 @@ CLI::Option* add_post_process_flag(CLI::App* sub, TranslateArgs& a) {
 
 void post_process_default(const CLI::Option* flag, TranslateArgs& a) {
   if (flag->count() && a.post_process.empty()) a.post_process = "subword_nmt";
-}
-
-// The pipeline the flags name, checked (ConfigError for a wrong combination): a SentencePiece
-// model, or a tokenizer (text::TokenizerSpec: fairseq's Moses, or none) with optional subword-nmt
-// or fastBPE codes; `given` false when they name none (the text is the model's subwords).
-struct Pipeline {
-  std::string spm, tokenizer = "none", bpe_codes;
-  bool given = false;
-};
-
-Pipeline pipeline_of(const PipelineFlags& f) {
-  if (!f.spm.empty() && f.bpe != "sentencepiece") throw ConfigError("--sentencepiece-model goes with --bpe sentencepiece");
-  const bool bpe = f.bpe == "subword_nmt" || f.bpe == "fastbpe";
-  if (!f.bpe_codes.empty() && !bpe) throw ConfigError("--bpe-codes goes with --bpe subword_nmt or fastbpe");
-  if ((f.moses_no_dash_splits || f.moses_no_escape) && f.tokenizer != "moses") {
-    throw ConfigError("--moses-no-dash-splits and --moses-no-escape go with --tokenizer moses");
-  }
-  if (f.bpe == "sentencepiece") {
-    if (f.spm.empty()) throw ConfigError("--bpe sentencepiece needs --sentencepiece-model");
-    if (!f.tokenizer.empty()) throw ConfigError("--tokenizer moses goes with --bpe subword_nmt or fastbpe, not sentencepiece");
-    return {f.spm, "", "", true};
-  }
-  if (bpe && f.bpe_codes.empty()) throw ConfigError("--bpe " + f.bpe + " needs --bpe-codes");
-  // Each reads only its own codes format: subword-nmt and fastBPE refuse the other's file.
-  if (bpe && text::Bpe::from_file(f.bpe_codes).fastbpe() != (f.bpe == "fastbpe")) {
-    throw ConfigError("--bpe " + f.bpe + ": " + f.bpe_codes + " holds " +
-                      (f.bpe == "fastbpe" ? "subword-nmt's codes, not fastBPE's ('a b count' lines)"
-                                          : "fastBPE's codes ('a b count' lines): give --bpe fastbpe"));
-  }
-  text::TokenizerSpec t;
-  t.moses = f.tokenizer == "moses";
-  t.dash_splits = !f.moses_no_dash_splits;
-  t.escape = !f.moses_no_escape;
-  return {"", t.text(), f.bpe_codes, bpe || t.moses};
-}
-
-// A leanseq checkpoint (one fairseq-train wrote, read from `path`) copied to `out` with the text
-// pipeline of `p`.
-void copy_with_pipeline(const checkpoint::Checkpoint& ck, const std::string& path, const Pipeline& p,
-                        const std::string& out) {
-  const auto loaded = checkpoint::load_model(ck, path);
-  auto vocab = ck.vocab;
-  vocab.src_spm = vocab.tgt_spm = p.spm.empty() ? "" : io::read_file(p.spm);
-  vocab.tokenizer = p.tokenizer;
-  vocab.bpe_codes = p.bpe_codes.empty() ? "" : io::read_file(p.bpe_codes);
-  checkpoint::save_checkpoint(out, ck.config_yaml, vocab, ck.progress, *loaded.model, nullptr, ck.storage);
-}
-
-// Every --path checkpoint as a leanseq one in `dir`: a fairseq file imported with the text pipeline
-// the flags name (pipeline_of; none: the text is the model's subwords), a leanseq file as it is or
-// (when the flags name a pipeline, which replaces its own) copied with it. Their paths,
-// colon-separated, and the first one's languages.
-std::string import_models(const ModelFlags& m, const Pipeline& pipeline, const std::string& dir,
-                          interop::FairseqImportResult* first) {
-  interop::FairseqImportOptions import;
-  import.spm = pipeline.spm;
-  import.tokenizer = pipeline.tokenizer;
-  import.bpe_codes = pipeline.bpe_codes;
-  import.data_dir = m.data;
-  import.source_lang = m.source_lang;
-  import.target_lang = m.target_lang;
-  std::string imported;
-  const auto paths = colon_separated_paths(m.path, "--path");
-  for (size_t i = 0; i < paths.size(); ++i) {
-    interop::FairseqImportResult r;
-    std::string path = dir + "/" + std::to_string(i) + ".pt";
-    if (interop::is_torch_pickle_file(paths[i])) {
-      import.checkpoint = paths[i];
-      import.out = path;
-      r = interop::import_fairseq(import);
-    } else {
-      const auto ck = checkpoint::read_checkpoint(paths[i]);
-      r.source_lang = ck.vocab.src_lang;
-      r.target_lang = ck.vocab.tgt_lang;
-      if ((!m.source_lang.empty() && m.source_lang != r.source_lang) ||
-          (!m.target_lang.empty() && m.target_lang != r.target_lang)) {
-        throw ConfigError(paths[i] + " translates " + r.source_lang + "-" + r.target_lang + ", not " +
-                          (m.source_lang.empty() ? r.source_lang : m.source_lang) + "-" +
-                          (m.target_lang.empty() ? r.target_lang : m.target_lang));
-      }
-      if (pipeline.given) {
-        copy_with_pipeline(ck, paths[i], pipeline, path);
-      } else {
-        path = paths[i];
-      }
-    }
-    if (i == 0 && first) *first = r;
-    imported += (imported.empty() ? "" : ":") + path;
-  }
-  return imported;
 }
 
 // fairseq-generate --score-reference: each reference as the one hypothesis of its source, scored as
@@ -314,48 +220,6 @@ struct TrainArgs : PipelineFlags {
   bool cpu = false, fp16 = false, bf16 = false;  // --fp16 and --amp: float16
 };
 
-// fairseq's model options among the arguments fairseq-train's own parser did not take, as fairseq
-// options (encoder_embed_dim: 64, share_all_embeddings: true, ...) over `arch`'s defaults.
-nlohmann::json fairseq_model_args(const std::string& arch, const std::vector<std::string>& extras) {
-  nlohmann::json args = interop::fairseq_arch_defaults(arch);
-  args["arch"] = arch;
-  const auto options = interop::fairseq_model_options(arch);
-  for (size_t i = 0; i < extras.size(); ++i) {
-    const std::string& word = extras[i];
-    if (word.rfind("--", 0) != 0) {
-      throw ConfigError("fairseq-train: unexpected argument '" + word + "' (the data directory comes first)");
-    }
-    const auto eq = word.find('=');
-    std::string name = word.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    std::replace(name.begin(), name.end(), '-', '_');
-    const auto it = std::find_if(options.begin(), options.end(), [&](const auto& o) { return o.first == name; });
-    if (it == options.end()) {
-      throw ConfigError("fairseq-train: fairseq's " + word.substr(0, eq) + " is not supported by leanseq (docs/fairseq.md)");
-    }
-    if (it->second) {  // a flag, or (fairseq's eval_bool options: --encoder-glu True) a boolean value
-      const bool valued = eq == std::string::npos && i + 1 < extras.size() &&
-                          (extras[i + 1] == "True" || extras[i + 1] == "False");
-      const std::string v = eq != std::string::npos ? word.substr(eq + 1) : valued ? extras[++i] : "True";
-      if (v != "True" && v != "False") throw ConfigError("fairseq-train: " + word + ": expected True or False");
-      args[name] = v == "True";
-      continue;
-    }
-    std::string value;
-    if (eq != std::string::npos) {
-      value = word.substr(eq + 1);
-    } else if (i + 1 < extras.size() && extras[i + 1].rfind("--", 0) != 0) {
-      value = extras[++i];
-    } else {
-      throw ConfigError("fairseq-train: " + word + " needs a value (give the data directory before the options)");
-    }
-    // Numbers and lists ([3,7,15]) as fairseq's parser types them; other values as text.
-    const auto parsed = nlohmann::json::parse(value, nullptr, false);
-    args[name] = !parsed.is_discarded() && (parsed.is_number() || parsed.is_array() || parsed.is_boolean()) ? parsed
-                                                                                                             : nlohmann::json(value);
-  }
-  return args;
-}
-
 }  // namespace
 
 void add_fairseq_interactive(CLI::App& app, int& exit_code) {
@@ -378,7 +242,7 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
     if (a->cpu) a->device = "cpu";
     post_process_default(post_process, *a);
     io::PrivateDirectory tmp("leanseq-fairseq");
-    a->checkpoint = import_models(*a, pipeline_of(*a), tmp.path(), nullptr);
+    a->checkpoint = interop::models_for_decoding(*a, interop::fairseq_pipeline(*a), tmp.path(), nullptr);
     run_translate(*a);
     exit_code = 0;
   });
@@ -406,14 +270,81 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
     // fairseq-generate's splits hold no constraints (fairseq's stops with a TypeError).
     if (a->constraints) throw ConfigError("--constraints: fairseq-generate reads none; give them to fairseq-interactive");
     post_process_default(post_process, *a);
-    const auto pipeline = pipeline_of(*a);  // without one, S/T/D lines hold subwords, as fairseq's
+    const auto pipeline = interop::fairseq_pipeline(*a);  // without one, S/T/D lines hold subwords, as fairseq's
     io::PrivateDirectory tmp("leanseq-fairseq");
     interop::FairseqImportResult models;
-    a->checkpoint = import_models(*a, pipeline, tmp.path(), &models);
+    a->checkpoint = interop::models_for_decoding(*a, pipeline, tmp.path(), &models);
     run_generate(*a, models.source_lang, models.target_lang, pipeline.given);
     exit_code = 0;
   });
 }
+
+namespace {
+// fairseq-train's flags as a leanseq run's config values: the model's options over the
+// architecture's defaults, fairseq's defaults for what the command line leaves out, then the flags
+// given (`extras`: what fairseq-train's own parser left, the model's options).
+ConfigValues fairseq_train_values(const TrainArgs& a, const FairseqFlagValues& given, const std::vector<std::string>& extras) {
+  ConfigValues values;
+  try {
+    values = interop::fairseq_config_values(interop::fairseq_train_model_args(a.arch, extras), "fairseq-train", true);
+  } catch (const CheckpointError& e) {  // an option leanseq does not build: a usage error here
+    throw ConfigError(e.what());
+  }
+  const std::string from = "fairseq-train";
+  auto set = [&](const std::string& key, const std::string& v) { values.set(key, v, from); };
+  // fairseq's defaults for what its command line leaves out.
+  if (!given.count("--optimizer")) throw ConfigError("fairseq-train: --optimizer is required (adam or nag), as in fairseq");
+  if (!given.count("--max-tokens") && !given.count("--batch-size")) {
+    throw ConfigError("fairseq-train: give --max-tokens or --batch-size, as fairseq asks");
+  }
+  set("optim.lr", "0.25");
+  set("optim.lr_scheduler", "fixed");
+  set("optim.warmup_updates", given.count("--lr-scheduler") && given.at("--lr-scheduler") == "inverse_sqrt" ? "4000" : "0");
+  set("optim.warmup_init_lr", "-1");
+  set("optim.adam_beta1", "0.9");
+  set("optim.adam_beta2", "0.999");
+  set("optim.adam_eps", "1e-08");
+  set("optim.weight_decay", "0");
+  set("optim.clip_norm", "0");
+  set("optim.shrink_on_plateau", "false");
+  set("batch.max_tokens", "1000000000");
+  set("batch.max_sentences", "0");
+  set("checkpoint.no_epoch_checkpoints", "false");
+  if (given.count("--label-smoothing") && a.criterion != "label_smoothed_cross_entropy") {
+    throw ConfigError("fairseq-train: --label-smoothing goes with --criterion label_smoothed_cross_entropy");
+  }
+  set("criterion.label_smoothing", "0");
+  apply_fairseq_training_flags(given, values);
+  // fairseq's --restore-file default names <save-dir>/checkpoint_last.pt, where a run resumes anyway.
+  if (given.count("--restore-file") && given.at("--restore-file") == "checkpoint_last.pt") {
+    set("checkpoint.restore_file", "");
+  }
+  set("data", a.data);
+  set("save_dir", a.save_dir);
+  set("seed", std::to_string(a.seed));
+  set("optim.update_freq", std::to_string(a.update_freq));
+  set("stop.max_epoch", std::to_string(a.max_epoch));
+  set("stop.max_update", std::to_string(a.max_update));
+  if (a.patience >= 0) set("stop.patience", std::to_string(a.patience));
+  if (a.fp16 && a.bf16) throw ConfigError("fairseq-train: --fp16/--amp (float16) and --bf16 (bfloat16): give one of them");
+  if (a.fp16 || a.bf16) set("optim.amp", a.bf16 ? "bfloat16" : "float16");
+  // As fairseq-train: on the GPU when there is one, unless --cpu.
+  set("device", !a.cpu && torch::cuda::is_available() ? "cuda" : "cpu");
+  if (!a.log_format.empty()) set("log.format", a.log_format == "simple" ? "text" : a.log_format);
+  const auto pipeline = interop::fairseq_pipeline(a);
+  // Without --bpe/--tokenizer, as fairseq's, the checkpoints read and write the data's subwords.
+  if (!pipeline.spm.empty()) set("text.spm_model", pipeline.spm);
+  if (!pipeline.tokenizer.empty()) set("text.tokenizer", pipeline.tokenizer);
+  if (!pipeline.bpe_codes.empty()) set("text.bpe_codes", pipeline.bpe_codes);
+  const auto meta = data::load_prepared(a.data);
+  if ((!a.source_lang.empty() && a.source_lang != meta.src_lang) ||
+      (!a.target_lang.empty() && a.target_lang != meta.tgt_lang)) {
+    throw ConfigError("fairseq-train: " + a.data + " holds " + meta.src_lang + "-" + meta.tgt_lang + ", not " +
+                      a.source_lang + "-" + a.target_lang);
+  }
+  return values;
+}
+}  // namespace
 
 void add_fairseq_train(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
@@ -450,64 +381,7 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->add_flag("--bf16", a->bf16, "bfloat16 mixed precision, on CUDA or a CPU with AVX512_BF16 (optim.amp=bfloat16)");
   add_fairseq_training_flags(sub, given);
   sub->callback([a, given, sub, &exit_code] {
-    ConfigValues values;
-    try {
-      values = interop::fairseq_config_values(fairseq_model_args(a->arch, sub->remaining()), "fairseq-train", true);
-    } catch (const CheckpointError& e) {  // an option leanseq does not build: a usage error here
-      throw ConfigError(e.what());
-    }
-    const std::string from = "fairseq-train";
-    auto set = [&](const std::string& key, const std::string& v) { values.set(key, v, from); };
-    // fairseq's defaults for what its command line leaves out.
-    if (!given->count("--optimizer")) throw ConfigError("fairseq-train: --optimizer is required (adam or nag), as in fairseq");
-    if (!given->count("--max-tokens") && !given->count("--batch-size")) {
-      throw ConfigError("fairseq-train: give --max-tokens or --batch-size, as fairseq asks");
-    }
-    set("optim.lr", "0.25");
-    set("optim.lr_scheduler", "fixed");
-    set("optim.warmup_updates", given->count("--lr-scheduler") && given->at("--lr-scheduler") == "inverse_sqrt" ? "4000" : "0");
-    set("optim.warmup_init_lr", "-1");
-    set("optim.adam_beta1", "0.9");
-    set("optim.adam_beta2", "0.999");
-    set("optim.adam_eps", "1e-08");
-    set("optim.weight_decay", "0");
-    set("optim.clip_norm", "0");
-    set("optim.shrink_on_plateau", "false");
-    set("batch.max_tokens", "1000000000");
-    set("batch.max_sentences", "0");
-    set("checkpoint.no_epoch_checkpoints", "false");
-    if (given->count("--label-smoothing") && a->criterion != "label_smoothed_cross_entropy") {
-      throw ConfigError("fairseq-train: --label-smoothing goes with --criterion label_smoothed_cross_entropy");
-    }
-    set("criterion.label_smoothing", "0");
-    apply_fairseq_training_flags(*given, values);
-    // fairseq's --restore-file default names <save-dir>/checkpoint_last.pt, where a run resumes anyway.
-    if (given->count("--restore-file") && given->at("--restore-file") == "checkpoint_last.pt") {
-      set("checkpoint.restore_file", "");
-    }
-    set("data", a->data);
-    set("save_dir", a->save_dir);
-    set("seed", std::to_string(a->seed));
-    set("optim.update_freq", std::to_string(a->update_freq));
-    set("stop.max_epoch", std::to_string(a->max_epoch));
-    set("stop.max_update", std::to_string(a->max_update));
-    if (a->patience >= 0) set("stop.patience", std::to_string(a->patience));
-    if (a->fp16 && a->bf16) throw ConfigError("fairseq-train: --fp16/--amp (float16) and --bf16 (bfloat16): give one of them");
-    if (a->fp16 || a->bf16) set("optim.amp", a->bf16 ? "bfloat16" : "float16");
-    // As fairseq-train: on the GPU when there is one, unless --cpu.
-    set("device", !a->cpu && torch::cuda::is_available() ? "cuda" : "cpu");
-    if (!a->log_format.empty()) set("log.format", a->log_format == "simple" ? "text" : a->log_format);
-    const auto pipeline = pipeline_of(*a);
-    // Without --bpe/--tokenizer, as fairseq's, the checkpoints read and write the data's subwords.
-    if (!pipeline.spm.empty()) set("text.spm_model", pipeline.spm);
-    if (!pipeline.tokenizer.empty()) set("text.tokenizer", pipeline.tokenizer);
-    if (!pipeline.bpe_codes.empty()) set("text.bpe_codes", pipeline.bpe_codes);
-    const auto meta = data::load_prepared(a->data);
-    if ((!a->source_lang.empty() && a->source_lang != meta.src_lang) ||
-        (!a->target_lang.empty() && a->target_lang != meta.tgt_lang)) {
-      throw ConfigError("fairseq-train: " + a->data + " holds " + meta.src_lang + "-" + meta.tgt_lang + ", not " +
-                        a->source_lang + "-" + a->target_lang);
-    }
+    const auto values = fairseq_train_values(*a, *given, sub->remaining());
     const auto cfg = checkpoint::resolve_run_config(values);
     // As fairseq, a run goes on from the save directory's last checkpoint when there is one.
     const bool resume = std::filesystem::exists(a->save_dir + "/checkpoint_last.pt");

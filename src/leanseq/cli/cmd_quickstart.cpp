@@ -3,6 +3,7 @@
 // time -> translate the test set -> BLEU, chrF, speed and sample translations.
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 
 #include "leanseq/checkpoint/run_config.h"
@@ -37,6 +38,131 @@ struct QuickstartArgs {
 };
 }  // namespace
 
+namespace {
+// The corpus (the Bible's unless the user gave one) prepared under the working directory; returns
+// the prepared directory.
+std::string prepare_corpus(QuickstartArgs& a) {
+  io::make_dirs(a.work);
+  std::string corpus = a.work + "/corpus";
+  if (a.train.empty()) {
+    if (!io::file_exists(corpus + "/test." + a.tgt)) {
+      log::info("building the Spanish-English Bible corpus from the SWORD modules");
+      data::BibleCorpusOptions bo;
+      bo.out_dir = corpus;
+      bo.src_lang = a.src, bo.tgt_lang = a.tgt;
+      auto c = data::build_bible_corpus(bo);
+      log::info("corpus: " + std::to_string(c.train) + " train / " + std::to_string(c.valid) + " valid / " +
+                std::to_string(c.test) + " test verse pairs");
+    }
+    a.train = corpus + "/train", a.valid = corpus + "/valid", a.test = corpus + "/test";
+  }
+  std::string data_dir = a.work + "/data";
+  data::PrepareOptions po;
+  po.src_lang = a.src, po.tgt_lang = a.tgt;
+  po.train = a.train, po.valid = a.valid, po.test = a.test;
+  po.out_dir = data_dir;
+  po.vocab_size = a.vocab_size;
+  if (io::file_exists(data_dir + "/spm.model")) po.spm_model = data_dir + "/spm.model";  // reuse
+  std::cerr << data::prepare(po).format();
+  return data_dir;
+}
+
+// The training run's config: the preset with a recipe for a budget of minutes, then --set.
+checkpoint::RunConfig quickstart_config(const QuickstartArgs& a, const std::string& data_dir, const std::string& save_dir) {
+  ConfigValues values;
+  values.set("arch", a.arch, "--arch");
+  values.set("data", data_dir, "quickstart");
+  values.set("save_dir", save_dir, "quickstart");
+  values.set("stop.max_minutes", std::to_string(a.minutes), "--minutes");
+  // A budget of minutes on two cores is only a few hundred updates: a short warmup to a high
+  // rate, and less dropout than the preset's 0.2 (measured 2026-11-25, 5 minutes: lr 1e-3 and
+  // dropout 0.2 gave test BLEU 3.83, lr 2e-3 and dropout 0.1 gave 5.40; a 4000-piece
+  // vocabulary with dropout 0.05 gave 0.94).
+  values.set("optim.lr", "0.002", "quickstart");
+  values.set("optim.warmup_updates", "100", "quickstart");
+  const auto family = models::registry().preset(a.arch).family;
+  if (family == "transformer" || family == "lightconv" || family == "fconv") {  // those with `dropout`
+    values.set("model.dropout", "0.1", "quickstart");
+  }
+  values.set("optim.weight_decay", "0.0001", "quickstart");
+  values.set("batch.max_tokens", "2048", "quickstart");
+  values.set("log.interval", "50", "quickstart");
+  // A budget of minutes is less than an epoch: validate every 100 updates so the learning curve
+  // has a validation line (the 501 valid verses take a few seconds).
+  values.set("valid.interval_updates", "100", "quickstart");
+  values.merge(parse_assignments(a.sets, "--set"));
+  return checkpoint::resolve_run_config(values);
+}
+
+// The length penalty of the test translation: --lenpen, or the best of 1, 1.5 and 2 on the
+// validation set. `first_best` translates with `to`.
+double choose_lenpen(const QuickstartArgs& a, decode::TranslateOptions& to,
+                     const std::function<std::vector<std::string>(const std::vector<std::string>&)>& first_best) {
+  // A model of a few hundred updates ends many translations early, and how early moves from one
+  // checkpoint to the next (measured 2026-11-27, checkpoints every 20 updates from 300 to 500:
+  // test BLEU 5.52-14.30 with a length penalty of 1, 8.45-14.30 with the one chosen here), so the
+  // length penalty (fairseq's --lenpen) is chosen on the validation set, as a recipe would, unless
+  // --lenpen gives one.
+  double best_lenpen = a.lenpen;
+  if (best_lenpen == 0) {
+    const auto valid_sources = io::read_lines(a.valid + "." + a.src);
+    const auto valid_refs = io::read_lines(a.valid + "." + a.tgt);
+    std::string tried;
+    double best_valid = -1;
+    best_lenpen = 1;
+    for (double lenpen : {1.0, 1.5, 2.0}) {
+      to.search.lenpen = lenpen;
+      const double b = eval::corpus_bleu(first_best(valid_sources), {valid_refs}).score;
+      char line[64];
+      std::snprintf(line, sizeof line, "%s%.2f at %.1f", tried.empty() ? "" : ", ", b, lenpen);
+      tried += line;
+      if (b > best_valid) best_valid = b, best_lenpen = lenpen;
+    }
+    char chosen[32];
+    std::snprintf(chosen, sizeof chosen, "length penalty %.1f: ", best_lenpen);
+    log::info(chosen + ("the validation set's BLEU " + tried));
+  }
+  return best_lenpen;
+}
+
+// The test set translated with `to` and scored; what the run made, printed.
+void translate_and_report(const QuickstartArgs& a, const runtime::LoadedTranslator& lt, const decode::TranslateOptions& to,
+                          const train::TrainOutcome& outcome, const std::string& save_dir) {
+  const double best_lenpen = to.search.lenpen;
+  auto sources = io::read_lines(a.test + "." + a.src);
+  auto refs = io::read_lines(a.test + "." + a.tgt);
+  decode::TranslationStats stats;
+  std::vector<std::string> hyps;
+  for (auto& r : lt.translator->translate(sources, to, &stats)) hyps.push_back(r.empty() ? "" : r[0].text);
+  io::atomic_write_text(a.work + "/test.hyp." + a.tgt, [&] {
+    std::string s;
+    for (auto& h : hyps) s += h + "\n";
+    return s;
+  }());
+  auto bleu = eval::corpus_bleu(hyps, {refs});
+  auto chrf = eval::corpus_chrf(hyps, {refs});
+  std::printf("\n== leanseq quickstart: %s, %s->%s, %.1f minutes of training ==\n", a.arch.c_str(), a.src.c_str(),
+              a.tgt.c_str(), a.minutes);
+  std::printf("training: %ld updates, %.0f target tokens/s\n", static_cast<long>(outcome.num_updates),
+              outcome.train_tokens_per_second);
+  std::printf("test set: %zu sentences, beam %ld, length penalty %.2f: %.2f sentences/s, %.1f target tokens/s\n",
+              sources.size(), static_cast<long>(to.search.beam), best_lenpen, stats.sentences / stats.seconds, stats.target_tokens / stats.seconds);
+  std::printf("%s\nchrF2 = %.2f\n", bleu.format().c_str(), chrf.score);
+  for (int64_t i = 0; i < a.samples && i < static_cast<int64_t>(sources.size()); ++i) {
+    size_t k = static_cast<size_t>(i) * sources.size() / static_cast<size_t>(a.samples);
+    std::printf("\nSRC: %s\nREF: %s\nHYP: %s\n", sources[k].c_str(), refs[k].c_str(), hyps[k].c_str());
+  }
+  std::string curve = a.work + "/learning_curve.png";
+  if (viz::charts_available()) {
+    plot_training_logs({save_dir + "/train_log.jsonl"}, {a.arch}, "update", curve);
+  } else {
+    curve = "none, " + viz::no_charts_reason();
+  }
+  std::printf("\ncheckpoint: %s/checkpoint_best.pt, translations: %s/test.hyp.%s\nlearning curve: %s\n",
+              save_dir.c_str(), a.work.c_str(), a.tgt.c_str(), curve.c_str());
+}
+}  // namespace
+
 void add_quickstart(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<QuickstartArgs>();
   auto* sub = app.add_subcommand(
@@ -55,130 +181,29 @@ void add_quickstart(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--set", a->sets, "training config override key=value (repeatable)");
   sub->callback([a, &exit_code] {
-    const bool own = !a->train.empty();
-    if (own && (a->valid.empty() || a->test.empty())) {
+    if (!a->train.empty() && (a->valid.empty() || a->test.empty())) {
       throw ConfigError("quickstart: --train needs --valid and --test too");
     }
     if (!(a->lenpen >= 0)) throw ConfigError("quickstart: --lenpen must be 0 (chosen on the validation set) or positive");
-    io::make_dirs(a->work);
-    std::string corpus = a->work + "/corpus";
-    if (!own) {
-      if (!io::file_exists(corpus + "/test." + a->tgt)) {
-        log::info("building the Spanish-English Bible corpus from the SWORD modules");
-        data::BibleCorpusOptions bo;
-        bo.out_dir = corpus;
-        bo.src_lang = a->src, bo.tgt_lang = a->tgt;
-        auto c = data::build_bible_corpus(bo);
-        log::info("corpus: " + std::to_string(c.train) + " train / " + std::to_string(c.valid) + " valid / " +
-                  std::to_string(c.test) + " test verse pairs");
-      }
-      a->train = corpus + "/train", a->valid = corpus + "/valid", a->test = corpus + "/test";
-    }
-    std::string data_dir = a->work + "/data";
-    data::PrepareOptions po;
-    po.src_lang = a->src, po.tgt_lang = a->tgt;
-    po.train = a->train, po.valid = a->valid, po.test = a->test;
-    po.out_dir = data_dir;
-    po.vocab_size = a->vocab_size;
-    if (io::file_exists(data_dir + "/spm.model")) po.spm_model = data_dir + "/spm.model";  // reuse
-    std::cerr << data::prepare(po).format();
-
-    std::string save_dir = a->work + "/checkpoints";
+    const std::string data_dir = prepare_corpus(*a);
+    const std::string save_dir = a->work + "/checkpoints";
     fs::remove_all(save_dir);
-    ConfigValues values;
-    values.set("arch", a->arch, "--arch");
-    values.set("data", data_dir, "quickstart");
-    values.set("save_dir", save_dir, "quickstart");
-    values.set("stop.max_minutes", std::to_string(a->minutes), "--minutes");
-    // A budget of minutes on two cores is only a few hundred updates: a short warmup to a high
-    // rate, and less dropout than the preset's 0.2 (measured 2026-11-25, 5 minutes: lr 1e-3 and
-    // dropout 0.2 gave test BLEU 3.83, lr 2e-3 and dropout 0.1 gave 5.40; a 4000-piece
-    // vocabulary with dropout 0.05 gave 0.94).
-    values.set("optim.lr", "0.002", "quickstart");
-    values.set("optim.warmup_updates", "100", "quickstart");
-    const auto family = models::registry().preset(a->arch).family;
-    if (family == "transformer" || family == "lightconv" || family == "fconv") {  // those with `dropout`
-      values.set("model.dropout", "0.1", "quickstart");
-    }
-    values.set("optim.weight_decay", "0.0001", "quickstart");
-    values.set("batch.max_tokens", "2048", "quickstart");
-    values.set("log.interval", "50", "quickstart");
-    // A budget of minutes is less than an epoch: validate every 100 updates so the learning curve
-    // has a validation line (the 501 valid verses take a few seconds).
-    values.set("valid.interval_updates", "100", "quickstart");
-    values.merge(parse_assignments(a->sets, "--set"));
-    auto cfg = checkpoint::resolve_run_config(values);
-    train::Trainer trainer(cfg, false);
+    train::Trainer trainer(quickstart_config(*a, data_dir, save_dir), false);
     auto outcome = trainer.run();
     if (outcome.signal) {
       exit_code = 128 + outcome.signal;
       return;
     }
-
     auto lt = runtime::load_translator(save_dir + "/checkpoint_best.pt");
     decode::TranslateOptions to;
     to.search.max_len_a = 1.2;
     to.search.max_len_b = 10;
-    auto first_best = [&](const std::vector<std::string>& sources, decode::TranslationStats* stats) {
+    to.search.lenpen = choose_lenpen(*a, to, [&](const std::vector<std::string>& sources) {
       std::vector<std::string> hyps;
-      for (auto& r : lt.translator->translate(sources, to, stats)) hyps.push_back(r.empty() ? "" : r[0].text);
+      for (auto& r : lt.translator->translate(sources, to)) hyps.push_back(r.empty() ? "" : r[0].text);
       return hyps;
-    };
-    // A model of a few hundred updates ends many translations early, and how early moves from one
-    // checkpoint to the next (measured 2026-11-27, checkpoints every 20 updates from 300 to 500:
-    // test BLEU 5.52-14.30 with a length penalty of 1, 8.45-14.30 with the one chosen here), so the
-    // length penalty (fairseq's --lenpen) is chosen on the validation set, as a recipe would, unless
-    // --lenpen gives one.
-    double best_lenpen = a->lenpen;
-    if (best_lenpen == 0) {
-      const auto valid_sources = io::read_lines(a->valid + "." + a->src);
-      const auto valid_refs = io::read_lines(a->valid + "." + a->tgt);
-      std::string tried;
-      double best_valid = -1;
-      best_lenpen = 1;
-      for (double lenpen : {1.0, 1.5, 2.0}) {
-        to.search.lenpen = lenpen;
-        const double b = eval::corpus_bleu(first_best(valid_sources, nullptr), {valid_refs}).score;
-        char line[64];
-        std::snprintf(line, sizeof line, "%s%.2f at %.1f", tried.empty() ? "" : ", ", b, lenpen);
-        tried += line;
-        if (b > best_valid) best_valid = b, best_lenpen = lenpen;
-      }
-      char chosen[32];
-      std::snprintf(chosen, sizeof chosen, "length penalty %.1f: ", best_lenpen);
-      log::info(chosen + ("the validation set's BLEU " + tried));
-    }
-    to.search.lenpen = best_lenpen;
-    auto sources = io::read_lines(a->test + "." + a->src);
-    auto refs = io::read_lines(a->test + "." + a->tgt);
-    decode::TranslationStats stats;
-    const auto hyps = first_best(sources, &stats);
-    io::atomic_write_text(a->work + "/test.hyp." + a->tgt, [&] {
-      std::string s;
-      for (auto& h : hyps) s += h + "\n";
-      return s;
-    }());
-    auto bleu = eval::corpus_bleu(hyps, {refs});
-    auto chrf = eval::corpus_chrf(hyps, {refs});
-    std::printf("\n== leanseq quickstart: %s, %s->%s, %.1f minutes of training ==\n", a->arch.c_str(), a->src.c_str(),
-                a->tgt.c_str(), a->minutes);
-    std::printf("training: %ld updates, %.0f target tokens/s\n", static_cast<long>(outcome.num_updates),
-                outcome.train_tokens_per_second);
-    std::printf("test set: %zu sentences, beam %ld, length penalty %.2f: %.2f sentences/s, %.1f target tokens/s\n",
-                sources.size(), static_cast<long>(to.search.beam), best_lenpen, stats.sentences / stats.seconds, stats.target_tokens / stats.seconds);
-    std::printf("%s\nchrF2 = %.2f\n", bleu.format().c_str(), chrf.score);
-    for (int64_t i = 0; i < a->samples && i < static_cast<int64_t>(sources.size()); ++i) {
-      size_t k = static_cast<size_t>(i) * sources.size() / static_cast<size_t>(a->samples);
-      std::printf("\nSRC: %s\nREF: %s\nHYP: %s\n", sources[k].c_str(), refs[k].c_str(), hyps[k].c_str());
-    }
-    std::string curve = a->work + "/learning_curve.png";
-    if (viz::charts_available()) {
-      plot_training_logs({save_dir + "/train_log.jsonl"}, {a->arch}, "update", curve);
-    } else {
-      curve = "none, " + viz::no_charts_reason();
-    }
-    std::printf("\ncheckpoint: %s/checkpoint_best.pt, translations: %s/test.hyp.%s\nlearning curve: %s\n",
-                save_dir.c_str(), a->work.c_str(), a->tgt.c_str(), curve.c_str());
+    });
+    translate_and_report(*a, lt, to, outcome, save_dir);
     exit_code = 0;
   });
 }

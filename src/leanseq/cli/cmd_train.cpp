@@ -62,6 +62,71 @@ int train_seq2seq(const checkpoint::RunConfig& cfg, bool resume) {
   return out.signal ? 128 + out.signal : 0;
 }
 
+namespace {
+// The run's config values: the YAML files, then --set, then the flags (each named as its source),
+// then fairseq's spellings.
+ConfigValues train_values(const TrainArgs& a, const FairseqFlagValues& fairseq) {
+  ConfigValues values;
+  for (const auto& f : a.configs) values.merge(load_yaml_file(f));
+  values.merge(parse_assignments(a.sets, "--set"));
+  auto flag = [&](const char* key, const std::string& v) { values.set(key, v, std::string("--") + key); };
+  if (!a.task.empty()) flag("task", a.task);
+  if (!a.arch.empty()) flag("arch", a.arch);
+  if (!a.data.empty()) flag("data", a.data);
+  if (!a.save_dir.empty()) flag("save_dir", a.save_dir);
+  if (!a.log_format.empty()) flag("log.format", a.log_format);
+  if (!(a.max_minutes < 0)) flag("stop.max_minutes", std::to_string(a.max_minutes));  // NaN too: refused there
+  if (a.max_update >= 0) flag("stop.max_update", std::to_string(a.max_update));
+  if (a.max_epoch >= 0) flag("stop.max_epoch", std::to_string(a.max_epoch));
+  if (a.patience >= 0) flag("stop.patience", std::to_string(a.patience));
+  if (a.update_freq > 0) flag("optim.update_freq", std::to_string(a.update_freq));
+  if (!a.device.empty()) flag("device", a.device);
+  if (a.bf16 && (a.amp || !a.amp_dtype.empty()) && a.amp_dtype != "bfloat16") {
+    throw ConfigError("--bf16 asks for bfloat16 and --amp for float16: give one of them");
+  }
+  const std::string amp_type = a.bf16 ? "bfloat16" : !a.amp_dtype.empty() ? a.amp_dtype : a.amp ? "float16" : "";
+  if (!amp_type.empty()) flag("optim.amp", amp_type);
+  if (a.seed >= 0) flag("seed", std::to_string(a.seed));
+  if (a.threads >= 0) flag("threads", std::to_string(a.threads));
+  apply_fairseq_training_flags(fairseq, values);
+  return values;
+}
+
+// This command line (without --nproc) run by `nproc` local worker processes; their exit code.
+int launch_workers(int64_t nproc) {
+  if (std::getenv("WORLD_SIZE")) {
+    throw ConfigError("--nproc: WORLD_SIZE is set, so a launcher already started this process as a worker; "
+                      "leave --nproc out");
+  }
+  // The workers run this command line without --nproc.
+  std::vector<std::string> argv;
+  const auto& all = program_args();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i] == "--nproc") {
+      ++i;
+    } else if (all[i].rfind("--nproc=", 0) != 0) {
+      argv.push_back(all[i]);
+    }
+  }
+  return train::launch_local_workers(static_cast<int>(nproc), argv, std::chrono::seconds(30));
+}
+
+// A text classifier trained; the exit code.
+int run_classifier_training(const checkpoint::ClassifyConfig& cfg, bool resume) {
+  auto out = train::train_classifier(cfg, resume);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "done: %lld updates, %.0f examples/s, best valid accuracy %.2f%%",
+                static_cast<long long>(out.num_updates), out.examples_per_second, 100 * out.best_valid_accuracy);
+  std::string line = buf;
+  if (out.test) {
+    std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * out.test->accuracy);
+    line += buf;
+  }
+  log::info(line);
+  return out.signal ? 128 + out.signal : 0;
+}
+}  // namespace
+
 void add_train(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<TrainArgs>();
   auto fairseq = std::make_shared<FairseqFlagValues>();
@@ -103,29 +168,7 @@ void add_train(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   add_fairseq_training_flags(sub, fairseq);
   sub->callback([a, fairseq, &exit_code] {
-    ConfigValues values;
-    for (const auto& f : a->configs) values.merge(load_yaml_file(f));
-    values.merge(parse_assignments(a->sets, "--set"));
-    auto flag = [&](const char* key, const std::string& v) { values.set(key, v, std::string("--") + key); };
-    if (!a->task.empty()) flag("task", a->task);
-    if (!a->arch.empty()) flag("arch", a->arch);
-    if (!a->data.empty()) flag("data", a->data);
-    if (!a->save_dir.empty()) flag("save_dir", a->save_dir);
-    if (!a->log_format.empty()) flag("log.format", a->log_format);
-    if (!(a->max_minutes < 0)) flag("stop.max_minutes", std::to_string(a->max_minutes));  // NaN too: refused there
-    if (a->max_update >= 0) flag("stop.max_update", std::to_string(a->max_update));
-    if (a->max_epoch >= 0) flag("stop.max_epoch", std::to_string(a->max_epoch));
-    if (a->patience >= 0) flag("stop.patience", std::to_string(a->patience));
-    if (a->update_freq > 0) flag("optim.update_freq", std::to_string(a->update_freq));
-    if (!a->device.empty()) flag("device", a->device);
-    if (a->bf16 && (a->amp || !a->amp_dtype.empty()) && a->amp_dtype != "bfloat16") {
-      throw ConfigError("--bf16 asks for bfloat16 and --amp for float16: give one of them");
-    }
-    const std::string amp_type = a->bf16 ? "bfloat16" : !a->amp_dtype.empty() ? a->amp_dtype : a->amp ? "float16" : "";
-    if (!amp_type.empty()) flag("optim.amp", amp_type);
-    if (a->seed >= 0) flag("seed", std::to_string(a->seed));
-    if (a->threads >= 0) flag("threads", std::to_string(a->threads));
-    apply_fairseq_training_flags(*fairseq, values);
+    const auto values = train_values(*a, *fairseq);
     auto task = values.values.find("task");
     const bool classify = task != values.values.end() && task->second == "classify";
     if (a->list_keys) {
@@ -144,38 +187,10 @@ void add_train(CLI::App& app, int& exit_code) {
       cfg = checkpoint::resolve_run_config(values);
     }
     if (a->nproc > 1) {
-      if (std::getenv("WORLD_SIZE")) {
-        throw ConfigError("--nproc: WORLD_SIZE is set, so a launcher already started this process as a worker; "
-                          "leave --nproc out");
-      }
-      // The workers run this command line without --nproc.
-      std::vector<std::string> argv;
-      const auto& all = program_args();
-      for (size_t i = 0; i < all.size(); ++i) {
-        if (all[i] == "--nproc") {
-          ++i;
-        } else if (all[i].rfind("--nproc=", 0) != 0) {
-          argv.push_back(all[i]);
-        }
-      }
-      exit_code = train::launch_local_workers(static_cast<int>(a->nproc), argv, std::chrono::seconds(30));
-      return;
+      exit_code = launch_workers(a->nproc);
+    } else {
+      exit_code = classify ? run_classifier_training(*classify_cfg, a->resume) : train_seq2seq(*cfg, a->resume);
     }
-    if (classify) {
-      auto out = train::train_classifier(*classify_cfg, a->resume);
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "done: %lld updates, %.0f examples/s, best valid accuracy %.2f%%",
-                    static_cast<long long>(out.num_updates), out.examples_per_second, 100 * out.best_valid_accuracy);
-      std::string line = buf;
-      if (out.test) {
-        std::snprintf(buf, sizeof buf, ", test accuracy %.2f%%", 100 * out.test->accuracy);
-        line += buf;
-      }
-      log::info(line);
-      exit_code = out.signal ? 128 + out.signal : 0;
-      return;
-    }
-    exit_code = train_seq2seq(*cfg, a->resume);
   });
 }
 

@@ -35,7 +35,7 @@ std::vector<ModelSpec> read_models_file(const std::string& path, int workers, ke
     const auto& node = root[i];
     const std::string where = path + ": model " + std::to_string(i + 1);
     if (!node.IsMap()) throw ConfigError(where + ": expected a map with name and checkpoint");
-    ModelSpec s{"", "", workers, compute_type};
+    ModelSpec s{"", "", workers, compute_type, "", ""};
     for (const auto& kv : node) {
       const auto key = kv.first.as<std::string>();
       try {
@@ -81,12 +81,12 @@ std::vector<ModelSpec> model_specs(const std::string& checkpoint, const std::vec
     throw ConfigError("serve: give one of --checkpoint (one model), --model NAME=CHECKPOINT (repeatable) and --models FILE");
   }
   std::vector<ModelSpec> specs;
-  if (!checkpoint.empty()) specs.push_back({checkpoint, checkpoint, workers, compute_type});
+  if (!checkpoint.empty()) specs.push_back({checkpoint, checkpoint, workers, compute_type, "", ""});
   for (const auto& m : model_flags) {
     const auto eq = m.find('=');
     if (eq == std::string::npos || eq + 1 == m.size()) throw ConfigError("--model '" + m + "': expected NAME=CHECKPOINT");
     check_name(m.substr(0, eq), "--model '" + m + "'");
-    specs.push_back({m.substr(0, eq), m.substr(eq + 1), workers, compute_type});
+    specs.push_back({m.substr(0, eq), m.substr(eq + 1), workers, compute_type, "", ""});
   }
   if (!models_file.empty()) specs = read_models_file(models_file, workers, compute_type);
   for (size_t i = 0; i < specs.size(); ++i) {

@@ -15,7 +15,7 @@
 #include "leanseq/core/signal_stack.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/core/threads.h"
-#include "leanseq/core/version.h"
+#include <leanseq/version.h>
 #include "leanseq/eval/bleu.h"
 #include "leanseq/eval/chrf.h"
 #include "leanseq/eval/ter.h"
@@ -218,37 +218,9 @@ std::vector<std::vector<std::string>> reference_streams(const py::object& refs, 
 
 }  // namespace
 
-PYBIND11_MODULE(_leanseq, m) {
-  m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
-  m.attr("__version__") = kVersion;
-  m.def("_read_replace_unk_dict", [](const std::string& path) { return decode::read_replace_unk_dict(path); },
-        "a replace_unk dictionary file ('source target' lines) as a dict");
-  m.def("_better_openblas_coretype", &better_openblas_coretype,
-        "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
-  m.def("_use_best_openblas_kernels", &use_best_openblas_kernels,
-        "switch the loaded OpenBLAS to the best kernels the CPU supports, unless OPENBLAS_CORETYPE is set");
-  // Python's signal handlers (SIGINT's KeyboardInterrupt among them) run on the thread that
-  // imports the module, usually in the middle of a translation's products: on a stack of their own
-  // (core/signal_stack.h), or a signal frame would land in the heap.
-  use_alternate_signal_stack();
-
-  // One-line messages, as the command line prints them.
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const ConfigError& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const DataError& e) {
-      const std::string what = e.what();
-      PyErr_SetString(what.find("not found") != std::string::npos ? PyExc_FileNotFoundError : PyExc_ValueError,
-                      what.c_str());
-    } catch (const Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    } catch (const c10::Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-    }
-  });
-
+namespace {
+// Translator and its results.
+void add_translation(py::module_& m) {
   py::class_<Hypothesis>(m, "Hypothesis", "One translation of a sentence (an entry of ``TranslationResult.hypotheses``, best first).")
       .def_readonly("text", &Hypothesis::text, "the detokenized translation")
       .def_readonly("tokens", &Hypothesis::tokens, "its subword pieces, without </s>")
@@ -329,7 +301,10 @@ PYBIND11_MODULE(_leanseq, m) {
       .def("score", &PyTranslator::score, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("compute_type", &PyTranslator::compute_type)
       .def_property_readonly("compute_type_notice", &PyTranslator::compute_type_notice);
+}
 
+// Corpus scores as `leanseq score` computes them.
+void add_scores(py::module_& m) {
   py::class_<eval::BleuScore>(m, "BLEUScore", "A corpus BLEU score as sacreBLEU 2.x computes it; str() prints leanseq score's line.")
       .def_readonly("score", &eval::BleuScore::score, "BLEU, 0 to 100")
       .def_readonly("precisions", &eval::BleuScore::precisions, "the 1- to 4-gram precisions, in percent")
@@ -388,9 +363,10 @@ PYBIND11_MODULE(_leanseq, m) {
       },
       py::arg("hypotheses"), py::arg("references"),
       "Corpus TER of `hypotheses` against `references`, as ``leanseq score --metric ter``.");
+}
 
-  python::add_toolkit(m);
-
+// fairseq checkpoints to leanseq ones.
+void add_import(py::module_& m) {
   m.def(
       "import_fairseq",
       [](const std::string& checkpoint, const std::string& data_dir, const std::string& out, const std::string& spm,
@@ -412,4 +388,42 @@ PYBIND11_MODULE(_leanseq, m) {
       },
       py::arg("checkpoint"), py::arg("data_dir"), py::arg("out"), py::arg("spm") = "", py::arg("tokenizer") = "",
       py::arg("bpe_codes") = "", py::arg("source_lang") = "", py::arg("target_lang") = "");
+}
+}  // namespace
+
+PYBIND11_MODULE(_leanseq, m) {
+  m.doc() = "leanseq: sequence-to-sequence models that pay less attention (translation, scoring, import)";
+  m.attr("__version__") = kVersion;
+  m.def("_read_replace_unk_dict", [](const std::string& path) { return decode::read_replace_unk_dict(path); },
+        "a replace_unk dictionary file ('source target' lines) as a dict");
+  m.def("_better_openblas_coretype", &better_openblas_coretype,
+        "the OpenBLAS kernel family this process could run better than the loaded one (\"\": none)");
+  m.def("_use_best_openblas_kernels", &use_best_openblas_kernels,
+        "switch the loaded OpenBLAS to the best kernels the CPU supports, unless OPENBLAS_CORETYPE is set");
+  // Python's signal handlers (SIGINT's KeyboardInterrupt among them) run on the thread that
+  // imports the module, usually in the middle of a translation's products: on a stack of their own
+  // (core/signal_stack.h), or a signal frame would land in the heap.
+  use_alternate_signal_stack();
+
+  // One-line messages, as the command line prints them.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConfigError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const DataError& e) {
+      const std::string what = e.what();
+      PyErr_SetString(what.find("not found") != std::string::npos ? PyExc_FileNotFoundError : PyExc_ValueError,
+                      what.c_str());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const c10::Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    }
+  });
+
+  add_translation(m);
+  add_scores(m);
+  python::add_toolkit(m);
+  add_import(m);
 }
