@@ -111,6 +111,37 @@ std::vector<std::vector<decode::TranslationHyp>> scored_references(decode::Trans
   return out;
 }
 
+std::vector<int64_t> without_eos(std::vector<int64_t> ids) {
+  if (!ids.empty() && ids.back() == data::Dictionary::kEos) ids.pop_back();
+  return ids;
+}
+
+// The symbols of `ids`; `escape_unk`: <unk> as fairseq's T lines write it, <<unk>>.
+std::vector<std::string> symbols(const data::Dictionary& dict, const std::vector<int64_t>& ids, bool escape_unk) {
+  std::vector<std::string> out;
+  for (int64_t id : ids) out.push_back(escape_unk && id == data::Dictionary::kUnk ? "<<unk>>" : dict.symbol(id));
+  return out;
+}
+
+// Sentence `i` of `set` (read from `path`.bin), checked by its declared length before it is read
+// (a data-bin may declare billions of tokens; `limit` 0: none), then by its ids (each within `dict`).
+std::vector<int64_t> checked_sentence(const data::IndexedDataset& set, size_t i, const data::Dictionary& dict,
+                                      const std::string& path, int64_t limit) {
+  if (limit > 0 && set.length(i) > limit) {
+    throw DataError(path + ".bin: sentence " + std::to_string(i) + " has " + std::to_string(set.length(i)) +
+                    " tokens, more than --max-input-length " + std::to_string(limit) +
+                    " (fairseq-generate refuses it too: its size is invalid for the model)");
+  }
+  auto ids = set.get(i);
+  for (int64_t id : ids) {
+    if (id < 0 || id >= dict.size()) {
+      throw DataError(path + ".bin: sentence " + std::to_string(i) + " holds token id " + std::to_string(id) +
+                      ", outside its dictionary of " + std::to_string(dict.size()) + " symbols");
+    }
+  }
+  return ids;
+}
+
 // fairseq-generate's output for the split: per sentence (in the order of the split, where fairseq
 // prints its batches' order) S (source), T (reference, <unk> escaped as <<unk>>), then H/D/P/A of
 // each hypothesis; at the end fairseq's BLEU line, BLEU4 of the best hypotheses against the
@@ -141,32 +172,8 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
     throw ConfigError(std::string(a.score_reference ? "--score-reference scores" : "--prefix-size takes the prefixes from") +
                       " the references, and " + prefix + tgt_lang + " is missing");
   }
-  auto without_eos = [](std::vector<int64_t> ids) {
-    if (!ids.empty() && ids.back() == data::Dictionary::kEos) ids.pop_back();
-    return ids;
-  };
-  auto words = [](const data::Dictionary& dict, const std::vector<int64_t>& ids, bool escape_unk) {
-    std::vector<std::string> out;
-    for (int64_t id : ids) out.push_back(escape_unk && id == data::Dictionary::kUnk ? "<<unk>>" : dict.symbol(id));
-    return out;
-  };
-  // A sentence is checked by its declared length before it is read (a data-bin may declare
-  // billions of tokens), then by its ids (each within its dictionary).
   auto read = [&](const data::IndexedDataset& set, size_t i, const data::Dictionary& dict, const std::string& path) {
-    const int64_t limit = a.opt.max_input_length;
-    if (limit > 0 && set.length(i) > limit) {
-      throw DataError(path + ".bin: sentence " + std::to_string(i) + " has " + std::to_string(set.length(i)) +
-                      " tokens, more than --max-input-length " + std::to_string(limit) +
-                      " (fairseq-generate refuses it too: its size is invalid for the model)");
-    }
-    auto ids = set.get(i);
-    for (int64_t id : ids) {
-      if (id < 0 || id >= dict.size()) {
-        throw DataError(path + ".bin: sentence " + std::to_string(i) + " holds token id " + std::to_string(id) +
-                        ", outside its dictionary of " + std::to_string(dict.size()) + " symbols");
-      }
-    }
-    return ids;
+    return checked_sentence(set, i, dict, path, a.opt.max_input_length);
   };
   std::vector<std::string> hyps, refs;
   constexpr size_t kChunk = 1024;
@@ -186,10 +193,10 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
     for (size_t k = 0; k < results.size(); ++k) {
       const std::string id = std::to_string(from + k);
       std::string out =
-          "S-" + id + "\t" + fairseq_line(words(tr.src_dict(), without_eos(chunk[k]), false), a.post_process, src_detok) +
+          "S-" + id + "\t" + fairseq_line(symbols(tr.src_dict(), without_eos(chunk[k]), false), a.post_process, src_detok) +
           "\n";
       if (targets) {
-        const auto ref = words(tr.tgt_dict(), references[k], true);
+        const auto ref = symbols(tr.tgt_dict(), references[k], true);
         const std::string t = fairseq_line(ref, a.post_process, tgt_detok);
         out += "T-" + id + "\t" + t + "\n";
         const auto& best = results[k];
