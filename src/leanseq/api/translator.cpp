@@ -2,7 +2,6 @@
 // the options go through decode's option table, and are checked there.
 #include <leanseq/translator.h>
 
-#include <filesystem>
 #include <mutex>
 
 #include "leanseq/checkpoint/loop_options.h"
@@ -60,23 +59,14 @@ struct Translator::Impl {
 };
 
 Translator::Translator(const std::string& checkpoint, const LoadOptions& options) : impl_(std::make_unique<Impl>()) {
-  kernels::ComputeTypeRequest request;
-  try {
-    request = kernels::parse_compute_type(options.compute_type);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(std::string("compute_type: ") + e.what());
-  }
+  const auto request = runtime::compute_type_request(options.compute_type, "compute_type");
   if (options.threads < 0) throw ConfigError("threads: expected 0 or more, got " + std::to_string(options.threads));
   if (options.threads > 0) set_compute_threads(options.threads);
   std::vector<std::string> paths{checkpoint};
   paths.insert(paths.end(), options.ensemble.begin(), options.ensemble.end());
-  for (const auto& p : paths) {
-    if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
-  }
-  const auto device = checkpoint::resolve_device(options.device, "device");
-  impl_->loaded = runtime::load_translator(checkpoint);
-  runtime::add_ensemble(impl_->loaded, paths, device);
-  const auto resolved = runtime::set_compute_type(impl_->loaded, request, device);
+  runtime::check_checkpoints_exist(paths);
+  kernels::ResolvedComputeType resolved;
+  impl_->loaded = runtime::load_for_inference(paths, checkpoint::resolve_device(options.device, "device"), request, resolved);
   impl_->compute_type = kernels::compute_type_name(resolved.type);
   impl_->notice = resolved.notice;
 }

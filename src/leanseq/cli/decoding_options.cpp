@@ -70,26 +70,20 @@ void add_decoding_flags(CLI::App* sub, DecodingFlags& f) {
       ->group("Performance");
 }
 
-namespace {
-// A checkpoint leanseq cannot read that is a fairseq one gets the command that imports it.
-runtime::LoadedTranslator load_translator_or_explain(const std::string& path) {
+runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::string& key,
+                                            kernels::ComputeTypeRequest request, const torch::Device& device) {
+  const auto paths = colon_separated_paths(spec, key);
+  kernels::ResolvedComputeType resolved;
+  runtime::LoadedTranslator lt;
   try {
-    return runtime::load_translator(path);
-  } catch (const CheckpointError&) {
+    lt = runtime::load_for_inference(paths, device, request, resolved);
+  } catch (const CheckpointError&) {  // a fairseq file gets the command that imports it
+    const auto& path = paths.front();
     if (!interop::is_torch_pickle_file(path)) throw;
     throw CheckpointError(path + " is a fairseq checkpoint: import it first with 'leanseq import-fairseq --checkpoint " +
                           path + " --data-dir <the directory of its dict.*.txt> --spm <its SentencePiece model> --out " +
                           path.substr(0, path.rfind(".pt")) + ".leanseq.pt', then translate with that file");
   }
-}
-}  // namespace
-
-runtime::LoadedTranslator load_for_decoding(const std::string& spec, const std::string& key,
-                                            kernels::ComputeTypeRequest request, const torch::Device& device) {
-  const auto paths = colon_separated_paths(spec, key);
-  auto lt = load_translator_or_explain(paths.front());
-  runtime::add_ensemble(lt, paths, device);
-  const auto resolved = runtime::set_compute_type(lt, request, device);
   if (!resolved.notice.empty()) log::warn(resolved.notice);
   const bool int8 = resolved.type == kernels::ComputeType::int8;
   log::info("compute type " + kernels::compute_type_name(resolved.type) + (int8 ? " (" + kernels::int8_products_summary() + ")" : ""));

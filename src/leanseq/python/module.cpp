@@ -7,7 +7,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <filesystem>
 #include <mutex>
 
 #include "leanseq/checkpoint/run_config.h"
@@ -108,21 +107,12 @@ class PyTranslator {
  public:
   PyTranslator(const std::string& path, const std::string& device, const std::string& compute_type, int64_t threads,
                int64_t inter_threads, const std::string& shortlist) {
-    kernels::ComputeTypeRequest request;
-    try {
-      request = kernels::parse_compute_type(compute_type);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(std::string("compute_type: ") + e.what());
-    }
+    const auto request = runtime::compute_type_request(compute_type, "compute_type");
     set_compute_threads(threads);
     const auto paths = colon_separated_paths(path, "path");
-    for (const auto& p : paths) {
-      if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
-    }
-    const auto d = checkpoint::resolve_device(device, "device");
-    lt_ = runtime::load_translator(paths.front());
-    runtime::add_ensemble(lt_, paths, d);
-    const auto resolved = runtime::set_compute_type(lt_, request, d);
+    runtime::check_checkpoints_exist(paths);
+    kernels::ResolvedComputeType resolved;
+    lt_ = runtime::load_for_inference(paths, checkpoint::resolve_device(device, "device"), request, resolved);
     compute_type_ = kernels::compute_type_name(resolved.type);
     notice_ = resolved.notice;
     pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, inter_threads, threads);

@@ -1,6 +1,8 @@
 #include "leanseq/runtime/inference.h"
 
+#include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
@@ -93,6 +95,28 @@ kernels::ResolvedComputeType set_compute_type(LoadedTranslator& lt, kernels::Com
   auto resolved = kernels::resolve_compute_type(request, device.is_cuda());
   for (auto* model : lt.translator->models()) nn::set_compute_type(*model, resolved.type);
   return resolved;
+}
+
+void check_checkpoints_exist(const std::vector<std::string>& paths) {
+  for (const auto& p : paths) {
+    if (!std::filesystem::exists(p)) throw DataError(p + ": checkpoint not found");
+  }
+}
+
+kernels::ComputeTypeRequest compute_type_request(const std::string& name, const std::string& key) {
+  try {
+    return kernels::parse_compute_type(name);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(key + ": " + e.what());
+  }
+}
+
+LoadedTranslator load_for_inference(const std::vector<std::string>& paths, const torch::Device& device,
+                                    kernels::ComputeTypeRequest request, kernels::ResolvedComputeType& resolved) {
+  auto lt = load_translator(paths.front());
+  add_ensemble(lt, paths, device);
+  resolved = set_compute_type(lt, request, device);
+  return lt;
 }
 
 }  // namespace leanseq::runtime

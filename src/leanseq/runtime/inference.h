@@ -32,6 +32,19 @@ std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslato
 // translator as its ensemble, on that device.
 void add_ensemble(LoadedTranslator& first, const std::vector<std::string>& paths, const torch::Device& device);
 
+// DataError "<path>: checkpoint not found" for the first of `paths` that does not exist (checked
+// before anything loads: a missing ensemble member is named before the first model is read).
+void check_checkpoints_exist(const std::vector<std::string>& paths);
+
+// `name` ("int8", "auto", ...) as a compute type request; ConfigError "<key>: ..." for another.
+kernels::ComputeTypeRequest compute_type_request(const std::string& name, const std::string& key);
+
+// paths[0] loaded, paths[1..] as its ensemble, all on `device`, their products packed for the type
+// `request` resolves to (set_compute_type's result in `resolved`): what every surface that
+// translates loads.
+LoadedTranslator load_for_inference(const std::vector<std::string>& paths, const torch::Device& device,
+                                    kernels::ComputeTypeRequest request, kernels::ResolvedComputeType& resolved);
+
 // Packs the matrix products of every model of `lt` (after add_ensemble: on `device`) for the type
 // `request` resolves to on this CPU or on CUDA (`default`: the type the first checkpoint's
 // weights were stored in), and returns that type with the notice of a fallback.
