@@ -35,20 +35,6 @@ std::vector<std::string> translate_lines(const std::vector<std::string>& lines, 
   return got;
 }
 
-std::string form_encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c)) {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
 // The JSON error of a refusal, which must have `status` ("" when there is no answer).
 std::string error_of(const httplib::Result& r, int status) {
   EXPECT_TRUE(r);

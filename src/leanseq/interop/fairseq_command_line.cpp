@@ -134,5 +134,4 @@ nlohmann::json fairseq_train_model_args(const std::string& arch, const std::vect
   return args;
 }
 
-
 }  // namespace leanseq::interop
