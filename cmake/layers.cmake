@@ -2,7 +2,7 @@
 # links by (CMakeLists.txt), that decides which headers a layer may include (check_layers.cmake:
 # what it uses, and what those use in turn) and that docs/architecture.md's table must repeat (the
 # same check compares them).
-set(LEANSEQ_LAYERS core kernels nn models data eval viz text decode checkpoint runtime analyze interop api prune
+set(LEANSEQ_LAYERS core kernels nn models data eval viz text decode checkpoint interop runtime analyze api prune
     serve train python cli)
 set(LEANSEQ_USES_core "")
 set(LEANSEQ_USES_kernels core)
@@ -14,7 +14,7 @@ set(LEANSEQ_USES_viz core)
 set(LEANSEQ_USES_text data)
 set(LEANSEQ_USES_decode models data)
 set(LEANSEQ_USES_checkpoint models data)
-set(LEANSEQ_USES_runtime checkpoint decode text eval)
+set(LEANSEQ_USES_runtime checkpoint decode text eval interop)
 set(LEANSEQ_USES_analyze decode eval)
 set(LEANSEQ_USES_interop checkpoint text)
 set(LEANSEQ_USES_api runtime interop)

@@ -98,6 +98,9 @@ void save_checkpoint(const std::string& path, const std::string& config_yaml, co
   ar.write("vocab.joint", torch::tensor({static_cast<int64_t>(vocab.joint)}));
   write_string(ar, "vocab.tokenizer", vocab.tokenizer);
   write_string(ar, "vocab.bpe_codes", vocab.bpe_codes);
+  ar.write("vocab.source_framing",
+           torch::tensor({static_cast<int64_t>(vocab.source_bos), static_cast<int64_t>(vocab.source_eos),
+                          static_cast<int64_t>(vocab.max_len_cuts)}));
   ar.write("progress.ints", torch::tensor({progress.epoch, progress.batch_in_epoch, progress.num_updates, progress.lr_shrinks,
                                           progress.validations_since_best, progress.loss_scale_good_updates}));
   ar.write("progress.floats",
@@ -169,6 +172,16 @@ Checkpoint read_checkpoint(const std::string& path, const torch::Device& device)
     torch::Tensor text;
     if (ar.try_read("vocab.tokenizer", text)) ck.vocab.tokenizer = tensor_bytes(text);
     if (ar.try_read("vocab.bpe_codes", text)) ck.vocab.bpe_codes = tensor_bytes(text);
+    // Written since CTranslate2 models import (absent: fairseq's framing, </s> after the source, and
+    // its lengths).
+    if (torch::Tensor framing; ar.try_read("vocab.source_framing", framing)) {
+      if (framing.numel() != 3 || framing.scalar_type() != torch::kLong) {
+        throw CheckpointError(path + ": vocab.source_framing is not three integers");
+      }
+      ck.vocab.source_bos = framing[0].item<int64_t>() != 0;
+      ck.vocab.source_eos = framing[1].item<int64_t>() != 0;
+      ck.vocab.max_len_cuts = framing[2].item<int64_t>() != 0;
+    }
     ar.read("progress.ints", ints);
     ar.read("progress.floats", floats);
     ck.progress.epoch = ints[0].item<int64_t>();

@@ -39,6 +39,12 @@ struct VocabFiles {
   // Instead of SentencePiece (imported models): "moses", Moses tokenization of src_lang/tgt_lang
   // text, then BPE with `bpe_codes` (subword-nmt's codes file) when it is not empty.
   std::string tokenizer, bpe_codes;
+  // How a source sentence is framed for the encoder: fairseq's models end it with </s>; models
+  // imported from CTranslate2 may want <s> before it and no </s> after it (add_source_bos/eos).
+  bool source_bos = false, source_eos = true;
+  // Whether the search ends hypotheses at the length limit as CTranslate2 does, for the models
+  // imported from it (decode::SearchOptions::max_len_cuts), or as fairseq does.
+  bool max_len_cuts = false;
 };
 
 struct Checkpoint {

@@ -29,6 +29,7 @@ void add_analyze(CLI::App& app, int& exit_code);
 void add_classify(CLI::App& app, int& exit_code);
 void add_prune(CLI::App& app, int& exit_code);
 void add_import_fairseq(CLI::App& app, int& exit_code);
+void add_import_ctranslate2(CLI::App& app, int& exit_code);
 void add_tokenize(CLI::App& app, int& exit_code);
 void add_shortlist(CLI::App& app, int& exit_code);
 void add_serve(CLI::App& app, int& exit_code);

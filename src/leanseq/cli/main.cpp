@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   leanseq::cli::add_classify(app, exit_code);
   leanseq::cli::add_prune(app, exit_code);
   leanseq::cli::add_import_fairseq(app, exit_code);
+  leanseq::cli::add_import_ctranslate2(app, exit_code);
   leanseq::cli::add_tokenize(app, exit_code);
   leanseq::cli::add_shortlist(app, exit_code);
   leanseq::cli::add_serve(app, exit_code);

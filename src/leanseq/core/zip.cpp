@@ -153,23 +153,34 @@ std::string Reader::read(const std::string& name) {
 }
 
 void Reader::verify_all() {
-  for (const auto& [name, r] : records()) {
-    if (r.method == 0) {
-      uint32_t crc = 0;
-      for (uint64_t done = 0; done < r.size;) {
-        const uint64_t n = std::min(kPiece, r.size - done);
-        const std::string piece = read_at(r.offset + done, n);
-        crc = crc32(piece.data(), n, crc);
-        done += n;
-      }
-      expect_crc(name, crc, r.crc32);
-    } else {
-      verify_deflated(name, r);
+  for (const auto& [name, r] : records()) stream(name, r, [](const char*, uint64_t) {});
+}
+
+void Reader::extract(const std::string& name, const std::function<void(const char*, uint64_t)>& sink) {
+  const auto& all = records();
+  auto it = all.find(name);
+  if (it == all.end()) throw ZipError("no record " + name);
+  stream(name, it->second, sink);
+}
+
+void Reader::stream(const std::string& name, const Record& r, const std::function<void(const char*, uint64_t)>& sink) {
+  if (r.method == 0) {
+    uint32_t crc = 0;
+    for (uint64_t done = 0; done < r.size;) {
+      const uint64_t n = std::min(kPiece, r.size - done);
+      const std::string piece = read_at(r.offset + done, n);
+      crc = crc32(piece.data(), n, crc);
+      sink(piece.data(), n);
+      done += n;
     }
+    expect_crc(name, crc, r.crc32);
+  } else {
+    inflate_record(name, r, sink);
   }
 }
 
-void Reader::verify_deflated(const std::string& name, const Record& r) {
+void Reader::inflate_record(const std::string& name, const Record& r,
+                            const std::function<void(const char*, uint64_t)>& sink) {
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw ZipError("zlib cannot start inflating record " + name);
   struct End {
@@ -198,6 +209,7 @@ void Reader::verify_deflated(const std::string& name, const Record& r) {
       unpacked += n;
       if (unpacked > r.unpacked_size) throw ZipError("record " + name + " is corrupted: it inflates past its size");
       crc = crc32(out.data(), n, crc);
+      sink(out.data(), n);
     }
   }
   if (unpacked != r.unpacked_size) throw ZipError("record " + name + " is corrupted: it inflates to fewer bytes than its size");

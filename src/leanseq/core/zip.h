@@ -1,10 +1,11 @@
-// Reading the zip archives that torch.save and LibTorch's serialize write (stored records, a few
-// deflated ones in LibTorch's, zip64 when large) with every size and offset from the file checked against the file's size before it
+// Reading the zip archives that torch.save and LibTorch's serialize write, and Argos Translate's packages (stored records, deflated ones,
+// zip64 when large) with every size and offset from the file checked against the file's size before it
 // is used, and each record's CRC32 checked against its bytes (zlib's crc32), so that a truncated,
 // forged or corrupted archive is refused by name instead of read.
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -43,10 +44,15 @@ class Reader {
   std::string read(const std::string& name);
   // Checks the CRC32 (and a deflated record's size) of every record, reading the file in pieces.
   void verify_all();
+  // Hands record `name`'s bytes (inflated when deflated, never more than its declared size) to
+  // `sink` in pieces, then checks its CRC32: ZipError naming the record when it does not match
+  // (the sink has had the bytes by then: write them where a failure can throw them away).
+  void extract(const std::string& name, const std::function<void(const char*, uint64_t)>& sink);
 
  private:
   void read_directory();
-  void verify_deflated(const std::string& name, const Record& r);
+  void stream(const std::string& name, const Record& r, const std::function<void(const char*, uint64_t)>& sink);
+  void inflate_record(const std::string& name, const Record& r, const std::function<void(const char*, uint64_t)>& sink);
   std::ifstream in_;
   uint64_t size_ = 0;
   bool have_directory_ = false;

@@ -261,7 +261,11 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     if (step >= max_len) {
       auto eos_col = lprobs.select(1, kEos).clone();
       lprobs.fill_(kNegInf);
-      lprobs.select(1, kEos).copy_(eos_col);
+      if (opt.max_len_cuts) {
+        lprobs.select(1, kEos).fill_(0);  // CTranslate2 cuts the hypothesis where it is
+      } else {
+        lprobs.select(1, kEos).copy_(eos_col);
+      }
     }
     // A forced prefix token keeps its own log-probability and nothing else is possible; while any
     // sentence is in its prefix the minimum length is not applied (fairseq's order).
@@ -320,7 +324,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       auto& fin = finalized[active[g]];
       for (int64_t j = 0; j < beam && j < k2; ++j) {
         if (ci[g][j] % vocab != kEos || cs[g][j] == kNegInf) continue;
-        if (static_cast<int64_t>(fin.size()) >= beam) break;
+        // (CTranslate2 keeps every one of a step's top `beam` that ends, and picks the best.)
+        if (static_cast<int64_t>(fin.size()) >= beam && !opt.max_len_cuts) break;
         const int64_t row = g * beam + ci[g][j] / vocab;
         Hypothesis h;
         float prev = 0;
@@ -331,7 +336,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
         }
         h.tokens.push_back(kEos);
         h.positional_scores.push_back(cs[g][j] - prev);
-        h.score = cs[g][j] / std::pow(static_cast<double>(step + 1), opt.lenpen);
+        const int64_t length = opt.max_len_cuts && step == max_len ? std::max<int64_t>(step, 1) : step + 1;
+        h.score = cs[g][j] / std::pow(static_cast<double>(length), opt.lenpen);
         if (opt.need_attn) {
           auto a = attn_hist[row];  // [step + 1, S]
           const int64_t source_eos = src_lengths ? (*src_lengths)[active[g]] - 1 : -1;

@@ -28,8 +28,14 @@ std::vector<std::string> Translator::source_words(const std::string& line, Input
   return tokens;
 }
 
+std::vector<int64_t> Translator::framed_source(const std::vector<std::string>& words) const {
+  auto ids = src_dict_.encode(words, source_eos_);
+  if (source_bos_) ids.insert(ids.begin(), data::Dictionary::kBos);
+  return ids;
+}
+
 std::vector<int64_t> Translator::encode_source(const std::string& line, InputFormat format) const {
-  return src_dict_.encode(source_words(line, format));
+  return framed_source(source_words(line, format));
 }
 
 std::string Translator::detokenize(const std::vector<int64_t>& ids) const {
@@ -147,7 +153,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate(const std::vector
       continue;
     }
     words.push_back(source_words(l, opt.input_format));
-    sources.push_back(src_dict_.encode(words.back()));
+    sources.push_back(framed_source(words.back()));
   }
   const auto* source_words = opt.replace_unk ? &words : nullptr;
   if (!prefixes && opt.prefix.empty()) return translate_ids(sources, opt, stats, nullptr, source_words, constraints);
@@ -166,16 +172,19 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
   Timer timer;
   TranslateOptions opt = opt_in;
   if (opt.replace_unk) opt.search.need_attn = true;  // the alignment says which source subword
+  opt.search.max_len_cuts = max_len_cuts_;
   if (model_->is_training()) model_->eval();  // (a model in training validates through this; threads share the others)
   auto device = model_->parameters().front().device();
-  // Sources longer than max_input_length tokens (</s> included) are cut to it, ending with </s>.
+  // Sources longer than max_input_length tokens (</s> included) are cut to it, ending with </s>
+  // (when they are framed with one).
   const auto limit = static_cast<size_t>(std::max<int64_t>(opt.max_input_length, 0));
   std::map<int64_t, std::vector<int64_t>> cut;  // by source index
   for (size_t s = 0; s < sources.size(); ++s) {
     if (limit > 0 && sources[s].size() > limit) {
       auto& c = cut[static_cast<int64_t>(s)];
-      c.assign(sources[s].begin(), sources[s].begin() + static_cast<std::ptrdiff_t>(limit - 1));
-      c.push_back(sources[s].back());  // </s>
+      const size_t keep = source_eos_ ? limit - 1 : limit;
+      c.assign(sources[s].begin(), sources[s].begin() + static_cast<std::ptrdiff_t>(keep));
+      if (source_eos_) c.push_back(sources[s].back());  // </s>
     }
   }
   if (stats) stats->truncated += static_cast<int64_t>(cut.size());

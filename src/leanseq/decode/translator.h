@@ -67,7 +67,13 @@ class Translator {
   int64_t ensemble_size() const { return static_cast<int64_t>(members_.size()) + 1; }
   std::vector<models::Seq2SeqModel*> models() const;  // the first model, then the members
 
-  // A line as source ids ending with </s>, read as `format` says.
+  // How sources are framed: fairseq's </s> after them (the default), or as a CTranslate2 model
+  // wants (<s> before, </s> after, either, or neither).
+  void set_source_framing(bool bos, bool eos) { source_bos_ = bos, source_eos_ = eos; }
+  // Whether the search ends hypotheses at the length limit as CTranslate2 does (its models:
+  // SearchOptions::max_len_cuts) or as fairseq does.
+  void set_max_len_cuts(bool cuts) { max_len_cuts_ = cuts; }
+  // A line as source ids, framed (</s> last by default), read as `format` says.
   std::vector<int64_t> encode_source(const std::string& line, InputFormat format = InputFormat::raw) const;
   // The subwords those ids stand for (raw text through the source pipeline; tokens as they are).
   std::vector<std::string> source_words(const std::string& line, InputFormat format = InputFormat::raw) const;
@@ -82,6 +88,8 @@ class Translator {
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members_;  // further ensemble members
   data::Dictionary src_dict_, tgt_dict_;
   std::shared_ptr<const data::TextPipeline> src_text_, tgt_text_;
+  bool source_bos_ = false, source_eos_ = true, max_len_cuts_ = false;
+  std::vector<int64_t> framed_source(const std::vector<std::string>& words) const;
 };
 
 }  // namespace leanseq::decode

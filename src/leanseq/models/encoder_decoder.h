@@ -18,13 +18,14 @@ namespace leanseq::models {
 using DecoderLayerFn = std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>;
 
 // The decoder stack after the embeddings: `layers` layers, then the optional final LayerNorm and
-// the output projection (over `rows`' ids only, when given). Like fairseq (alignment_layer), the
+// the output projection with its bias when it has one (over `rows`' ids only, when given). Like fairseq (alignment_layer), the
 // attention returned is the encoder attention of the last layer.
 inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const DecoderLayerFn& layer, bool need_attn,
                                     torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight,
                                     const nn::PackedWeight& output_packed,
                                     const torch::Tensor& project_out = torch::Tensor(),
-                                    nn::OutputRows* rows = nullptr) {
+                                    nn::OutputRows* rows = nullptr,
+                                    const torch::Tensor& output_bias = torch::Tensor()) {
   DecoderOut out;
   for (size_t i = 0; i < layers; ++i) {
     auto r = layer(i, x, need_attn && i + 1 == layers);
@@ -33,7 +34,7 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
   }
   if (layer_norm) x = layer_norm(x);
   if (project_out.defined()) x = kernels::linear(x, project_out, {});
-  out.logits = nn::output_logits(x, output_weight, {}, output_packed, rows);
+  out.logits = nn::output_logits(x, output_weight, output_bias, output_packed, rows);
   return out;
 }
 

@@ -61,6 +61,8 @@ void TransformerConfig::visit(ConfigVisitor& v) {
   v.field("decoder.output_dim", decoder.output_dim,
           "the decoder's output dimension: a projection to it before the output layer when it differs from "
           "decoder.embed_dim (fairseq's --decoder-output-dim; 0: decoder.embed_dim)");
+  v.field("decoder.output_bias", decoder.output_bias,
+          "a bias on the output projection (OpenNMT-py's generator; CTranslate2's decoder/projection/bias)");
   v.field("max_source_positions", max_source_positions, "longest source in tokens", Range::at_least(1));
   v.field("max_target_positions", max_target_positions, "longest target in tokens", Range::at_least(1));
 }
@@ -226,6 +228,9 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   }
   output_weight = nn::register_output_projection(
       *this, embed_tokens, cfg.share_decoder_input_output_embed || cfg.share_all_embeddings, vocab, output_dim);
+  if (s.output_bias) {
+    output_bias = named_children()["output_projection"]->register_parameter("bias", torch::zeros({vocab}));
+  }
 }
 
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
@@ -247,7 +252,7 @@ DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, con
         }
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed, project_out);
+      need_attn, layer_norm, output_weight, output_packed, project_out, nullptr, output_bias);
 }
 
 DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
@@ -265,7 +270,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed, project_out, state.output_rows.get());
+      need_attn, layer_norm, output_weight, output_packed, project_out, state.output_rows.get(), output_bias);
   state.steps += n;
   return out;
 }

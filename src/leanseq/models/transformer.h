@@ -27,6 +27,7 @@ struct TransformerSideConfig {
   bool average_attention_ffn = true;  // decoder only: the FFN over the average (ffn_embed_dim wide)
   bool average_attention_fold = false;  // decoder only: decoding steps fold the gate into the FFN's products
   int64_t output_dim = 0;  // decoder only: fairseq's decoder_output_dim, projected to before the output (0: embed_dim)
+  bool output_bias = false;  // decoder only: a bias on the output projection (OpenNMT-py's generator)
   A2Blocks a2;  // A2 double-attention blocks after some layers (causal in the decoder)
 };
 
@@ -90,8 +91,9 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   torch::nn::LayerNorm layernorm_embedding{nullptr};  // model.layernorm_embedding only
   torch::Tensor project_out;                // decoder.project_out_dim.weight [output_dim, C], when output_dim differs
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
+  torch::Tensor output_bias;                // decoder.output_projection.bias [V], with decoder.output_bias
   nn::PackedWeight output_packed;           // output_weight in the compute type, when one is set
-  void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, {}, type); }
+  void set_compute_type(kernels::ComputeType type) override { output_packed.pack(output_weight, output_bias, type); }
   std::vector<nn::DoubleAttention> a2;       // per layer (causal); null where none follows it
 
  private:

@@ -8,6 +8,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/spm.h"
+#include "leanseq/interop/ctranslate2.h"
 #include "leanseq/nn/packed_weight.h"
 #include "leanseq/text/moses_bpe.h"
 
@@ -27,6 +28,13 @@ std::shared_ptr<data::SentencePiece> spm_from_bytes(const std::string& bytes, co
   } catch (const DataError& e) {
     throw CheckpointError(origin + ": its SentencePiece model cannot be loaded: " + e.what());
   }
+}
+// A leanseq checkpoint, a CTranslate2 model directory or an Argos Translate package, as a model.
+checkpoint::LoadedModel load_any(const std::string& path, bool dense = false) {
+  if (!interop::is_ctranslate2_model(path)) return checkpoint::load_model(path, dense);
+  interop::Ct2ImportOptions o;
+  o.model = path;
+  return checkpoint::load_model(interop::ctranslate2_checkpoint(o), path, dense);
 }
 }  // namespace
 
@@ -48,7 +56,7 @@ std::pair<std::shared_ptr<const data::TextPipeline>, std::shared_ptr<const data:
 
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
-  out.loaded = checkpoint::load_model(checkpoint_path, dense);
+  out.loaded = load_any(checkpoint_path, dense);
   if (out.loaded.model_config->language_model()) {
     throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.arch +
                       ") does not translate; evaluate it with 'leanseq eval-lm'");
@@ -58,18 +66,21 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
   out.translator = std::make_unique<decode::Translator>(
       out.loaded.model, data::Dictionary::parse(v.src_dict, checkpoint_path + " (source dictionary)"),
       data::Dictionary::parse(v.tgt_dict, checkpoint_path + " (target dictionary)"), src_text, tgt_text);
+  out.translator->set_source_framing(v.source_bos, v.source_eos);
+  out.translator->set_max_len_cuts(v.max_len_cuts);
   return out;
 }
 
 std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
                                                            const std::string& checkpoint_path) {
-  auto member = checkpoint::load_model(checkpoint_path);
+  auto member = load_any(checkpoint_path);
   const auto& a = first.loaded.vocab;
   const auto& b = member.vocab;
   const char* differs = a.src_dict != b.src_dict   ? "source dictionary"
                         : a.tgt_dict != b.tgt_dict ? "target dictionary"
                         : (a.src_spm != b.src_spm || a.tgt_spm != b.tgt_spm || a.tokenizer != b.tokenizer ||
-                           a.bpe_codes != b.bpe_codes)
+                           a.bpe_codes != b.bpe_codes || a.source_bos != b.source_bos || a.source_eos != b.source_eos ||
+                           a.max_len_cuts != b.max_len_cuts)
                             ? "text pipeline"
                             : nullptr;
   if (differs) {

@@ -1,0 +1,159 @@
+// CTranslate2 models (tests/fixtures/ctranslate2, written by CTranslate2 4.8.1's own converters and
+// spec API: make.py) decoded by `leanseq translate` straight from their directories, against
+// CTranslate2's own translations; imported with `leanseq import-ctranslate2`; an Argos Translate
+// package translating raw text; and hostile model.bin files, each refused with one line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "e2e/task.h"
+
+using leanseq::test::kCli;
+using leanseq::test::read_text;
+using leanseq::test::run_command;
+using leanseq::test::temp_dir;
+using leanseq::test::write_text;
+
+namespace {
+
+std::string fixture(const std::string& name) { return leanseq::test::tests_path("fixtures/ctranslate2/" + name); }
+
+// The standard output of `cmd` alone (run_command adds the standard error to it).
+int run_quiet(const std::string& cmd, std::string& out) { return run_command("{ " + cmd + " 2>/dev/null; }", out); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// How many of `model`'s translations of its input.txt (tokens) equal CTranslate2's in `reference`.
+int equal_lines(const std::string& model, const std::string& reference, const std::string& flags) {
+  std::string out;
+  const std::string input = fixture(model.substr(model.rfind('/') + 1)) + "/input.txt";
+  const int rc = run_quiet(kCli + " translate --checkpoint " + model + " --input-format tokens -i " + input +
+                              " --max-len-b 64 --compute-type float32 " + flags,
+                          out);
+  EXPECT_EQ(rc, 0) << out;
+  const auto ours = lines_of(out), theirs = lines_of(read_text(reference));
+  EXPECT_EQ(ours.size(), theirs.size()) << out.substr(0, 500);
+  int equal = 0;
+  for (size_t i = 0; i < ours.size() && i < theirs.size(); ++i) equal += ours[i] == theirs[i];
+  return equal;
+}
+
+struct Case {
+  const char* dir;
+  int greedy, beam5;  // at least this many of 50 lines equal CTranslate2's
+};
+
+}  // namespace
+
+TEST(CTranslate2Models, TranslateAsCTranslate2DoesFromTheirDirectories) {
+  // float32 models; quantized ones against CTranslate2's own float32 reading of the same file.
+  // spec-postnorm's beam 5 gives 46 of 50 (CTranslate2 ends some hypotheses earlier there), and
+  // the bfloat16 model's 43.
+  const Case cases[] = {{"onmt-relu", 50, 49},          {"onmt-gelu-tied", 50, 50},       {"spec-postnorm", 50, 46},
+                        {"fairseq", 50, 50},            {"onmt-relu-int8", 45, 45},       {"onmt-relu-int16", 45, 45},
+                        {"onmt-relu-float16", 45, 45},  {"onmt-gelu-tied-bfloat16", 45, 43}, {"fairseq-int8", 45, 45}};
+  for (const auto& c : cases) {
+    const std::string dir = fixture(c.dir);
+    EXPECT_GE(equal_lines(dir, dir + "/out.greedy.txt", "--greedy"), c.greedy) << c.dir << " greedy";
+    EXPECT_GE(equal_lines(dir, dir + "/out.beam5.txt", "--beam 5"), c.beam5) << c.dir << " beam 5";
+  }
+}
+
+TEST(CTranslate2Models, ImportKeepsTheStorageTypeAndTheTranslations) {
+  const auto dir = temp_dir("ct2-import");
+  for (const char* name : {"onmt-relu-int8", "spec-postnorm"}) {
+    const std::string ck = dir + "/" + name + ".pt";
+    std::string out;
+    ASSERT_EQ(run_command(kCli + " import-ctranslate2 " + fixture(name) + " --out " + ck, out), 0) << out;
+    if (std::string(name) == "onmt-relu-int8") EXPECT_NE(out.find("int8 weights"), std::string::npos) << out;
+    std::string a, b;
+    // In float32: the int8 weights stored by the import (the same int8 values; their scales are
+    // leanseq's, 1/CTranslate2's, a few ulps apart) read back to nearly the directory's values.
+    const std::string flags = " --input-format tokens -i " + fixture(name) + "/input.txt --beam 5 --compute-type float32";
+    ASSERT_EQ(run_quiet(kCli + " translate --checkpoint " + ck + flags, a), 0);
+    ASSERT_EQ(run_quiet(kCli + " translate --checkpoint " + fixture(name) + flags, b), 0);
+    const auto x = lines_of(a), y = lines_of(b);
+    ASSERT_EQ(x.size(), y.size());
+    int equal = 0;
+    for (size_t i = 0; i < x.size(); ++i) equal += x[i] == y[i];
+    EXPECT_GE(equal, 47) << name << ": the imported checkpoint translates differently";
+  }
+}
+
+TEST(CTranslate2Models, AnArgosPackageTranslatesRawText) {
+  const std::string spm = leanseq::test::shared_path("fixtures/fairseq-pt/transformer/spm.model");
+  if (spm.empty()) LEANSEQ_MISSING_SHARED("fixtures/fairseq-pt/transformer/spm.model");
+  namespace fs = std::filesystem;
+  const auto dir = temp_dir("argos");
+  const std::string pkg = dir + "/translate-de_en-1_0";
+  fs::create_directories(pkg);
+  fs::copy(fixture("fairseq"), pkg + "/model", fs::copy_options::recursive);
+  fs::copy_file(spm, pkg + "/sentencepiece.model");
+  write_text(pkg + "/metadata.json", R"({"package_version": "1.0", "from_code": "de", "to_code": "en"})");
+  // The raw sentences the fixture's SentencePiece pieces came from, and CTranslate2's as text.
+  auto text_of = [](const std::string& pieces) {
+    std::string t;
+    for (const auto& line : lines_of(pieces)) {
+      std::string s;
+      for (char ch : line) s += ch == ' ' ? std::string() : std::string(1, ch);
+      for (size_t p; (p = s.find("\xe2\x96\x81")) != std::string::npos;) s.replace(p, 3, " ");
+      t += s.substr(s.find_first_not_of(' ')) + "\n";
+    }
+    return t;
+  };
+  write_text(dir + "/input.de", text_of(read_text(fixture("fairseq/input.txt"))));
+  const std::string expected = text_of(read_text(fixture("fairseq/out.greedy.txt")));
+  std::string out;
+  ASSERT_EQ(run_command("cd " + dir + " && python3 -c \"import shutil; shutil.make_archive('de_en', 'zip', '.', "
+                        "'translate-de_en-1_0')\" && mv de_en.zip de_en.argosmodel", out), 0) << out;
+  for (const std::string& model : {pkg, dir + "/de_en.argosmodel"}) {
+    ASSERT_EQ(run_quiet(kCli + " translate --checkpoint " + model + " --greedy -i " + dir + "/input.de", out), 0);
+    EXPECT_EQ(out, expected) << model;
+  }
+}
+
+TEST(CTranslate2Models, HostileModelFilesGiveOneLineAndExitOne) {
+  const std::string good = read_text(fixture("onmt-relu/model.bin"));
+  const auto dir = temp_dir("ct2-hostile");
+  auto with_bin = [&](const std::string& name, const std::string& bytes) {
+    const std::string d = dir + "/" + name;
+    std::filesystem::copy(fixture("onmt-relu"), d, std::filesystem::copy_options::recursive);
+    write_text(d + "/model.bin", bytes);
+    return d;
+  };
+  auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
+  // The first variable's header: version (4), spec name (2 + 16), revision (4), count (4), then
+  // its name's length.
+  const size_t first = 4 + 2 + 16 + 4 + 4;
+  const uint16_t name_len = static_cast<uint8_t>(good[first]) | static_cast<uint8_t>(good[first + 1]) << 8;
+  const size_t rank_at = first + 2 + name_len;
+  std::string overflow = good, bad_type = good, cycle = good;
+  overflow.replace(first - 4, 4, u32(0xFFFFFFFFu));  // more variables than the file holds
+  bad_type[rank_at + 1] = 9;                          // a scalar's type code
+  // The alias at the end names itself.
+  const std::string alias = "encoder/position_encodings/encodings";
+  const size_t at = cycle.rfind(alias);
+  ASSERT_NE(at, std::string::npos);
+  cycle.replace(at + alias.size() + 1 + 2, alias.size(), alias);
+  cycle.resize(at + alias.size() + 1 + 2 + alias.size() + 1);
+  const std::pair<std::string, std::string> cases[] = {
+      {with_bin("truncated", good.substr(0, good.size() / 2)), "truncated"},
+      {with_bin("overflow", overflow), "overflow/model.bin: variable "},
+      {with_bin("type", bad_type), "unknown type code 9"},
+      {with_bin("version", u32(99) + good.substr(4)), "binary version 99"},
+      {with_bin("cycle", cycle), "alias cycle"}};
+  for (const auto& [model, message] : cases) {
+    std::string out;
+    const int rc = run_command(kCli + " translate --checkpoint " + model + " -i /dev/null", out);
+    EXPECT_EQ(rc, 1) << model << ": " << out;
+    EXPECT_NE(out.find(message), std::string::npos) << model << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+}
