@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -66,18 +67,24 @@ std::string exchange(const std::string& bytes) {
   return out;
 }
 
-// Each answer in `reply` (several when the client pipelined requests) is HTTP; a 4xx carries a JSON
-// error; none is a 5xx but 503 (busy).
+// Each answer in `reply` (several when the client pipelined requests), read one after the other by
+// their Content-Length, is HTTP; a 4xx carries a JSON error; none is a 5xx but 503 (busy). An
+// answer cut short by the client's timeout (a loaded machine) ends the check.
 void check(const std::string& reply) {
-  for (size_t at = reply.find("HTTP/1.1 "); at != std::string::npos; at = reply.find("HTTP/1.1 ", at + 1)) {
+  for (size_t at = 0; at < reply.size();) {
+    if (reply.compare(at, 9, "HTTP/1.1 ") != 0) __builtin_trap();
     const int status = std::atoi(reply.c_str() + at + 9);
     if (status < 100 || status > 599 || (status >= 500 && status != 503)) __builtin_trap();
+    const auto head_end = reply.find("\r\n\r\n", at);
+    if (head_end == std::string::npos) return;
+    const auto length_at = reply.find("\r\nContent-Length: ", at);
+    const size_t length = length_at < head_end ? std::strtoull(reply.c_str() + length_at + 18, nullptr, 10) : 0;
+    const size_t body = head_end + 4;
     if (status >= 400 && status != 405) {
-      const auto head_end = reply.find("\r\n\r\n", at);
-      if (head_end == std::string::npos) continue;
-      const auto body = reply.find("{\"error\":", head_end);
-      if (body != head_end + 4) __builtin_trap();
+      if (reply.size() < body + 9) return;
+      if (reply.compare(body, 9, "{\"error\":") != 0) __builtin_trap();
     }
+    at = body + length;
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "leanseq/core/zip.h"
 #include "leanseq/data/indexed.h"
+#include "leanseq/interop/ctranslate2_file.h"
 #include "leanseq/interop/torch_file.h"
 #include "support/torch_files.h"
 
@@ -45,6 +46,62 @@ std::string legacy_file() {
   return out;
 }
 }  // namespace
+
+// A CTranslate2 model.bin of `version` (6: what CTranslate2 4.x writes) with small variables of
+// each storage type, the scales of the quantized ones, a scalar and an alias.
+std::string ct2_model_bin(uint32_t version) {
+  std::string b;
+  auto num = [&](uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  auto text = [&](const std::string& t) {
+    num(t.size() + 1, 2);
+    b += t;
+    b.push_back('\0');
+  };
+  struct Var {
+    std::string name;
+    std::vector<uint32_t> shape;
+    uint8_t type, width;
+  };
+  std::vector<Var> vars = {{"encoder/layer_0/linear_0/weight", {2, 3}, 1, 1},
+                           {"encoder/layer_0/linear_0/weight_scale", {2}, 0, 4},
+                           {"decoder/layer_0/linear_0/weight", {2, 2}, 2, 2},
+                           {"decoder/layer_0/linear_0/weight_scale", {}, 0, 4},
+                           {"decoder/embeddings/weight", {3, 2}, 4, 2},
+                           {"encoder/embeddings_0/weight", {3, 2}, 5, 2},
+                           {"num_heads", {}, 3, 4}};
+  if (version < 4) vars.resize(4);  // before version 4, types were given by their width
+  num(version, 4);
+  if (version >= 2) {
+    text("TransformerSpec");
+    num(3, 4);
+  }
+  num(vars.size(), 4);
+  for (const auto& v : vars) {
+    text(v.name);
+    num(v.shape.size(), 1);
+    uint64_t n = 1;
+    for (auto d : v.shape) {
+      num(d, 4);
+      n *= d;
+    }
+    if (version >= 4) {
+      num(v.type, 1);
+      num(n * v.width, 4);
+    } else {
+      num(v.width, 1);
+      num(n, 4);
+    }
+    for (uint64_t i = 0; i < n * v.width; ++i) b.push_back(static_cast<char>(v.width == 4 && i % 4 == 3 ? 0x3f : 0x40 + i % 7));
+  }
+  if (version >= 3) {
+    num(1, 4);
+    text("decoder/projection/weight");
+    text("decoder/layer_0/linear_0/weight");
+  }
+  return b;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -110,6 +167,16 @@ int main(int argc, char** argv) {
   write(out / "config/train.yaml",
         "count: 3\nany: -7\nname: x\nflag: true\na:\n  rate: 0.25\n  b:\n    scale: 2.5\n");
   write(out / "config/aliases.yaml", "a: &a {rate: 0.5}\nb: &b [*a, *a]\nc: &c [*b, *b]\nd: [*c, *c]\n");
+  // ctranslate2: model.bin in each binary version CTranslate2 wrote.
+  for (uint32_t version : {1, 2, 3, 5, 6}) {
+    write(out / ("ctranslate2/v" + std::to_string(version) + ".bin"), ct2_model_bin(version));
+    write(tmp / "ct2/model.bin", ct2_model_bin(version));
+    write(tmp / "ct2/shared_vocabulary.txt", "<unk>\n<s>\n</s>\n");
+    const leanseq::interop::Ct2Model model((tmp / "ct2").string());
+    for (const auto& name : model.names()) {  // each seed reads whole
+      if (model.stored_type(name) != leanseq::interop::Ct2Type::int32) (void)model.float32(name);
+    }
+  }
   // http: what clients send, one connection each.
   const std::string json_body = R"({"text": "w1 w2 w3", "beam": 2})";
   write(out / "http/translate.txt", "POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes leanseq's readers of untrusted input with libFuzzer + AddressSanitizer + UBSan.
 #   scripts/fuzz.sh TARGET SECONDS    one target: pickle, torch_file, checkpoint, dictionary, indexed, request,
-#                                     bpe_codes, tokenize, config, http
+#                                     bpe_codes, tokenize, config, ctranslate2, http
 #   scripts/fuzz.sh all SECONDS       each target for SECONDS
 # Each run starts from fuzz/corpus/TARGET (inputs that once crashed a reader, kept as regression
 # tests) and seeds made by fuzz/make_seeds (with ../shared's fairseq checkpoints when present).
@@ -11,7 +11,7 @@
 # new seed each run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(pickle torch_file checkpoint dictionary indexed request bpe_codes tokenize config http)
+targets=(pickle torch_file checkpoint dictionary indexed request bpe_codes tokenize config ctranslate2 http)
 if [ $# -ne 2 ] || ! [[ "$2" =~ ^[0-9]+$ ]]; then
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS (targets: ${targets[*]})" >&2
   exit 2

@@ -1,13 +1,17 @@
 // CTranslate2 models (tests/fixtures/ctranslate2, written by CTranslate2 4.8.1's own converters and
 // spec API: make.py) decoded by `leanseq translate` straight from their directories, against
 // CTranslate2's own translations; imported with `leanseq import-ctranslate2`; an Argos Translate
-// package translating raw text; and hostile model.bin files, each refused with one line.
+// package translating raw text, and served with another beside it (serve --argos-packages); and
+// hostile model.bin files, each refused with one line.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "e2e/server_process.h"
 #include "e2e/task.h"
 
 using leanseq::test::kCli;
@@ -72,7 +76,9 @@ TEST(CTranslate2Models, ImportKeepsTheStorageTypeAndTheTranslations) {
     const std::string ck = dir + "/" + name + ".pt";
     std::string out;
     ASSERT_EQ(run_command(kCli + " import-ctranslate2 " + fixture(name) + " --out " + ck, out), 0) << out;
-    if (std::string(name) == "onmt-relu-int8") EXPECT_NE(out.find("int8 weights"), std::string::npos) << out;
+    if (std::string(name) == "onmt-relu-int8") {
+      EXPECT_NE(out.find("int8 weights"), std::string::npos) << out;
+    }
     std::string a, b;
     // In float32: the int8 weights stored by the import (the same int8 values; their scales are
     // leanseq's, 1/CTranslate2's, a few ulps apart) read back to nearly the directory's values.
@@ -117,6 +123,39 @@ TEST(CTranslate2Models, AnArgosPackageTranslatesRawText) {
     ASSERT_EQ(run_quiet(kCli + " translate --checkpoint " + model + " --greedy -i " + dir + "/input.de", out), 0);
     EXPECT_EQ(out, expected) << model;
   }
+
+  // serve --argos-packages: a directory as Argos Translate installs packages (the unpacked one),
+  // beside a zipped one whose metadata names another pair (the same weights), loaded lazily.
+  const std::string packages = dir + "/packages";
+  fs::create_directories(packages);
+  fs::copy(pkg, packages + "/translate-de_en-1_0", fs::copy_options::recursive);
+  write_text(pkg + "/metadata.json", R"({"package_version": "1.0", "from_code": "en", "to_code": "de"})");
+  ASSERT_EQ(run_command("cd " + dir + " && python3 -c \"import shutil; shutil.make_archive('packages/en_de', 'zip', '.', "
+                        "'translate-de_en-1_0')\" && mv packages/en_de.zip packages/en_de.argosmodel", out), 0) << out;
+  leanseq::test::ServerProcess server("--greedy --lazy", dir, "--argos-packages " + packages);
+  ASSERT_GT(server.port(), 0);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_read_timeout(120, 0);
+  const auto languages = client.Get("/languages");
+  ASSERT_TRUE(languages && languages->status == 200);
+  EXPECT_NE(languages->body.find("\"de\""), std::string::npos) << languages->body;
+  EXPECT_NE(languages->body.find("\"en\""), std::string::npos) << languages->body;
+  const auto texts = lines_of(read_text(dir + "/input.de"));
+  for (const auto& [source, target] : {std::pair<std::string, std::string>{"de", "en"}, {"en", "de"}}) {
+    const nlohmann::json request = {{"texts", texts}, {"source", source}, {"target", target}};
+    const auto r = client.Post("/v1/translate", request.dump(), "application/json");
+    ASSERT_TRUE(r) << server.log();
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto answer = nlohmann::json::parse(r->body);
+    std::string got;
+    for (const auto& t : answer["translations"]) got += t["text"].get<std::string>() + "\n";
+    EXPECT_EQ(got, expected) << source << "->" << target << ": " << r->body.substr(0, 500);
+  }
+  EXPECT_EQ(server.stop(), 0) << server.log();
+  // A directory without packages: one line, exit 2.
+  fs::create_directories(dir + "/empty");
+  EXPECT_EQ(run_command(kCli + " serve --argos-packages " + dir + "/empty", out), 2);
+  EXPECT_NE(out.find("no Argos Translate package there"), std::string::npos) << out;
 }
 
 TEST(CTranslate2Models, HostileModelFilesGiveOneLineAndExitOne) {

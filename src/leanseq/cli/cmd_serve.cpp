@@ -13,6 +13,7 @@
 #include "leanseq/core/error.h"
 #include "leanseq/core/logging.h"
 #include "leanseq/core/threads.h"
+#include "leanseq/interop/ctranslate2.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/serve/server.h"
 
@@ -23,6 +24,7 @@ struct ServeArgs : DecodingFlags {
   std::string checkpoint;
   std::vector<std::string> models;  // NAME=PATH[:PATH...]
   std::string models_file;          // YAML list of models
+  std::string argos_packages;       // a directory of Argos Translate packages
   serve::ServeOptions server;
   int workers = 1;
   int64_t timeout_ms = 5;
@@ -163,9 +165,16 @@ std::vector<serve::ServedModel> served_models(ServeArgs& a, const std::vector<Mo
       }
     }
     if (source.empty() || target.empty()) {
-      const auto vocab = lt ? lt->loaded.vocab : checkpoint::read_checkpoint(spec.checkpoint.substr(0, spec.checkpoint.find(':'))).vocab;
-      if (source.empty()) source = vocab.src_lang;
-      if (target.empty()) target = vocab.tgt_lang;
+      // Loaded, its vocabulary's names; else its package's metadata, or its checkpoint's.
+      const std::string first = spec.checkpoint.substr(0, spec.checkpoint.find(':'));
+      auto languages = [&]() -> std::pair<std::string, std::string> {
+        if (lt) return {lt->loaded.vocab.src_lang, lt->loaded.vocab.tgt_lang};
+        if (interop::is_ctranslate2_model(first)) return interop::ctranslate2_languages(first);
+        const auto vocab = checkpoint::read_checkpoint(first).vocab;
+        return {vocab.src_lang, vocab.tgt_lang};
+      }();
+      if (source.empty()) source = languages.first;
+      if (target.empty()) target = languages.second;
     }
     serve::ModelInfo info{spec.name, source, target};
     if (!only.empty() && !(in_only(info.source_lang) && in_only(info.target_lang))) {
@@ -201,7 +210,7 @@ void run_serve(ServeArgs& a) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  const auto specs = model_specs(a.checkpoint, a.models, a.models_file, a.workers, a.compute_type);
+  const auto specs = model_specs(a.checkpoint, a.models, a.models_file, a.argos_packages, a.workers, a.compute_type);
   if (!a.shortlist.empty() && specs.size() > 1) {
     throw ConfigError("--shortlist: one model per server (it is for one target dictionary)");
   }
@@ -242,6 +251,10 @@ void add_serve(CLI::App& app, int& exit_code) {
                   "YAML list of models to serve: name, checkpoint, and optionally workers, compute_type, and the "
                   "source and target languages it is served as (instead "
                   "of --checkpoint and --model)");
+  sub->add_option("--argos-packages", a->argos_packages,
+                  "serve every Argos Translate package in this directory (as LibreTranslate does; Argos Translate "
+                  "installs them in ~/.local/share/argos-translate/packages), each as its language pair; "
+                  "--model or --models may add more");
   add_server_flags(sub, *a);
   add_libretranslate_flags(sub, *a);
   add_decoding_flags(sub, *a);

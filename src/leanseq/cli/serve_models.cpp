@@ -2,10 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <stdexcept>
 
 #include "leanseq/core/error.h"
 #include "leanseq/core/io.h"
+#include "leanseq/interop/ctranslate2.h"
 
 namespace leanseq::cli {
 
@@ -16,6 +18,17 @@ void check_name(const std::string& name, const std::string& where) {
     throw ConfigError(where + ": a model's name is 1 to 64 letters, digits, '.', '_' or '-', got '" + name.substr(0, 80) +
                       "'");
   }
+}
+
+// A package's model name: its file or directory name without .argosmodel, with what a name may
+// not hold replaced by '_' ("translate-en_de-1_0").
+std::string package_name(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 11 && name.compare(name.size() - 11, 11, ".argosmodel") == 0) name.resize(name.size() - 11);
+  for (auto& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+  }
+  return name.substr(0, 64);
 }
 
 std::vector<ModelSpec> read_models_file(const std::string& path, int workers, kernels::ComputeTypeRequest compute_type) {
@@ -76,9 +89,12 @@ std::vector<ModelSpec> read_models_file(const std::string& path, int workers, ke
 }  // namespace
 
 std::vector<ModelSpec> model_specs(const std::string& checkpoint, const std::vector<std::string>& model_flags,
-                                   const std::string& models_file, int workers, kernels::ComputeTypeRequest compute_type) {
-  if (!checkpoint.empty() + !model_flags.empty() + !models_file.empty() != 1) {
-    throw ConfigError("serve: give one of --checkpoint (one model), --model NAME=CHECKPOINT (repeatable) and --models FILE");
+                                   const std::string& models_file, const std::string& argos_packages, int workers,
+                                   kernels::ComputeTypeRequest compute_type) {
+  if (!checkpoint.empty() + !model_flags.empty() + !models_file.empty() != 1 &&
+      !(argos_packages.size() && checkpoint.empty() && (model_flags.empty() || models_file.empty()))) {
+    throw ConfigError("serve: give one of --checkpoint (one model), --model NAME=CHECKPOINT (repeatable), --models FILE "
+                      "and --argos-packages DIR (which --model or --models may join)");
   }
   std::vector<ModelSpec> specs;
   if (!checkpoint.empty()) specs.push_back({checkpoint, checkpoint, workers, compute_type, "", ""});
@@ -89,6 +105,17 @@ std::vector<ModelSpec> model_specs(const std::string& checkpoint, const std::vec
     specs.push_back({m.substr(0, eq), m.substr(eq + 1), workers, compute_type, "", ""});
   }
   if (!models_file.empty()) specs = read_models_file(models_file, workers, compute_type);
+  if (!argos_packages.empty()) {
+    const auto packages = interop::find_argos_packages(argos_packages);
+    if (packages.empty()) {
+      throw ConfigError("--argos-packages " + argos_packages +
+                        ": no Argos Translate package there (directories with metadata.json and model/, or .argosmodel files)");
+    }
+    for (const auto& path : packages) {
+      auto [source, target] = interop::ctranslate2_languages(path);
+      specs.push_back({package_name(path), path, workers, compute_type, source, target});
+    }
+  }
   for (size_t i = 0; i < specs.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (specs[i].name == specs[j].name) throw ConfigError("serve: two models are called " + specs[i].name);

@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "leanseq/checkpoint/file.h"
 #include "leanseq/core/config.h"
@@ -56,6 +58,15 @@ Ct2Source locate_ctranslate2(const std::string& path, const io::PrivateDirectory
 // Whether `path` is something locate_ctranslate2 takes: a CTranslate2 directory, an Argos package
 // directory (metadata.json and model/), or a file ending in .argosmodel.
 bool is_ctranslate2_model(const std::string& path);
+
+// The source and target languages of what locate_ctranslate2 takes: an Argos package's
+// metadata.json (from_code, to_code; read from an .argosmodel without unpacking it), else "src"
+// and "tgt" (a CTranslate2 directory does not name its languages).
+std::pair<std::string, std::string> ctranslate2_languages(const std::string& path);
+
+// The Argos Translate packages in `dir` (package directories and .argosmodel files), sorted by
+// name; ConfigError when `dir` is not a directory.
+std::vector<std::string> find_argos_packages(const std::string& dir);
 
 // The leanseq checkpoint, in memory, of the model `options.model` names (out unused): its config,
 // weights (float32), vocabularies, text pipeline (options' spm, tokenizer and BPE codes, else the

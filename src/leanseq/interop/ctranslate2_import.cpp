@@ -1,6 +1,9 @@
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "leanseq/checkpoint/model.h"
 #include "leanseq/core/error.h"
@@ -33,17 +36,23 @@ bool is_package_dir(const std::string& path) {
 // Unpacks an .argosmodel into `into` and returns the package's directory there. Records are
 // written under their own names only when those stay inside `into` (no absolute paths, no ..);
 // the stanza/ folder (sentence splitting, which leanseq does not use) is left out.
-std::string unpack_package(const std::string& path, const std::string& into) {
-  zip::Reader zip(path);
+// The folder of an .argosmodel's records that holds its metadata.json ("" or "name/").
+std::string package_root(zip::Reader& zip, const std::string& path) {
   std::string root;
+  bool found = false;
   for (const auto& [name, r] : zip.records()) {
-    if (ends_with(name, "metadata.json") && (root.empty() || name.size() < root.size() + 13)) {
+    if ((name == "metadata.json" || ends_with(name, "/metadata.json")) && (!found || name.size() < root.size() + 13)) {
       root = name.substr(0, name.size() - 13);
+      found = true;
     }
   }
-  if (root.empty() && !zip.records().count("metadata.json")) {
-    throw CheckpointError(path + ": no metadata.json (not an Argos Translate package)");
-  }
+  if (!found) throw CheckpointError(path + ": no metadata.json (not an Argos Translate package)");
+  return root;
+}
+
+std::string unpack_package(const std::string& path, const std::string& into) {
+  zip::Reader zip(path);
+  const std::string root = package_root(zip, path);
   uint64_t total = 0;
   for (const auto& [name, r] : zip.records()) {
     if (name.compare(0, root.size(), root) != 0 || ends_with(name, "/")) continue;
@@ -67,16 +76,71 @@ std::string json_string(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 20;
+
+// A package's languages: its metadata.json's from_code and to_code (`where` names the file).
+std::pair<std::string, std::string> metadata_languages(const std::string& text, const std::string& where) {
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(where + ": not JSON: " + std::string(e.what()).substr(0, 200));
+  }
+  if (!meta.is_object()) throw CheckpointError(where + ": not a JSON object");
+  auto languages = std::make_pair(json_string(meta, "from_code"), json_string(meta, "to_code"));
+  if (languages.first.empty() || languages.second.empty()) {
+    throw CheckpointError(where + ": from_code and to_code (the package's languages) are missing");
+  }
+  return languages;
+}
+
+bool is_zipped_package(const std::string& path) { return ends_with(path, ".argosmodel") && !directory_exists(path); }
+
 }  // namespace
 
 bool is_ctranslate2_model(const std::string& path) {
-  return is_ctranslate2_dir(path) || is_package_dir(path) || (ends_with(path, ".argosmodel") && !directory_exists(path));
+  return is_ctranslate2_dir(path) || is_package_dir(path) || is_zipped_package(path);
+}
+
+std::pair<std::string, std::string> ctranslate2_languages(const std::string& path) {
+  if (is_package_dir(path)) {
+    const std::string meta_path = path + "/metadata.json";
+    return metadata_languages(io::read_file(meta_path, "Argos Translate metadata", kMaxMetadataBytes), meta_path);
+  }
+  if (is_zipped_package(path)) {
+    try {
+      zip::Reader zip(path);
+      const std::string name = package_root(zip, path) + "metadata.json";
+      if (zip.records().at(name).unpacked_size > kMaxMetadataBytes) {
+        throw CheckpointError(path + ": its metadata.json is larger than 1 MiB");
+      }
+      std::string text;
+      zip.extract(name, [&](const char* data, uint64_t n) { text.append(data, n); });
+      return metadata_languages(text, path + " (" + name + ")");
+    } catch (const zip::ZipError& e) {
+      throw CheckpointError(path + ": not a readable Argos Translate package: " + e.what());
+    }
+  }
+  return {"src", "tgt"};
+}
+
+std::vector<std::string> find_argos_packages(const std::string& dir) {
+  if (!directory_exists(dir)) throw ConfigError(dir + ": not a directory of Argos Translate packages");
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string path = e.path().string();
+    if (is_package_dir(path) || is_zipped_package(path)) found.push_back(path);
+  }
+  if (ec) throw ConfigError(dir + ": cannot list it: " + ec.message());
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 Ct2Source locate_ctranslate2(const std::string& path, const io::PrivateDirectory* scratch) {
   Ct2Source src;
   std::string package;
-  if (ends_with(path, ".argosmodel") && !directory_exists(path)) {
+  if (is_zipped_package(path)) {
     if (!io::file_exists(path)) throw CheckpointError(path + ": not found");
     if (!scratch) throw CheckpointError(path + ": a zipped package needs a directory to unpack into");
     try {
@@ -97,18 +161,8 @@ Ct2Source locate_ctranslate2(const std::string& path, const io::PrivateDirectory
     return src;
   }
   const std::string meta_path = package + "/metadata.json";
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(io::read_file(meta_path, "Argos Translate metadata", uint64_t{1} << 20));
-  } catch (const nlohmann::json::exception& e) {
-    throw CheckpointError(meta_path + ": not JSON: " + std::string(e.what()).substr(0, 200));
-  }
-  if (!meta.is_object()) throw CheckpointError(meta_path + ": not a JSON object");
-  src.source_lang = json_string(meta, "from_code");
-  src.target_lang = json_string(meta, "to_code");
-  if (src.source_lang.empty() || src.target_lang.empty()) {
-    throw CheckpointError(meta_path + ": from_code and to_code (the package's languages) are missing");
-  }
+  std::tie(src.source_lang, src.target_lang) =
+      metadata_languages(io::read_file(meta_path, "Argos Translate metadata", kMaxMetadataBytes), meta_path);
   src.model_dir = package + "/model";
   if (io::file_exists(package + "/sentencepiece.model")) src.spm = package + "/sentencepiece.model";
   return src;

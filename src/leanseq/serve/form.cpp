@@ -19,7 +19,12 @@ void add_field(Form& form, const std::string& name, const std::string& value) {
 }
 }  // namespace
 
-std::string read_body(const httplib::ContentReader& reader, size_t limit) {
+std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t limit) {
+  if (req.is_multipart_form_data()) {
+    // httplib reads a multipart body only part by part; this body is one document.
+    GuardedHttpServer::stop_reading();
+    throw Refusal{415, "this endpoint reads a JSON body, not multipart/form-data"};
+  }
   std::string body;
   bool over = false;
   reader([&](const char* data, size_t n) {
@@ -77,7 +82,7 @@ Form read_form(const httplib::Request& req, const httplib::ContentReader& reader
     for (const auto& [k, v] : req.params) add_field(form, k, v);
     return form;
   }
-  const std::string raw = read_body(reader, limit);
+  const std::string raw = read_body(req, reader, limit);
   if (type.rfind("application/json", 0) == 0) {
     form.fields = parse_body(raw);
     if (!form.fields.is_object()) throw Refusal{400, "Invalid JSON format"};

@@ -22,8 +22,9 @@ struct Form {
   std::vector<File> files;
 };
 
-// The body's bytes: Refusal 413 past `limit` (and the connection is not read further).
-std::string read_body(const httplib::ContentReader& reader, size_t limit);
+// The body's bytes: Refusal 413 past `limit`, 415 for a multipart body (and in both cases the
+// connection is not read further).
+std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader, size_t limit);
 
 // The body's fields: Refusal 400 for invalid JSON or UTF-8 (a field's name or value; files are
 // bytes), a JSON body that is not an object, a multipart body that cannot be read or has more than

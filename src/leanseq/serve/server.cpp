@@ -237,7 +237,7 @@ struct Server::Impl {
                                       const httplib::ContentReader& reader) {
       const auto start = Clock::now();
       handle("/v1/translate", res, [&] {
-        auto request = parse_translate_request(read_body(reader, opt.max_request_bytes), opt.defaults, opt.max_beam,
+        auto request = parse_translate_request(read_body(req, reader, opt.max_request_bytes), opt.defaults, opt.max_beam,
                                                opt.max_sentences_per_request);
         access.admit(request.api_key.empty() ? req.get_header_value("X-API-Key") : request.api_key, req.remote_addr);
         auto& m = loaded(route(infos, request.model, request.source, request.target));
