@@ -58,11 +58,12 @@ struct Case {
 
 TEST(CTranslate2Models, TranslateAsCTranslate2DoesFromTheirDirectories) {
   // float32 models; quantized ones against CTranslate2's own float32 reading of the same file.
-  // spec-postnorm's beam 5 gives 46 of 50 (CTranslate2 ends some hypotheses earlier there), and
-  // the bfloat16 model's 43.
-  const Case cases[] = {{"onmt-relu", 50, 49},          {"onmt-gelu-tied", 50, 50},       {"spec-postnorm", 50, 46},
-                        {"fairseq", 50, 50},            {"onmt-relu-int8", 45, 45},       {"onmt-relu-int16", 45, 45},
-                        {"onmt-relu-float16", 45, 45},  {"onmt-gelu-tied-bfloat16", 45, 43}, {"fairseq-int8", 45, 45}};
+  // Every line is equal on the CPU the fixtures were made on (before leanseq shared </s>'s
+  // probability at the first step as CTranslate2 does, 46 of 50 were at beam 5 on spec-postnorm);
+  // the bounds leave another CPU's sums room for a near tie.
+  const Case cases[] = {{"onmt-relu", 49, 49},          {"onmt-gelu-tied", 49, 49},       {"spec-postnorm", 49, 49},
+                        {"fairseq", 49, 49},            {"onmt-relu-int8", 45, 45},       {"onmt-relu-int16", 45, 45},
+                        {"onmt-relu-float16", 45, 45},  {"onmt-gelu-tied-bfloat16", 45, 45}, {"fairseq-int8", 45, 45}};
   for (const auto& c : cases) {
     const std::string dir = fixture(c.dir);
     EXPECT_GE(equal_lines(dir, dir + "/out.greedy.txt", "--greedy"), c.greedy) << c.dir << " greedy";

@@ -494,3 +494,18 @@ def test_a_bad_option_gets_one_message_from_the_command_line_the_server_and_pyth
         server.terminate()
         server.wait()
         log.close()
+
+
+def test_a_ctranslate2_directory_translates_as_ctranslate2_and_the_command_line():
+    """Translator(path) on a CTranslate2 model directory (tests/fixtures/ctranslate2, written by
+    CTranslate2's own converters) gives CTranslate2's tokens, greedy and beam 5, as translate does."""
+    here = os.path.join(os.path.dirname(__file__), "..", "fixtures", "ctranslate2", "spec-postnorm")
+    lines = open(f"{here}/input.txt", encoding="utf-8").read().splitlines()
+    t = leanseq.Translator(here, compute_type="float32")
+    for name, beam in (("greedy", 1), ("beam5", 5)):
+        expected = open(f"{here}/out.{name}.txt", encoding="utf-8").read().splitlines()
+        got = [" ".join(r.tokens) for r in t.translate_tokens([l.split() for l in lines], beam=beam, max_len_b=64)]
+        assert sum(a == b for a, b in zip(got, expected)) >= 49, name
+        cli = run("translate", "--checkpoint", here, "--input-format", "tokens", "--compute-type", "float32",
+                  "--beam", str(beam), "--max-len-b", "64", input="\n".join(lines) + "\n").stdout.splitlines()
+        assert got == cli

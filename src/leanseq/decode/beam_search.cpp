@@ -256,6 +256,12 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       if (once) a = a.repeat_interleave(beam, 0);
       attn_hist = attn_hist.defined() ? torch::cat({attn_hist, a}, 1) : a;
     }
+    if (opt.max_len_cuts && step < opt.min_len && !prefixes) {
+      // CTranslate2 keeps </s> out before its softmax while the minimum length is not reached:
+      // the other tokens share its probability.
+      lprobs.select(1, kEos).fill_(kNegInf);
+      lprobs.sub_(lprobs.logsumexp(1, true));
+    }
     lprobs.select(1, kPad).fill_(kNegInf);
     if (opt.unk_penalty != 0) lprobs.select(1, kUnk).sub_(opt.unk_penalty);
     if (step >= max_len) {

@@ -17,8 +17,10 @@ struct SearchOptions {
   int64_t beam = 5;
   double lenpen = 1.0;      // final score = sum log p / len^lenpen (len counts </s>)
   // CTranslate2's search (its models'): a hypothesis that reaches max_len ends there, without
-  // </s>'s log-probability and length (fairseq's gets </s> forced), and every hypothesis of a
-  // step's top `beam` that ends is kept, even past `beam` of them, before the best are picked.
+  // </s>'s log-probability and length (fairseq's gets </s> forced), every hypothesis of a step's
+  // top `beam` that ends is kept, even past `beam` of them, before the best are picked, and
+  // before min_len the other tokens share </s>'s probability (CTranslate2 leaves </s> out before
+  // its softmax; fairseq after).
   bool max_len_cuts = false;
   double max_len_a = 0.0;   // max_len = a * src_len + b (src_len: padded source length of the batch)
   int64_t max_len_b = 200;
