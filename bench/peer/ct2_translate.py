@@ -2,10 +2,10 @@
 """CTranslate2's side of bench/peer/ctranslate2.sh, and its table.
 
     ct2_translate.py convert FAIRSEQ_CHECKPOINT DATA_DIR OUT_DIR [--quantization int8]
-    ct2_translate.py translate --model DIR --pieces FILE --spm MODEL --out HYP --compute-type T
+    ct2_translate.py translate --model DIR --pieces FILE [--spm MODEL] --out HYP --compute-type T
         --threads N --beam B --batch-size S --max-length L --lenpen P
     ct2_translate.py record OUT.json --tool T --compute-type T --batch-size S --round R --log L
-        --bleu B --hyp H --fairseq-hyp F
+        --hyp H [--bleu B] [--fairseq-hyp F]
     ct2_translate.py table DIR      (every DIR/*.json: a Markdown table of medians and ratios, then JSON)
 
 convert runs CTranslate2's fairseq converter (ct2-fairseq-converter) in the process that
@@ -14,7 +14,8 @@ checkpoints are the ones this machine trained, so the converter may unpickle the
 
 translate loads a converted model (not timed), then translates the subword pieces of FILE with
 translate_batch (beam B, max_batch_size S sentences per batch, which CTranslate2 sorts by length,
-as leanseq translate sorts its buffer) and turns each result into text with the SentencePiece model;
+as leanseq translate sorts its buffer) and turns each result into text with the SentencePiece model
+(without one, its tokens joined by spaces);
 the seconds from the first call to the last detokenized line are timed, as leanseq translate times
 its search and detokenization, and printed as "translated N sentences ... : X sentences/s".
 """
@@ -48,7 +49,7 @@ def translate(args):
     import ctranslate2
     import sentencepiece
 
-    sp = sentencepiece.SentencePieceProcessor(model_file=args.spm)
+    sp = sentencepiece.SentencePieceProcessor(model_file=args.spm) if args.spm else None
     with open(args.pieces, encoding="utf-8") as f:
         sources = [line.split() for line in f.read().splitlines()]
     model = ctranslate2.Translator(args.model, device="cpu", compute_type=args.compute_type,
@@ -57,7 +58,7 @@ def translate(args):
     out = model.translate_batch(sources, max_batch_size=args.batch_size, batch_type="examples",
                                 beam_size=args.beam, max_decoding_length=args.max_length,
                                 length_penalty=args.lenpen)
-    lines = [sp.decode_pieces(r.hypotheses[0]) for r in out]
+    lines = [sp.decode_pieces(r.hypotheses[0]) if sp else " ".join(r.hypotheses[0]) for r in out]
     seconds = time.perf_counter() - start
     tokens = sum(len(r.hypotheses[0]) + 1 for r in out)  # with </s>, as leanseq counts
     with open(args.out, "w", encoding="utf-8") as f:
@@ -81,21 +82,27 @@ def backend(log_text):
 def record(args):
     with open(args.log, encoding="utf-8", errors="replace") as f:
         log_text = f.read()
-    with open(args.bleu, encoding="utf-8") as f:
-        bleu = json.load(f)["score"]
-    identical, sentences = results.identical_lines(args.hyp, args.fairseq_hyp)
+    bleu = None
+    if args.bleu:
+        with open(args.bleu, encoding="utf-8") as f:
+            bleu = round(json.load(f)["score"], 2)
+    identical, sentences = results.identical_lines(args.hyp, args.fairseq_hyp) if args.fairseq_hyp else (None, None)
     try:
         sps = results.sentences_per_second(log_text)
     except ValueError as e:
         sys.stderr.write("%s: %s\n" % (args.log, e))
         return 1
     out = {"tool": args.tool, "compute_type": args.compute_type, "batch_size": args.batch_size,
-           "round": args.round, "sentences_per_second": sps, "bleu": round(bleu, 2),
+           "round": args.round, "sentences_per_second": sps, "bleu": bleu,
            "identical_to_fairseq": identical, "sentences": sentences}
     if args.tool == "ctranslate2":
         out["backend"] = backend(log_text)
     results.write_record(args.out, out)
     return 0
+
+
+def show(summary, key):
+    return "-" if not summary or summary[key] is None else summary[key]
 
 
 def table(args):
@@ -122,8 +129,7 @@ def table(args):
             print("| %d | %s | %s | %s | %s | %s / %s | %s / %s |" % (
                 batch, ctype, "%.1f" % a["sentences_per_second"] if a else "-",
                 "%.1f" % b["sentences_per_second"] if b else "-", ratio,
-                a["bleu"] if a else "-", b["bleu"] if b else "-",
-                a["identical_to_fairseq"] if a else "-", b["identical_to_fairseq"] if b else "-"))
+                show(a, "bleu"), show(b, "bleu"), show(a, "identical_to_fairseq"), show(b, "identical_to_fairseq")))
         if ct2 and "int8" in ours:
             best_type = max(ct2, key=lambda t: ct2[t]["sentences_per_second"])
             ratios[batch] = {"leanseq_int8_over_best_ctranslate2": round(
@@ -146,15 +152,18 @@ def main():
     p.add_argument("out_dir")
     p.add_argument("--quantization")
     p = sub.add_parser("translate")
-    for name in ("--model", "--pieces", "--spm", "--out", "--compute-type"):
+    for name in ("--model", "--pieces", "--out", "--compute-type"):
         p.add_argument(name, required=True)
+    p.add_argument("--spm", help="the SentencePiece model that detokenizes (default: tokens joined by spaces)")
     for name in ("--threads", "--beam", "--batch-size", "--max-length"):
         p.add_argument(name, type=int, required=True)
     p.add_argument("--lenpen", type=float, required=True)
     p = sub.add_parser("record")
     p.add_argument("out")
-    for name in ("--tool", "--compute-type", "--log", "--bleu", "--hyp", "--fairseq-hyp"):
+    for name in ("--tool", "--compute-type", "--log", "--hyp"):
         p.add_argument(name, required=True)
+    p.add_argument("--bleu", help="leanseq score's JSON of the hypotheses (default: no BLEU)")
+    p.add_argument("--fairseq-hyp", help="lines to count identical ones against (default: none)")
     p.add_argument("--batch-size", type=int, required=True)
     p.add_argument("--round", type=int, required=True)
     p = sub.add_parser("table")

@@ -47,6 +47,7 @@ done
 [ -n "${batch_sizes// /}" ] && [ -n "${compute_types// /}" ] || die "--batch-sizes and --compute-types need at least one value"
 . "$here/fairseq_setup.sh"
 . "$here/ct2_setup.sh"
+. "$here/side_by_side.sh"
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 check_fairseq
 [ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"
@@ -98,16 +99,7 @@ decode() {  # tool type batch round
     --round "$4" --log "$logf" --bleu "$out/bleu.$name.json" --hyp "$hyp" --fairseq-hyp "$dir/hyp.en" >&2
 }
 
-turn=0
-for round in $(seq 1 "$rounds"); do
-  for b in $batch_sizes; do
-    for t in $compute_types; do
-      if [ $((turn % 2)) = 0 ]; then decode ctranslate2 "$t" "$b" "$round"; decode leanseq "$t" "$b" "$round"
-      else decode leanseq "$t" "$b" "$round"; decode ctranslate2 "$t" "$b" "$round"; fi
-      turn=$((turn + 1))
-    done
-  done
-done
+alternate_decodes "$rounds" "$batch_sizes" "$compute_types"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
   "$(date +%F), $cpu, $(nproc) cores, $threads threads, model $run, beam $beam, max length $max_length, length penalty $lenpen," \
