@@ -270,10 +270,23 @@ void Converter::vocabularies(int64_t src_rows, int64_t tgt_rows) {
     return cfg[key].get<std::string>();
   };
   const std::string bos = token("bos_token", "<s>"), eos = token("eos_token", "</s>"), unk = token("unk_token", "<unk>");
-  const std::string start = token("decoder_start_token", "<s>");
   auto flag = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
-  const auto& src_vocab = m_.source_vocabulary();
-  const auto& tgt_vocab = m_.target_vocabulary();
+  std::string start = token("decoder_start_token", "<s>");
+  bool source_bos = flag("add_source_bos"), source_eos = flag("add_source_eos");
+  if (m_.binary_version() < 6) {
+    // Before config.json, flags in model.bin said how sequences are framed.
+    if (m_.integer("user_decoder_start_tokens", 0)) refuse("user_decoder_start_tokens (a start token per request)");
+    start = m_.integer("with_target_bos", 1) ? bos : eos;
+    source_bos = m_.integer("with_source_bos", 0) != 0;
+    source_eos = m_.integer("with_source_eos", 0) != 0;
+  }
+  // CTranslate2 appends the unknown token to a vocabulary without it (OpenNMT-tf's files).
+  auto with_unk = [&](std::vector<std::string> v) {
+    if (std::find(v.begin(), v.end(), unk) == v.end()) v.push_back(unk);
+    return v;
+  };
+  const auto src_vocab = with_unk(m_.source_vocabulary());
+  const auto tgt_vocab = with_unk(m_.target_vocabulary());
   auto check_size = [&](const std::vector<std::string>& v, int64_t rows, const char* side) {
     if (static_cast<int64_t>(v.size()) != rows) {
       throw CheckpointError(m_.dir() + ": the " + std::string(side) + " vocabulary has " + std::to_string(v.size()) +
@@ -290,8 +303,8 @@ void Converter::vocabularies(int64_t src_rows, int64_t tgt_rows) {
     if (tgt_vocab[i] == start) start_row = static_cast<int64_t>(i);
   }
   if (start_row < 0) throw CheckpointError(m_.dir() + ": the target vocabulary has no decoder start token '" + start + "'");
-  out_.vocab.source_bos = flag("add_source_bos");
-  out_.vocab.source_eos = flag("add_source_eos");
+  out_.vocab.source_bos = source_bos;
+  out_.vocab.source_eos = source_eos;
   out_.vocab.max_len_cuts = true;  // searched as CTranslate2 searches
   if ((out_.vocab.source_bos && src.from[0] < 0) || (out_.vocab.source_eos && src.from[2] < 0)) {
     throw CheckpointError(m_.dir() + ": the config adds a token to sources that the source vocabulary lacks");
@@ -319,7 +332,6 @@ Ct2Conversion Converter::run() {
   if (!spec.empty() && spec != "TransformerSpec" && spec != "TransformerBase" && spec != "TransformerBig") {
     refuse("model spec '" + spec + "': leanseq reads CTranslate2's sequence-to-sequence TransformerSpec");
   }
-  if (m_.spec_revision() == 1 && m_.binary_version() >= 2) refuse("spec revision 1 (OpenNMT-tf 1 variable names)");
   if (m_.spec_revision() > 7) refuse("spec revision " + std::to_string(m_.spec_revision()) + " (newer than 7)");
   const auto& cfg = m_.config();
   if (cfg.contains("quantization_type") && cfg["quantization_type"] != 0) refuse("config.json quantization_type (AWQ)");

@@ -79,6 +79,30 @@ class Cursor {
   uint64_t at_ = 0;
 };
 
+// A variable's name in a spec of revision 1 (OpenNMT-tf's own names, "transformer/encoder/w_embs:0")
+// as later revisions name it, by CTranslate2's rules for such files.
+std::string revision_1_name(std::string name) {
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const auto at = name.find(from);
+    if (at != std::string::npos) name.replace(at, from.size(), to);
+  };
+  replace("transformer/", "");
+  replace(":0", "");
+  replace("w_embs", "embeddings/weight");
+  replace("kernel", "weight");
+  replace("LayerNorm", "layer_norm");
+  replace("dense", "projection");
+  replace("conv1d_", "linear_");
+  replace("conv1d", "linear_0");
+  if (name.find("encoder") != std::string::npos) {
+    replace("multi_head", "self_attention");
+  } else {
+    replace("masked_multi_head", "self_attention");
+    replace("multi_head", "attention");
+  }
+  return name;
+}
+
 std::vector<std::string> read_vocabulary(const std::string& path) {
   const std::string text = io::read_file(path, "CTranslate2 vocabulary");
   std::vector<std::string> tokens;
@@ -156,6 +180,7 @@ void Ct2Model::read_binary(const std::string& bytes) {
   const auto count = in.number(4, "the number of variables");
   for (uint64_t i = 0; i < count; ++i) {
     std::string name = in.text("a variable name");
+    if (spec_revision_ == 1) name = revision_1_name(std::move(name));
     const std::string where = "variable " + std::to_string(i) + " ('" + name.substr(0, 200) + "')";
     const size_t rank = in.number(1, "a rank");
     if (rank > kMaxRank) fail(where + ": rank " + std::to_string(rank) + " (at most " + std::to_string(kMaxRank) + ")");
@@ -233,6 +258,9 @@ torch::Tensor Ct2Model::float32(const std::string& name) const {
   if (type == Ct2Type::float16 || type == Ct2Type::bfloat16) return value.to(torch::kFloat);
   if (type == Ct2Type::int32) fail("'" + name + "' holds int32 values where weights are expected");
   const std::string scale_name = real_name + "_scale";
+  if (type == Ct2Type::int16 && !variables_.count(scale_name) && !aliases_.count(scale_name)) {
+    return value.to(torch::kFloat) / 1000.0f;  // older int16 files: one scale for every weight
+  }
   if (!variables_.count(scale_name) && !aliases_.count(scale_name)) {
     fail("'" + name + "' is stored in " + ct2_type_name(type) + " without its scale '" + scale_name + "'");
   }

@@ -1,6 +1,7 @@
 // CTranslate2 model directories read without CTranslate2: model.bin (binary versions 1 to 6: a
 // version, the spec's name and revision, the variables, each with its name, shape, type and bytes,
-// then aliases from one name to another), config.json, and the vocabularies
+// then aliases from one name to another; revision 1's OpenNMT-tf names renamed as later revisions
+// name them), config.json, and the vocabularies
 // (shared_vocabulary.json/.txt, or source_ and target_vocabulary). Every size the file declares is
 // checked against the bytes left before anything is allocated from it, so that a truncated or
 // forged file is refused with one line naming it.
@@ -40,7 +41,8 @@ class Ct2Model {
   const torch::Tensor& stored(const std::string& name) const;
   Ct2Type stored_type(const std::string& name) const;
   // The variable as float32: float16 and bfloat16 widened, int8 and int16 weights divided by
-  // their `<name>_scale` (per row for int8, one value for int16), as CTranslate2 dequantizes.
+  // their `<name>_scale` (per row for int8, one value for int16; 1000 for an int16 weight of an
+  // older file without one), as CTranslate2 dequantizes.
   torch::Tensor float32(const std::string& name) const;
   // A scalar attribute (rank 0 or one element) as an integer, or `fallback` when absent.
   int64_t integer(const std::string& name, int64_t fallback) const;
