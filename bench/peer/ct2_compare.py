@@ -18,17 +18,12 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures", "ctranslate2"))
+import make  # noqa: E402  (the fixtures' reader of a model's source vocabulary)
 
 
 def source_tokens(model_dir):
-    for name in ("shared_vocabulary", "source_vocabulary"):
-        for ext in (".json", ".txt"):
-            path = os.path.join(model_dir, name + ext)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as f:
-                    tokens = json.load(f) if ext == ".json" else f.read().splitlines()
-                return [t for t in tokens if t and not (t.startswith("<") and t.endswith(">"))]
-    raise SystemExit("%s: no source vocabulary" % model_dir)
+    return [t for t in make.source_vocabulary(model_dir) if t and not (t.startswith("<") and t.endswith(">"))]
 
 
 def main():
