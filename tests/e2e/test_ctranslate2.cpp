@@ -63,7 +63,8 @@ TEST(CTranslate2Models, TranslateAsCTranslate2DoesFromTheirDirectories) {
   // the bounds leave another CPU's sums room for a near tie.
   const Case cases[] = {{"onmt-relu", 49, 49},          {"onmt-gelu-tied", 49, 49},       {"spec-postnorm", 49, 49},
                         {"fairseq", 49, 49},            {"onmt-relu-int8", 45, 45},       {"onmt-relu-int16", 45, 45},
-                        {"onmt-relu-float16", 45, 45},  {"onmt-gelu-tied-bfloat16", 45, 45}, {"fairseq-int8", 45, 45}};
+                        {"onmt-relu-float16", 45, 45},  {"onmt-gelu-tied-bfloat16", 45, 45}, {"fairseq-int8", 45, 45},
+                        {"onmt-fast-gelu", 49, 49},     {"onmt-silu", 49, 49}};
   for (const auto& c : cases) {
     const std::string dir = fixture(c.dir);
     EXPECT_GE(equal_lines(dir, dir + "/out.greedy.txt", "--greedy"), c.greedy) << c.dir << " greedy";

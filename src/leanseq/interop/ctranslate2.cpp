@@ -166,11 +166,13 @@ void Converter::side(const std::string& s, int64_t& dim, int64_t& ffn, int64_t& 
   heads = attribute(s, "num_heads", m_.spec() == "TransformerBig" ? 16 : 8);
   pre_norm = attribute(s, "pre_norm", 1) != 0;
   const int64_t act = attribute(s, "activation", 0);
-  if (act != 0 && act != 3) refuse(s + "/activation = " + std::string(activation_name(act)));
+  if (act < 0 || act > 3) refuse(s + "/activation = " + std::string(activation_name(act)));
   if (heads <= 0 || dim % heads != 0) {
     throw CheckpointError(m_.dir() + ": " + s + " has " + std::to_string(heads) + " heads for width " + std::to_string(dim));
   }
-  out_.values.set("model.activation_fn", act == 3 ? "gelu" : "relu", m_.dir());
+  // leanseq's names of relu, gelu_tanh, swish and gelu.
+  static const char* leanseq_names[] = {"relu", "gelu_accurate", "swish", "gelu"};
+  out_.values.set("model.activation_fn", leanseq_names[act], m_.dir());
   t_[to + ".embed_tokens.weight"] = embed;
   t_[to + ".embed_positions.weight"] = positions(s, dim);
   if (m_.has(s + "/layernorm_embedding/gamma")) norm(s + "/layernorm_embedding", to + ".layernorm_embedding");

@@ -52,7 +52,7 @@ void TransformerConfig::visit(ConfigVisitor& v) {
   v.field("dropout", dropout, "dropout probability", kProbability);
   v.field("attention_dropout", attention_dropout, "dropout on attention weights", kProbability);
   v.field("activation_dropout", activation_dropout, "dropout after the FFN activation", kProbability);
-  v.field("activation_fn", activation_fn, "relu or gelu");
+  v.field("activation_fn", activation_fn, "relu, gelu, gelu_accurate (gelu's tanh approximation) or swish");
   v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
   v.field("no_scale_embedding", no_scale_embedding, "do not scale embeddings by sqrt(dim)");
@@ -119,8 +119,8 @@ void TransformerConfig::validate() const {
   if (layernorm_embedding && encoder_type == "disan") {
     throw ConfigError("model.layernorm_embedding goes with the transformer encoder, not disan");
   }
-  if (activation_fn != "relu" && activation_fn != "gelu") {
-    throw ConfigError("model: activation_fn must be relu or gelu, got '" + activation_fn + "'");
+  if (activation_fn != "relu" && activation_fn != "gelu" && activation_fn != "gelu_accurate" && activation_fn != "swish") {
+    throw ConfigError("model: activation_fn must be relu, gelu, gelu_accurate or swish, got '" + activation_fn + "'");
   }
 }
 

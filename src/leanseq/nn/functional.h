@@ -16,19 +16,27 @@
 namespace leanseq::nn {
 
 // A layer's nonlinearity, parsed once from its config key (parse_activation) so that layers do not
-// compare strings.
-enum class Activation { relu, gelu, elu };
-// ConfigError naming `key` for another name than relu, gelu or elu.
+// compare strings. gelu_tanh is gelu's tanh approximation (fairseq's gelu_accurate, CTranslate2's
+// GELUTanh), swish x * sigmoid(x).
+enum class Activation { relu, gelu, elu, gelu_tanh, swish };
+// ConfigError naming `key` for another name than relu, gelu, gelu_accurate (or its older name
+// gelu_fast), swish or elu.
 inline Activation parse_activation(const std::string& name, const std::string& key) {
   if (name == "relu") return Activation::relu;
   if (name == "gelu") return Activation::gelu;
+  if (name == "gelu_accurate" || name == "gelu_fast") return Activation::gelu_tanh;
+  if (name == "swish") return Activation::swish;
   if (name == "elu") return Activation::elu;
-  throw ConfigError(key + ": '" + name + "' is not relu, gelu or elu");
+  throw ConfigError(key + ": '" + name + "' is not relu, gelu, gelu_accurate, swish or elu");
 }
 inline torch::Tensor activate(const torch::Tensor& x, Activation a) {
   switch (a) {
     case Activation::gelu:
       return torch::gelu(x);
+    case Activation::gelu_tanh:
+      return torch::gelu(x, "tanh");
+    case Activation::swish:
+      return torch::silu(x);
     case Activation::elu:
       return torch::elu(x);
     default:

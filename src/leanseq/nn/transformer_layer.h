@@ -16,7 +16,7 @@ struct TransformerLayerOptions {
   int64_t encoder_embed_dim = 0;  // decoder: the encoder output's width (0: embed_dim)
   double dropout = 0.1, attention_dropout = 0.0, activation_dropout = 0.0;
   bool normalize_before = false;
-  Activation activation = Activation::relu;  // relu | gelu
+  Activation activation = Activation::relu;  // relu | gelu | gelu_tanh | swish
   // SAN: this layer applies the self-attention distribution of its block's first layer to its own
   // values (it has no q_proj/k_proj) ...
   bool reuse_self_attn = false;
