@@ -3,7 +3,7 @@
 
     ct2_translate.py convert FAIRSEQ_CHECKPOINT DATA_DIR OUT_DIR [--quantization int8]
     ct2_translate.py translate --model DIR --pieces FILE [--spm MODEL] --out HYP --compute-type T
-        --threads N --beam B --batch-size S --max-length L --lenpen P
+        --threads N [--inter-threads R] --beam B --batch-size S --max-length L --lenpen P
     ct2_translate.py record OUT.json --tool T --compute-type T --batch-size S --round R --log L
         --hyp H [--bleu B] [--fairseq-hyp F]
     ct2_translate.py table DIR      (every DIR/*.json: a Markdown table of medians and ratios, then JSON)
@@ -14,7 +14,8 @@ checkpoints are the ones this machine trained, so the converter may unpickle the
 
 translate loads a converted model (not timed), then translates the subword pieces of FILE with
 translate_batch (beam B, max_batch_size S sentences per batch, which CTranslate2 sorts by length,
-as leanseq translate sorts its buffer) and turns each result into text with the SentencePiece model
+as leanseq translate sorts its buffer; with --inter-threads R, R replicas of --threads threads take
+batches in parallel) and turns each result into text with the SentencePiece model
 (without one, its tokens joined by spaces);
 the seconds from the first call to the last detokenized line are timed, as leanseq translate times
 its search and detokenization, and printed as "translated N sentences ... : X sentences/s".
@@ -53,7 +54,7 @@ def translate(args):
     with open(args.pieces, encoding="utf-8") as f:
         sources = [line.split() for line in f.read().splitlines()]
     model = ctranslate2.Translator(args.model, device="cpu", compute_type=args.compute_type,
-                                   inter_threads=1, intra_threads=args.threads)
+                                   inter_threads=args.inter_threads, intra_threads=args.threads)
     start = time.perf_counter()
     out = model.translate_batch(sources, max_batch_size=args.batch_size, batch_type="examples",
                                 beam_size=args.beam, max_decoding_length=args.max_length,
@@ -155,6 +156,8 @@ def main():
     for name in ("--model", "--pieces", "--out", "--compute-type"):
         p.add_argument(name, required=True)
     p.add_argument("--spm", help="the SentencePiece model that detokenizes (default: tokens joined by spaces)")
+    p.add_argument("--inter-threads", type=int, default=1,
+                   help="replicas translating batches in parallel, each with --threads threads (default 1)")
     for name in ("--threads", "--beam", "--batch-size", "--max-length"):
         p.add_argument(name, type=int, required=True)
     p.add_argument("--lenpen", type=float, required=True)
