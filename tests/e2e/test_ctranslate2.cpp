@@ -158,6 +158,9 @@ TEST(CTranslate2Models, AnArgosPackageTranslatesRawText) {
   fs::create_directories(dir + "/empty");
   EXPECT_EQ(run_command(kCli + " serve --argos-packages " + dir + "/empty", out), 2);
   EXPECT_NE(out.find("no Argos Translate package there"), std::string::npos) << out;
+  // With --checkpoint: one or the other.
+  EXPECT_EQ(run_command(kCli + " serve --checkpoint " + pkg + " --argos-packages " + packages, out), 2);
+  EXPECT_NE(out.find("--argos-packages DIR (which --model or --models may join)"), std::string::npos) << out;
 }
 
 TEST(CTranslate2Models, HostileModelFilesGiveOneLineAndExitOne) {

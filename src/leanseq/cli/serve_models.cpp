@@ -91,8 +91,9 @@ std::vector<ModelSpec> read_models_file(const std::string& path, int workers, ke
 std::vector<ModelSpec> model_specs(const std::string& checkpoint, const std::vector<std::string>& model_flags,
                                    const std::string& models_file, const std::string& argos_packages, int workers,
                                    kernels::ComputeTypeRequest compute_type) {
-  if (!checkpoint.empty() + !model_flags.empty() + !models_file.empty() != 1 &&
-      !(argos_packages.size() && checkpoint.empty() && (model_flags.empty() || models_file.empty()))) {
+  const int given = !checkpoint.empty() + !model_flags.empty() + !models_file.empty();
+  // --argos-packages stands alone or joins --model or --models, not --checkpoint.
+  if (argos_packages.empty() ? given != 1 : (!checkpoint.empty() || given > 1)) {
     throw ConfigError("serve: give one of --checkpoint (one model), --model NAME=CHECKPOINT (repeatable), --models FILE "
                       "and --argos-packages DIR (which --model or --models may join)");
   }

@@ -14,6 +14,8 @@ namespace {
 
 constexpr uint32_t kNewestBinaryVersion = 6;  // what CTranslate2 4.x writes
 constexpr size_t kMaxRank = 8;
+// The one scale of every int16 weight in files that stored none (CTranslate2's global int16 scale).
+constexpr float kOlderInt16Scale = 1000.0f;
 
 bool is_dir(const std::string& path) {
   struct stat st{};
@@ -258,10 +260,8 @@ torch::Tensor Ct2Model::float32(const std::string& name) const {
   if (type == Ct2Type::float16 || type == Ct2Type::bfloat16) return value.to(torch::kFloat);
   if (type == Ct2Type::int32) fail("'" + name + "' holds int32 values where weights are expected");
   const std::string scale_name = real_name + "_scale";
-  if (type == Ct2Type::int16 && !variables_.count(scale_name) && !aliases_.count(scale_name)) {
-    return value.to(torch::kFloat) / 1000.0f;  // older int16 files: one scale for every weight
-  }
-  if (!variables_.count(scale_name) && !aliases_.count(scale_name)) {
+  if (!has(scale_name)) {
+    if (type == Ct2Type::int16) return value.to(torch::kFloat) / kOlderInt16Scale;
     fail("'" + name + "' is stored in " + ct2_type_name(type) + " without its scale '" + scale_name + "'");
   }
   const auto scale = float32(scale_name);
