@@ -228,25 +228,63 @@ TEST(San, IncrementalEqualsFullForwardForEveryVariant) {
   }
 }
 
-TEST(San, ReturnsTheAttentionOfTheLastBlock) {
+namespace {
+// A transformer_tiny of `decoder_layers` decoder layers (`groups`: its encoder-attention blocks)
+// in inference, and the attention its teacher-forced pass returns over random tokens (2
+// sentences, 6 source and 5 target tokens) with every layer's distributions.
+struct AttentionPass {
+  std::shared_ptr<Seq2SeqModel> model;
+  torch::Tensor src, src_lengths, prev, attn;
+  AttentionMaps maps;
+};
+AttentionPass attention_pass(int64_t decoder_layers, const std::string& groups, int64_t alignment_layer = -1,
+                             int64_t alignment_heads = 0) {
   auto cfg = registry().preset_config("transformer_tiny");
   auto& c = static_cast<TransformerConfig&>(*cfg);
-  c.decoder.layers = 3;
-  c.decoder.encoder_attn_groups = "0,1-2";
-  auto model = build_model(*cfg, {30, 30, true});
-  model->eval();
+  c.decoder.layers = decoder_layers, c.decoder.attention_heads = 4, c.decoder.encoder_attn_groups = groups;
+  c.decoder.alignment_layer = alignment_layer, c.decoder.alignment_heads = alignment_heads;
+  cfg->validate();
+  AttentionPass p{build_model(*cfg, {30, 30, true})};
+  p.model->eval();
   torch::NoGradGuard g;
-  auto src = torch::randint(4, 30, {2, 6}, torch::kLong);
-  auto prev = torch::randint(4, 30, {2, 5}, torch::kLong);
-  auto out = model->forward(src, torch::full({2}, 6, torch::kLong), prev, true);
-  ASSERT_TRUE(out.attn.defined());
-  EXPECT_LT(max_abs_diff(out.attn.sum(-1), torch::ones({2, 5})), 1e-5);
-  auto maps = static_cast<TransformerModel&>(*model).attention_maps(src, prev);
-  ASSERT_EQ(maps.encoder_decoder.size(), 3u);
-  EXPECT_TRUE(maps.encoder_decoder[2].equal(maps.encoder_decoder[1]));  // layer 2 reuses layer 1's
-  EXPECT_LT(max_abs_diff(out.attn, maps.encoder_decoder[1].mean(1)), 1e-6);
-  EXPECT_EQ(maps.encoder_self.size(), 2u);
-  EXPECT_EQ(maps.decoder_self.size(), 3u);
+  p.src = torch::randint(4, 30, {2, 6}, torch::kLong);
+  p.src_lengths = torch::full({2}, 6, torch::kLong);
+  p.prev = torch::randint(4, 30, {2, 5}, torch::kLong);
+  p.attn = p.model->forward(p.src, p.src_lengths, p.prev, true).attn;
+  p.maps = static_cast<TransformerModel&>(*p.model).attention_maps(p.src, p.prev);
+  return p;
+}
+}  // namespace
+
+TEST(San, ReturnsTheAttentionOfTheLastBlock) {
+  const auto p = attention_pass(3, "0,1-2");
+  ASSERT_TRUE(p.attn.defined());
+  EXPECT_LT(max_abs_diff(p.attn.sum(-1), torch::ones({2, 5})), 1e-5);
+  ASSERT_EQ(p.maps.encoder_decoder.size(), 3u);
+  EXPECT_TRUE(p.maps.encoder_decoder[2].equal(p.maps.encoder_decoder[1]));  // layer 2 reuses layer 1's
+  EXPECT_LT(max_abs_diff(p.attn, p.maps.encoder_decoder[1].mean(1)), 1e-6);
+  EXPECT_EQ(p.maps.encoder_self.size(), 2u);
+  EXPECT_EQ(p.maps.decoder_self.size(), 3u);
+}
+
+TEST(San, AlignmentLayerAndHeadsChooseTheReturnedAttention) {
+  // Layer 1 (-2 of 3), its first two heads; under SAN it reuses its block's owner's (layer 0).
+  for (const char* groups : {"", "0-1,2"}) {
+    const auto p = attention_pass(3, groups, -2, 2);
+    const auto expected = p.maps.encoder_decoder[1].narrow(1, 0, 2).mean(1);  // [B, T, S]
+    EXPECT_LT(max_abs_diff(p.attn, expected), 1e-6) << groups;
+    EXPECT_GT(max_abs_diff(p.attn, p.maps.encoder_decoder[2].mean(1)), 1e-3) << groups;
+    // Step by step: each step's attention is the full pass's row.
+    torch::NoGradGuard g;
+    auto enc = p.model->encode(p.src, p.src_lengths);
+    auto state = p.model->init_state(enc);
+    for (int64_t t = 0; t < 5; ++t) {
+      auto step = p.model->step(p.prev.narrow(1, t, 1), enc, state, true);
+      EXPECT_LT(max_abs_diff(step.attn.squeeze(1), expected.select(1, t)), 1e-5) << groups << " step " << t;
+    }
+  }
+  for (int64_t layer : {3, -4}) EXPECT_THROW(attention_pass(3, "", layer), ConfigError) << layer;
+  EXPECT_THROW(attention_pass(3, "", -1, 5), ConfigError);
 }
 
 TEST(LayerGroups, ParsesFormatsAndRejects) {

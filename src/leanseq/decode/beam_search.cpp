@@ -346,8 +346,11 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
         h.score = cs[g][j] / std::pow(static_cast<double>(length), opt.lenpen);
         if (opt.need_attn) {
           auto a = attn_hist[row];  // [step + 1, S]
-          const int64_t source_eos = src_lengths ? (*src_lengths)[active[g]] - 1 : -1;
-          if (source_eos > 0) a = a.narrow(1, 0, source_eos);  // a token, not </s>, as fairseq aligns
+          if (src_lengths) {  // a token, not <s> or </s>, as fairseq and CTranslate2 align
+            const int64_t first = opt.source_bos ? 1 : 0;
+            const int64_t end = (*src_lengths)[active[g]] - (opt.source_eos ? 1 : 0);
+            if (end > first) a = a.narrow(1, first, end - first);
+          }
           auto best = a.argmax(1);
           for (int64_t t = 0; t <= step; ++t) h.alignment.push_back(best[t].item<int64_t>());
         }

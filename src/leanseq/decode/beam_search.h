@@ -28,6 +28,9 @@ struct SearchOptions {
   double unk_penalty = 0.0; // subtracted from <unk>'s log-prob
   int64_t nbest = 1;
   bool need_attn = false;   // collect encoder attention per output token (alignments)
+  // The source's framing (with src_lengths): alignments point at its tokens, not at a <s> before
+  // them or the </s> after them; a position counts from the first token.
+  bool source_bos = false, source_eos = true;
   int64_t no_repeat_ngram_size = 0;  // no hypothesis repeats an n-gram of this size (0: off)
   double temperature = 1.0;          // logits divided by it before the softmax
   // Sampling instead of beam search (fairseq's --sampling): `beam` samples per sentence, each

@@ -173,6 +173,7 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
   TranslateOptions opt = opt_in;
   if (opt.replace_unk) opt.search.need_attn = true;  // the alignment says which source subword
   opt.search.max_len_cuts = max_len_cuts_;
+  opt.search.source_bos = source_bos_, opt.search.source_eos = source_eos_;
   if (model_->is_training()) model_->eval();  // (a model in training validates through this; threads share the others)
   auto device = model_->parameters().front().device();
   // Sources longer than max_input_length tokens (</s> included) are cut to it, ending with </s>

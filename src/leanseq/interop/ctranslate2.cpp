@@ -382,6 +382,16 @@ Ct2Conversion Converter::run() {
   v.set("model.share_decoder_input_output_embed", "false", from);
   v.set("model.decoder.output_bias", t_.count("decoder.output_projection.bias") ? "true" : "false", from);
   v.set("model.dropout", "0", from);
+  // Alignments (--print-alignment) as CTranslate2 returns attention: the first heads of one layer.
+  const int64_t alignment_layer = attribute("decoder", "alignment_layer", -1);
+  const int64_t alignment_heads = attribute("decoder", "alignment_heads", 1);
+  if (alignment_layer < -layers[1] || alignment_layer >= layers[1] || alignment_heads < 0 || alignment_heads > heads[1]) {
+    throw CheckpointError(from + ": decoder/alignment_layer " + std::to_string(alignment_layer) + " and alignment_heads " +
+                          std::to_string(alignment_heads) + " do not name heads of the decoder's " +
+                          std::to_string(layers[1]) + " layers of " + std::to_string(heads[1]));
+  }
+  v.set("model.decoder.alignment_layer", std::to_string(alignment_layer), from);
+  v.set("model.decoder.alignment_heads", std::to_string(alignment_heads), from);
 
   // The type of the weights, as the first layer's first linear stores them (position tables,
   // norms and biases may be wider).

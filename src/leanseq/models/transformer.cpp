@@ -43,6 +43,12 @@ void TransformerConfig::visit(ConfigVisitor& v) {
   visit_side(v, "decoder", decoder);
   v.field("decoder.encoder_attn_groups", decoder.encoder_attn_groups,
           "SAN: blocks of decoder layers sharing the first layer's encoder-attention output, e.g. \"0-1,2-5\"");
+  v.field("decoder.alignment_layer", decoder.alignment_layer,
+          "the decoder layer whose encoder attention gives alignments (--print-alignment, --replace-unk); negative: "
+          "counted from the last (-1)");
+  v.field("decoder.alignment_heads", decoder.alignment_heads,
+          "how many of the alignment layer's first attention heads are averaged for alignments (0: all)",
+          Range::at_least(0));
   v.field("decoder.average_attention", decoder.average_attention,
           "AAN: cumulative-average attention with gates instead of decoder self-attention");
   v.field("decoder.average_attention_ffn", decoder.average_attention_ffn,
@@ -109,6 +115,15 @@ void TransformerConfig::validate() const {
   if (share_all_embeddings && encoder.embed_dim != decoder.embed_dim) {
     throw ConfigError("model.share_all_embeddings needs encoder.embed_dim " + std::to_string(encoder.embed_dim) +
                       " equal to decoder.embed_dim " + std::to_string(decoder.embed_dim));
+  }
+  if (decoder.layers > 0 && (decoder.alignment_layer < -decoder.layers || decoder.alignment_layer >= decoder.layers)) {
+    throw ConfigError("model.decoder.alignment_layer " + std::to_string(decoder.alignment_layer) + " is not a layer of " +
+                      std::to_string(decoder.layers) + " (0 to " + std::to_string(decoder.layers - 1) + ", or -1 to -" +
+                      std::to_string(decoder.layers) + " from the last)");
+  }
+  if (decoder.alignment_heads > decoder.attention_heads) {
+    throw ConfigError("model.decoder.alignment_heads " + std::to_string(decoder.alignment_heads) + " exceeds " +
+                      "decoder.attention_heads " + std::to_string(decoder.attention_heads));
   }
   if (decoder.output_dim < 0) throw ConfigError("model.decoder.output_dim must be 0 (decoder.embed_dim) or positive");
   if (decoder.output_dim > 0 && decoder.output_dim != decoder.embed_dim &&
@@ -209,11 +224,17 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   embed_positions =
       register_module("embed_positions", nn::PositionalEmbedding(s.embed_dim, nn::kPadIndex, cfg.max_target_positions, s.learned_pos));
   layers = register_module("layers", torch::nn::ModuleList());
+  const int64_t alignment = s.alignment_layer < 0 ? s.layers + s.alignment_layer : s.alignment_layer;
+  size_t owner = 0;
   for (const auto& o : cfg.layer_options("decoder")) {
     nn::TransformerDecoderLayer layer(o);
     layer->name_state(nn::state_name("layers", layers->size()));
     layers->push_back(layer);
-    if (!o.reuse_encoder_attn) last_encoder_attn_owner_ = layers->size() - 1;
+    if (!o.reuse_encoder_attn) owner = layers->size() - 1;
+    if (static_cast<int64_t>(layers->size()) - 1 == alignment) alignment_layer_ = alignment, alignment_owner_ = owner;
+  }
+  if (s.alignment_heads > 0 && alignment >= 0 && alignment < s.layers) {
+    layers[alignment_owner_]->as<nn::TransformerDecoderLayer>()->encoder_attn->average_first_heads(s.alignment_heads);
   }
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
   layer_norm = nn::optional_layer_norm(s.normalize_before, s.embed_dim);

@@ -28,6 +28,10 @@ struct TransformerSideConfig {
   bool average_attention_fold = false;  // decoder only: decoding steps fold the gate into the FFN's products
   int64_t output_dim = 0;  // decoder only: fairseq's decoder_output_dim, projected to before the output (0: embed_dim)
   bool output_bias = false;  // decoder only: a bias on the output projection (OpenNMT-py's generator)
+  // decoder only: the layer whose encoder attention gives alignments (negative: counted from the
+  // last, -1 the last) and how many of its first heads are averaged (0: all), as fairseq's
+  // alignment_layer/alignment_heads and CTranslate2's.
+  int64_t alignment_layer = -1, alignment_heads = 0;
   A2Blocks a2;  // A2 double-attention blocks after some layers (causal in the decoder)
 };
 
@@ -97,11 +101,12 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   std::vector<nn::DoubleAttention> a2;       // per layer (causal); null where none follows it
 
  private:
-  // Whether layer i returns encoder attention when the pass needs it: the layers of the last
-  // encoder-attention block (they share its owner's).
-  bool returns_attn(size_t i) const { return i >= last_encoder_attn_owner_; }
+  // Whether layer i returns encoder attention when the pass needs it: the alignment layer and the
+  // layers of its encoder-attention block before it (they share the block's owner's), the
+  // alignment layer's last.
+  bool returns_attn(size_t i) const { return i >= alignment_owner_ && i <= alignment_layer_; }
   double embed_scale_, dropout_;
-  size_t last_encoder_attn_owner_ = 0;  // first layer of the last encoder-attention block
+  size_t alignment_layer_ = 0, alignment_owner_ = 0;  // the alignment layer, its block's first layer
 };
 TORCH_MODULE(TransformerDecoder);
 

@@ -69,7 +69,7 @@ bool MultiheadAttentionImpl::attend_in_one_pass(const torch::Tensor& q, double q
   auto [context, probs] = kernels::one_query_attention(q, k, v, mask, q_scale, k_origin, v_origin);
   if (!context.defined()) return false;
   result = {out_proj(context), {}, probs};
-  if (need_weights) result.weights = probs.mean(1);
+  if (need_weights) result.weights = head_mean(probs);
   return true;
 }
 
@@ -82,7 +82,7 @@ AttentionResult MultiheadAttentionImpl::with_context(const torch::Tensor& probs,
                                                      bool need_weights) {
   const int64_t B = probs.size(0), T = probs.size(2);
   AttentionResult r{out_proj(ctx.transpose(1, 2).reshape({B, T, embed_dim_})), {}, probs};
-  if (need_weights) r.weights = probs.mean(1);
+  if (need_weights) r.weights = head_mean(probs);
   return r;
 }
 

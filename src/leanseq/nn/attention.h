@@ -53,9 +53,16 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
   // self-attention at inference takes q, k and v from one product, with no second copy of them.
   void set_compute_type(kernels::ComputeType type) override;
 
+  // The weights a pass returns on request: the mean of the first n heads' distributions (0, the
+  // default: of all heads), as an alignment layer's in fairseq and CTranslate2.
+  void average_first_heads(int64_t n) { weight_heads_ = n; }
+
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, out_proj{nullptr};
 
  private:
+  torch::Tensor head_mean(const torch::Tensor& probs) const {
+    return (weight_heads_ > 0 ? probs.narrow(1, 0, weight_heads_) : probs).mean(1);
+  }
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, T, C] -> [B, H, T, d]
   // q, k, v: [B, H, T|S, d] with q or k already scaled by 1/sqrt(d); mask: additive float
   // [*, *, T, S] or undefined.
@@ -87,7 +94,7 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
   // (not where autograd records: the views' gradients would not reach the projections); undefined
   // otherwise.
   torch::Tensor fused_qkv(const torch::Tensor& x) const;
-  int64_t embed_dim_, kv_dim_, heads_, head_dim_;
+  int64_t embed_dim_, kv_dim_, heads_, head_dim_, weight_heads_ = 0;
   double dropout_, scaling_;
 };
 TORCH_MODULE(MultiheadAttention);
