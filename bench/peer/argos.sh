@@ -9,10 +9,12 @@
 #
 #   [CT2_SRC=/path/to/CTranslate2] bench/peer/argos.sh [--work build/peer-argos] [--rounds 3]
 #       [--threads 2] [--batch-sizes "32 1"] [--compute-types "int8 float32"] [--beam 4]
-#       [--max-length 40] [--sentences 256] [--ct2-replicas 1] [--leanseq build/leanseq]
+#       [--max-length 40] [--sentences 256] [--ct2-replicas 1] [--leanseq-workers 1]
+#       [--leanseq build/leanseq]
 #
 # --ct2-replicas R runs CTranslate2 as R replicas (inter_threads) of threads/R threads each, its
-# layout for a server of several requests at once; leanseq runs one translator of --threads.
+# layout for a server of several requests at once; --leanseq-workers W runs leanseq's translate
+# as W workers of threads/W threads over one copy of the model (`translate --workers`).
 # The random weights never end a sentence early (argos_model.py), so each tool decodes
 # --max-length steps for every sentence. CTranslate2 is built as ctranslate2.sh does (CT2_SRC),
 # or imported by /usr/bin/python3 as it is. README.md beside this file has the details.
@@ -21,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 work="$root/build/peer-argos" rounds=3 threads=2 batch_sizes="32 1" compute_types="int8 float32" beam=4
-max_length=40 sentences=256 replicas=1 leanseq="$root/build/leanseq" py=/usr/bin/python3
+max_length=40 sentences=256 replicas=1 workers=1 leanseq="$root/build/leanseq" py=/usr/bin/python3
 
 die() { echo "argos.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -29,15 +31,17 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2 ;; --rounds) rounds=$2 ;; --threads) threads=$2 ;; --batch-sizes) batch_sizes=$2 ;;
     --compute-types) compute_types=$2 ;; --beam) beam=$2 ;; --max-length) max_length=$2 ;;
-    --sentences) sentences=$2 ;; --ct2-replicas) replicas=$2 ;; --leanseq) leanseq=$2 ;;
+    --sentences) sentences=$2 ;; --ct2-replicas) replicas=$2 ;; --leanseq-workers) workers=$2 ;;
+    --leanseq) leanseq=$2 ;;
     *) die "unknown option '$1' (see the comment at the top of this script)" ;;
   esac
   shift 2
 done
-for v in "$threads" "$rounds" "$beam" "$max_length" "$sentences" "$replicas" $batch_sizes; do
-  [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "'$v': --threads, --rounds, --beam, --max-length, --sentences, --ct2-replicas and --batch-sizes take positive integers"
+for v in "$threads" "$rounds" "$beam" "$max_length" "$sentences" "$replicas" "$workers" $batch_sizes; do
+  [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "'$v': --threads, --rounds, --beam, --max-length, --sentences, --ct2-replicas, --leanseq-workers and --batch-sizes take positive integers"
 done
 [ $((threads % replicas)) = 0 ] || die "--ct2-replicas $replicas does not divide --threads $threads"
+[ $((threads % workers)) = 0 ] || die "--leanseq-workers $workers does not divide --threads $threads"
 for t in $compute_types; do
   case "$t" in float32 | int8) ;; *) die "unknown compute type '$t' (float32, int8)" ;; esac
 done
@@ -68,7 +72,7 @@ decode() {  # tool type batch round
       --max-length "$max_length" --lenpen 1 >"$logf" 2>&1 || die "CTranslate2 failed; see $logf"
   else
     "$leanseq" translate --checkpoint "$work/package.$2" --input-format tokens -i "$work/input.txt" -o "$hyp" \
-      --compute-type "$2" --threads "$threads" --beam "$beam" --batch-size "$3" --max-len-a 0 \
+      --compute-type "$2" --threads "$threads" --workers "$workers" --beam "$beam" --batch-size "$3" --max-len-a 0 \
       --max-len-b "$max_length" --lenpen 1 >"$logf" 2>&1 || die "leanseq translate failed; see $logf"
   fi
   [ "$(wc -l <"$hyp")" = "$sentences" ] || die "$hyp: not one line per sentence"
@@ -79,7 +83,7 @@ decode() {  # tool type batch round
 alternate_decodes "$rounds" "$batch_sizes" "$compute_types"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
-  "$(date +%F), $cpu, $(nproc) cores, $threads threads (CTranslate2: $replicas replica(s)), Argos-shaped model (6+6 layers, 512, 32k vocabulary, random weights)," \
+  "$(date +%F), $cpu, $(nproc) cores, $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), Argos-shaped model (6+6 layers, 512, 32k vocabulary, random weights)," \
   "$sentences sentences of 12-40 tokens, beam $beam, $max_length steps each, medians of $rounds alternated rounds;" \
   "CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}"
 $py "$here/ct2_translate.py" table "$results"

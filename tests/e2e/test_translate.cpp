@@ -79,6 +79,36 @@ TEST(TranslateStream, EmptyAndInvalidLinesKeepOneOutputLinePerInputLine) {
   EXPECT_EQ(all, result);
 }
 
+TEST(TranslateStream, WorkersGiveOneDecodersTranslations) {
+  const auto& ck = checkpoint();
+  const auto dir = temp_dir("workers");
+  {
+    std::ofstream in(dir + "/in.txt"), prefixes(dir + "/prefixes.txt");
+    for (int i = 0; i < 40; ++i) {
+      for (int k = 0; k <= (i * 7) % 9; ++k) in << (k ? " " : "") << "a" << (i * 3 + k * 5) % 20;
+      in << "\n";
+      prefixes << "b" << i % 10 << "\n";
+    }
+  }
+  // Chunks of 13 lines, parts of at most 4 (--batch-size) taken by the workers out of order; a
+  // prefix per line, the n-best with scores and alignments.
+  const std::string flags = " -i " + dir + "/in.txt --prefix-file " + dir +
+                            "/prefixes.txt --beam 3 --nbest 2 --max-len-b 6 --buffer-size 13 --batch-size 4 "
+                            "--print-scores --print-alignment --threads 2";
+  std::string one, two, log;
+  ASSERT_EQ(run_command("{ " + kCli + " translate --checkpoint " + ck + flags + " 2>/dev/null; }", one), 0) << one;
+  ASSERT_EQ(run_command("{ " + kCli + " translate --checkpoint " + ck + flags + " --workers 2 2>" + dir + "/log; }", two),
+            0)
+      << two;
+  EXPECT_EQ(count_lines(one), 80u) << one;
+  EXPECT_EQ(two, one);
+  log = read_text(dir + "/log");
+  EXPECT_NE(log.find("2 workers of 1 threads"), std::string::npos) << log;
+  EXPECT_NE(log.find("translated 40 sentences"), std::string::npos) << log;
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --workers 1000", log), 2) << log;
+  EXPECT_NE(log.find("--workers: 1000 is not between 1 and"), std::string::npos) << log;
+}
+
 TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {
   const auto& ck = checkpoint();
   const auto dir = temp_dir("memory");

@@ -20,6 +20,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/decode/stream.h"
 #include "leanseq/runtime/inference.h"
+#include "leanseq/runtime/translator_pool.h"
 #include "leanseq/text/post_process.h"
 
 namespace leanseq::cli {
@@ -145,10 +146,17 @@ void add_translate(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->group("Performance");
+  sub->add_option("--workers,--inter-threads", a->workers,
+                  "decoders at once, sharing one copy of the model (CTranslate2's inter_threads), each with "
+                  "--threads / workers threads; each chunk of --buffer-size lines is shared among them")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+      ->group("Performance");
   sub->add_flag("--print-alignment", a->alignment,
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
-                "(the model's encoder attention: fconv's averaged over its attention layers; the last decoder "
-                "layer's, averaged over heads, for the other families)")
+                "(the model's encoder attention: fconv's averaged over its attention layers; for the other "
+                "families the alignment layer's (model.decoder.alignment_layer, the last by default), averaged "
+                "over its heads or its first model.decoder.alignment_heads)")
       ->group("Input and output");
   sub->add_option("--input-format", a->opt.input_format,
                   "raw: text, split by the model's subword pipeline; tokens: subword tokens separated by spaces")
@@ -179,7 +187,26 @@ void run_translate(TranslateArgs& a) {
   // A:B:C decodes the models as an ensemble.
   auto lt = load_for_decoding(a.checkpoint, "--checkpoint", a.compute_type, device);
   load_shortlist(a, *lt.translator);
-  log::info(device.is_cpu() ? cpu_decoding_summary() : "decoding on " + device.str());
+  // Workers share the compute threads (the pool sets each one's share before the summary says it).
+  std::unique_ptr<runtime::TranslatorPool> pool;
+  decode::TranslateChunk on_workers;
+  if (a.workers > 1) {
+    try {
+      pool = std::make_unique<runtime::TranslatorPool>(*lt.translator, a.workers);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("--workers: ") + e.what());
+    }
+    const bool in_order = a.opt.search.sampling;  // a seeded sampler's numbers as one thread draws them
+    on_workers = [&pool, in_order](const std::vector<std::string>& sources, const decode::TranslateOptions& opt,
+                                   decode::TranslationStats* st, const std::vector<std::string>* prefixes,
+                                   const std::vector<decode::Constraints>* constraints) {
+      return pool->translate(sources, opt, st, in_order, constraints, prefixes);
+    };
+  }
+  log::info((device.is_cpu() ? cpu_decoding_summary() : "decoding on " + device.str()) +
+            (pool ? "; " + std::to_string(pool->workers()) + " workers of " + std::to_string(pool->intra_threads()) +
+                        " threads"
+                  : ""));
   decode::TranslationStats stats;
   io::LineReader in(a.input);
   const bool prompt = a.interactive && a.input == "-" && isatty(0);
@@ -216,7 +243,7 @@ void run_translate(TranslateArgs& a) {
     };
     std::unique_ptr<io::LineReader> prefixes;
     if (!a.prefix_file.empty()) prefixes = std::make_unique<io::LineReader>(a.prefix_file);
-    decode::translate_stream(*lt.translator, a.opt, in, buffer, emit, &stats, chunk_done, prefixes.get());
+    decode::translate_stream(*lt.translator, a.opt, in, buffer, emit, &stats, chunk_done, prefixes.get(), on_workers);
     if (progress) progress->finish();
   };
   if (a.output == "-") {

@@ -17,6 +17,7 @@ struct TranslateArgs : DecodingFlags {
   OutputFormat output_format = OutputFormat::text;
   bool interactive = false, scores = false, alignment = false;
   int64_t buffer_size = 1000;
+  int64_t workers = 1;  // decoders sharing one copy of the weights (CTranslate2's inter_threads)
   std::string post_process;  // fairseq's --post-process for --output-format fairseq ("": none)
 };
 

@@ -10,7 +10,8 @@ namespace leanseq::decode {
 
 int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io::LineReader& in, int64_t buffer_size,
                          const std::function<void(const StreamItem&)>& emit, TranslationStats* stats,
-                         const std::function<void()>& chunk_done, io::LineReader* prefixes) {
+                         const std::function<void()>& chunk_done, io::LineReader* prefixes,
+                         const TranslateChunk& translate_chunk) {
   int64_t index = 0;
   bool more = true;
   std::vector<std::string> lines;
@@ -59,8 +60,10 @@ int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io
       todo_prefixes.push_back(std::move(prefix));
     }
     const auto start = std::chrono::steady_clock::now();
-    const auto results = translator.translate(todo, opt, stats, prefixes ? &todo_prefixes : nullptr,
-                                              constrained ? &todo_constraints : nullptr);
+    const auto* chunk_prefixes = prefixes ? &todo_prefixes : nullptr;
+    const auto* chunk_constraints = constrained ? &todo_constraints : nullptr;
+    const auto results = translate_chunk ? translate_chunk(todo, opt, stats, chunk_prefixes, chunk_constraints)
+                                         : translator.translate(todo, opt, stats, chunk_prefixes, chunk_constraints);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     size_t k = 0;
     for (size_t i = 0; i < lines.size(); ++i, ++index) {

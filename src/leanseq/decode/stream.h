@@ -25,12 +25,20 @@ struct StreamItem {
   double seconds = 0;  // its chunk's decoding time over the chunk's translated lines (fairseq-interactive's W)
 };
 
+// How a chunk's sources are translated, with Translator::translate's arguments (sources, options,
+// stats, prefixes, constraints) and results: another way to run the translator (several workers).
+using TranslateChunk = std::function<std::vector<std::vector<TranslationHyp>>(
+    const std::vector<std::string>&, const TranslateOptions&, TranslationStats*, const std::vector<std::string>*,
+    const std::vector<Constraints>*)>;
+
 // Calls `emit` for every line in input order, and `chunk_done` after each chunk (to flush output
 // and report progress). Returns the number of lines read.
 // `prefixes`, when given, holds one target prefix per input line (fairseq's prefix_tokens), read in
-// step with `in`; a missing line is a DataError naming the file.
+// step with `in`; a missing line is a DataError naming the file. `translate_chunk`, when given,
+// translates each chunk instead of translator.translate (`translator` still encodes constraints).
 int64_t translate_stream(Translator& translator, const TranslateOptions& opt, io::LineReader& in, int64_t buffer_size,
                          const std::function<void(const StreamItem&)>& emit, TranslationStats* stats,
-                         const std::function<void()>& chunk_done = {}, io::LineReader* prefixes = nullptr);
+                         const std::function<void()>& chunk_done = {}, io::LineReader* prefixes = nullptr,
+                         const TranslateChunk& translate_chunk = {});
 
 }  // namespace leanseq::decode

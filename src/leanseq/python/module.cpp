@@ -115,7 +115,11 @@ class PyTranslator {
     lt_ = runtime::load_for_inference(paths, checkpoint::resolve_device(device, "device"), request, resolved);
     compute_type_ = kernels::compute_type_name(resolved.type);
     notice_ = resolved.notice;
-    pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, inter_threads, threads);
+    try {
+      pool_ = std::make_unique<runtime::TranslatorPool>(*lt_.translator, inter_threads, threads);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("inter_threads: ") + e.what());
+    }
     if (!shortlist.empty()) {
       shortlist_ = std::make_shared<decode::Shortlist>(decode::Shortlist::read(shortlist, lt_.translator->tgt_dict()));
     }

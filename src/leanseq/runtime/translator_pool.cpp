@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <future>
 
@@ -14,7 +15,7 @@ namespace leanseq::runtime {
 TranslatorPool::TranslatorPool(decode::Translator& translator, int64_t workers, int64_t intra_threads)
     : translator_(translator) {
   if (workers < 1 || workers > max_compute_threads()) {
-    throw ConfigError("inter_threads: " + std::to_string(workers) + " is not between 1 and " +
+    throw ConfigError(std::to_string(workers) + " is not between 1 and " +
                       std::to_string(max_compute_threads()));
   }
   // ATen's and OpenBLAS's thread counts are the process's: every worker gets the same share (one
@@ -53,27 +54,36 @@ std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const
                                                                            const decode::TranslateOptions& opt,
                                                                            decode::TranslationStats* stats,
                                                                            bool in_order,
-                                                                           const std::vector<decode::Constraints>* constraints) {
-  // Parts of at most one batch, spread over the workers; one part when asked.
+                                                                           const std::vector<decode::Constraints>* constraints,
+                                                                           const std::vector<std::string>* prefixes) {
+  const auto start = std::chrono::steady_clock::now();
+  // Parts of at most one batch, spread over the workers; one part when asked. A part takes lines
+  // of like length (their bytes), as one translator's batches do, not neighbours in the input.
   const size_t n = lines.size();
   const size_t per_worker = (n + threads_.size() - 1) / threads_.size();
   const size_t part = in_order ? std::max<size_t>(n, 1)
                               : std::max<size_t>(1, std::min<size_t>(per_worker, std::max<int64_t>(opt.max_sentences, 1)));
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (!in_order && n > part) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lines[a].size() < lines[b].size(); });
+  }
   std::vector<std::vector<decode::TranslationHyp>> out(n);
   std::vector<decode::TranslationStats> part_stats((n + part - 1) / part);
   std::vector<std::future<void>> done;
   for (size_t begin = 0, k = 0; begin < n; begin += part, ++k) {
     const size_t end = std::min(n, begin + part);
     auto task = std::make_shared<std::packaged_task<void()>>([&, begin, end, k] {
-      std::vector<std::string> these(lines.begin() + static_cast<std::ptrdiff_t>(begin),
-                                     lines.begin() + static_cast<std::ptrdiff_t>(end));
+      std::vector<std::string> these, their_prefixes;
       std::vector<decode::Constraints> their_constraints;
-      if (constraints) {
-        their_constraints.assign(constraints->begin() + static_cast<std::ptrdiff_t>(begin),
-                                 constraints->begin() + static_cast<std::ptrdiff_t>(end));
+      for (size_t j = begin; j < end; ++j) {
+        these.push_back(lines[order[j]]);
+        if (prefixes) their_prefixes.push_back((*prefixes)[order[j]]);
+        if (constraints) their_constraints.push_back((*constraints)[order[j]]);
       }
-      auto hyps = translator_.translate(these, opt, &part_stats[k], nullptr, constraints ? &their_constraints : nullptr);
-      std::move(hyps.begin(), hyps.end(), out.begin() + static_cast<std::ptrdiff_t>(begin));
+      auto hyps = translator_.translate(these, opt, &part_stats[k], prefixes ? &their_prefixes : nullptr,
+                                        constraints ? &their_constraints : nullptr);
+      for (size_t j = begin; j < end; ++j) out[order[j]] = std::move(hyps[j - begin]);
     });
     done.push_back(task->get_future());
     {
@@ -92,11 +102,11 @@ std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const
     }
   }
   if (error) std::rethrow_exception(error);
-  if (stats) {
+  if (stats) {  // the parts ran side by side: the call's time is theirs
     for (const auto& s : part_stats) {
       stats->sentences += s.sentences, stats->target_tokens += s.target_tokens, stats->truncated += s.truncated;
-      stats->seconds = std::max(stats->seconds, s.seconds);
     }
+    stats->seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   return out;
 }
