@@ -212,8 +212,8 @@ TEST(ComputeType, FallsBackWhenTheCpuLacksTheInstructions) {
   CpuVectorSupport full;
   full.avx = full.avx2 = full.fma = full.avx512f = full.avx512bw = full.avx512vl = full.avx512dq = true;
   full.avx512vnni = full.avx512bf16 = true;
-  // auto: int8 on AMX tiles, else bfloat16 where the CPU multiplies it natively, else int8 where it
-  // has VNNI, else float32 (the order measured in docs/fast.md).
+  // auto: int8 on AMX tiles or with VNNI, else bfloat16 where the CPU multiplies it natively, else
+  // float32 (the order measured in docs/fast.md).
   auto amx = full;
   amx.amx_int8 = true;
   auto r = resolve_compute_type(ComputeTypeRequest::auto_, false, amx, true);
@@ -221,8 +221,11 @@ TEST(ComputeType, FallsBackWhenTheCpuLacksTheInstructions) {
   EXPECT_EQ(r.notice, "");
   EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, amx, false).type, ComputeType::bfloat16);
   r = resolve_compute_type(ComputeTypeRequest::auto_, false, full, true);
-  EXPECT_EQ(r.type, ComputeType::bfloat16);
+  EXPECT_EQ(r.type, ComputeType::int8);  // VNNI and AVX512_BF16 without AMX: int8 (1.6x bfloat16)
   EXPECT_EQ(r.notice, "");
+  auto bf16_only = full;
+  bf16_only.avx512vnni = false;
+  EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, bf16_only, true).type, ComputeType::bfloat16);
   auto no_bf16 = full;
   no_bf16.avx512bf16 = false;
   EXPECT_EQ(resolve_compute_type(ComputeTypeRequest::auto_, false, no_bf16, true).type, ComputeType::int8);

@@ -66,17 +66,18 @@ ResolvedComputeType resolve_compute_type(ComputeTypeRequest request, bool cuda, 
   }
   // oneDNN's int8 GEMM needs AVX2 at least; with VNNI (AVX-512) it multiplies bytes natively.
   // Its bfloat16 products (through ATen) need AVX-512 (BW, VL, DQ) and are only emulated without
-  // AVX512_BF16. Measured (docs/fast.md): where the CPU has AMX, int8 (on its tiles) decodes
-  // fastest, then bfloat16; where it has AVX512_BF16 and VNNI but no AMX, bfloat16, then int8; then
-  // float32. So `auto` takes int8 on AMX, else bfloat16 where it is native, else int8 where VNNI
-  // is, else float32.
+  // AVX512_BF16. Measured (docs/fast.md): where the CPU has AMX or AVX-512 VNNI, int8 decodes
+  // fastest (an EPYC with VNNI and AVX512_BF16: int8 1.6x bfloat16 at batch 32); where it
+  // multiplies bfloat16 natively without either, bfloat16; else float32 (int8 without VNNI is
+  // slower than float32). ComputeTypes.AutoPicksTheFastestTypeMeasuredOnThisCpu holds the pick
+  // against a measurement wherever the suite runs.
   const bool int8_ok = int8_built && cpu.avx2;
   const bool bf16_ok = cpu.avx512bw && cpu.avx512vl && cpu.avx512dq;
   switch (request) {
     case R::auto_:
-      if (int8_ok && cpu.amx_int8) return {T::int8, ""};
+      if (int8_ok && (cpu.amx_int8 || cpu.avx512vnni)) return {T::int8, ""};
       if (bf16_ok && cpu.avx512bf16) return {T::bfloat16, ""};
-      return {int8_built && cpu.avx512vnni ? T::int8 : T::float32, ""};
+      return {T::float32, ""};
     case R::default_:
     case R::float32: return {T::float32, ""};
     case R::int8:
