@@ -31,6 +31,7 @@
 #include "errors.h"
 #include "median.h"
 #include "operator_time.h"
+#include "products_alone.h"
 
 namespace {
 
@@ -100,10 +101,11 @@ bool counted_matrix_product(const std::string& name) {
   return name == "aten::linear" || name == "aten::matmul" || leanseq::bench::matrix_product(name);
 }
 
-enum class Pass { timed, count_ops, profile };
+enum class Pass { timed, count_ops, profile, products };
 
 // Decodes s.sentences and times it; or counts the operators of the decoding, or charges each
-// operator its self time (operator_time.h), per decoding step of a batch.
+// operator its self time (operator_time.h), per decoding step of a batch; or (products) the time
+// its weight products take alone, per sentence (products_alone.h).
 nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pass pass = Pass::timed) {
   torch::manual_seed(1);
   leanseq::bench::ContenderThreads threads(c);
@@ -136,6 +138,8 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pas
   if (pass == Pass::count_ops) count.emplace();
   std::optional<leanseq::bench::OperatorTime> times;
   if (pass == Pass::profile) times.emplace();
+  std::optional<leanseq::kernels::ProductShapes> shapes;
+  if (pass == Pass::products) shapes.emplace();
   sync();
   const uint64_t flops_before = leanseq::kernels::product_flops();
   const auto t0 = std::chrono::steady_clock::now();
@@ -148,6 +152,10 @@ nlohmann::json decode(const leanseq::bench::Contender& c, const Settings& s, Pas
   }
   sync();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (shapes) {
+    return {{"products_alone_seconds_per_sentence",
+             leanseq::bench::products_alone_seconds(shapes->counts()) / static_cast<double>(s.sentences)}};
+  }
   if (count) {
     nlohmann::json names = nlohmann::json::array();
     for (const auto& [name, n] : count->by_name()) names.push_back({name, n});
@@ -256,6 +264,13 @@ int main(int argc, char** argv) {
         entry["operators_per_step_by_name"] = per_step;
         entry["launching_operators_per_step"] = launching;
         entry["matrix_products_per_step"] = products;
+      }
+      if (s.device == "cpu") {
+        // The weight products alone against the rounds' median: the fraction of the products' limit
+        // the decoding runs at (the rest of a step is not products).
+        const double alone = decode(contenders[i], s, Pass::products)["products_alone_seconds_per_sentence"];
+        entry["products_alone_ms_per_sentence"] = 1e3 * alone;
+        entry["fraction_of_products_limit"] = alone * med;
       }
       if (profile) {
         std::cerr << "leanseq-decode-bench: profiling " << archs[i] << "\n";

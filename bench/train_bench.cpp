@@ -28,32 +28,12 @@
 #include "leanseq/train/mixed_precision.h"
 #include "leanseq/train/optimizer_state.h"
 #include "median.h"
+#include "products_alone.h"
 #include "operator_time.h"
 
 namespace {
 using leanseq::bench::Contender;
 using leanseq::bench::parse_contender;
-
-// Milliseconds per update that the sgemm products tallied in `shapes` over `steps` updates take
-// alone: each shape timed on operands of its own (the median of 5 calls after one), times how often
-// an update runs it. The limit the update's products would reach with nothing around them.
-double products_alone_ms(const std::map<leanseq::kernels::ProductShape, int64_t>& shapes, int64_t steps) {
-  double ms = 0;
-  for (const auto& [s, calls] : shapes) {
-    auto a = s.ta == 'N' ? torch::randn({s.m, s.k}) : torch::randn({s.k, s.m});
-    auto b = s.tb == 'N' ? torch::randn({s.k, s.n}) : torch::randn({s.n, s.k});
-    auto c = torch::empty({s.m, s.n});
-    if (!leanseq::kernels::onednn_sgemm(s.ta, s.tb, a, b, c)) continue;  // the first call, untimed
-    std::vector<double> times;
-    for (int i = 0; i < 5; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      leanseq::kernels::onednn_sgemm(s.ta, s.tb, a, b, c);
-      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    ms += leanseq::bench::median(times) * static_cast<double>(calls) / static_cast<double>(steps);
-  }
-  return ms;
-}
 
 struct Settings {
   int64_t length = 20, batch_size = 64, vocab = 8000, steps = 5;
@@ -121,7 +101,7 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
     const double product_seconds = ops["matrix_products_share"].get<double>() * seconds;
     ops["products_gflops"] = product_seconds > 0 ? gflop / product_seconds : 0.0;
     times.reset();
-    ops["products_alone_ms_per_update"] = products_alone_ms(shapes->counts(), s.steps);
+    ops["products_alone_ms_per_update"] = 1e3 * leanseq::bench::products_alone_seconds(shapes->counts()) / static_cast<double>(s.steps);
     return ops;
   }
   const double tokens = static_cast<double>(B * T * s.steps);

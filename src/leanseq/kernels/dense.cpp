@@ -106,7 +106,7 @@ bool sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, in
   // default of every core.
   (void)at::get_num_threads();
   if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, n) != dnnl_success) return false;
-  count_sgemm({ta, tb, m, n, k});
+  count_product({ta, tb, m, n, k});
   return true;
 }
 

@@ -1,4 +1,5 @@
 #include "leanseq/kernels/int8_gemm.h"
+#include "leanseq/kernels/product_flops.h"
 
 #ifdef LEANSEQ_WITH_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -326,6 +327,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   sizes.back() = N;
   auto out = torch::empty(sizes, torch::kFloat);
   if (M == 0) return out;
+  count_product({'N', 'T', M, N, K, true});
 
 #ifndef LEANSEQ_WITH_DNNL
   (void)act, (void)relu;

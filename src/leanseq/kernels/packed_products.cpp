@@ -253,7 +253,7 @@ torch::Tensor multiply(const torch::Tensor& rows, const torch::Tensor& weight, c
     done += m;
   }
   stream.wait();
-  count_sgemm({'N', 'T', M, N, K});
+  count_product({'N', 'T', M, N, K});
   return out;
 }
 

@@ -24,7 +24,7 @@ void count_product_flops(int64_t m, int64_t n, int64_t k, int64_t batch) {
 
 uint64_t product_flops() { return counted.load(std::memory_order_relaxed); }
 
-void count_sgemm(const ProductShape& shape) {
+void count_product(const ProductShape& shape) {
   count_product_flops(shape.m, shape.n, shape.k);
   if (!tallying.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(tally_mutex);
