@@ -92,6 +92,38 @@ TEST(CTranslate2Models, TranslateAsCTranslate2DoesFromTheirDirectories) {
   }
 }
 
+// A file of binary version 5, from before config.json: how sources are framed and decoding starts
+// was said by flags in model.bin. spec-postnorm's model.bin made version 5, with its framing (<s>
+// and </s> around sources, decoding started with </s>) as such flags and no config.json, translates
+// and aligns as the version 6 file does.
+TEST(CTranslate2Models, AVersion5FileFramesByTheFlagsInItsModelBin) {
+  namespace fs = std::filesystem;
+  const std::string v6 = read_text(fixture("spec-postnorm/model.bin"));
+  auto u32 = [](uint32_t v) {  // little-endian, as CTranslate2 writes (and this test's hosts are)
+    return std::string{static_cast<char>(v), static_cast<char>(v >> 8), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 24)};
+  };
+  auto at = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(v6[i])); };
+  ASSERT_EQ(at(0), 6u);
+  const size_t spec_end = 4 + 2 + (at(4) | at(5) << 8), count_at = spec_end + 4;  // u16-long spec name, revision
+  const uint32_t count = at(count_at) | at(count_at + 1) << 8 | at(count_at + 2) << 16 | at(count_at + 3) << 24;
+  auto flag = [&](const std::string& name, char value) {  // a scalar int8 (type code 1) variable
+    const std::string n = name + '\0';
+    return std::string{static_cast<char>(n.size()), 0} + n + '\0' + '\1' + u32(1) + value;
+  };
+  const std::string v5 = u32(5) + v6.substr(4, count_at - 4) + u32(count + 3) + flag("with_source_bos", 1) +
+                         flag("with_source_eos", 1) + flag("with_target_bos", 0) + v6.substr(count_at + 4);
+  const auto dir = temp_dir("ct2-v5") + "/spec-postnorm";
+  fs::create_directories(dir);
+  write_text(dir + "/model.bin", v5);
+  fs::copy_file(fixture("spec-postnorm/shared_vocabulary.txt"), dir + "/shared_vocabulary.txt");
+  for (const auto& [name, flags] : {std::pair{"greedy", "--greedy"}, {"beam5", "--beam 5"}}) {
+    const auto [translations, alignments] = equal_lines(dir, name, flags);
+    EXPECT_GE(translations, 49) << name;
+    EXPECT_GE(alignments, translations - 1) << name;
+  }
+}
+
 TEST(CTranslate2Models, ImportKeepsTheStorageTypeAndTheTranslations) {
   const auto dir = temp_dir("ct2-import");
   for (const char* name : {"onmt-relu-int8", "spec-postnorm"}) {
