@@ -219,7 +219,9 @@ TEST(Distributed, AKilledWorkerStopsTheOthersAndLeavesTheCheckpoint) {
   const auto log = read_text(dir + "/train.log");
   EXPECT_EQ(std::stoi(read_text(dir + "/rc")), 137) << log;  // the exit code of the killed rank
   EXPECT_NE(log.find("rank 1 was killed by signal 9"), std::string::npos) << log;
-  EXPECT_NE(log.find("lost its peers"), std::string::npos) << log;
+  // Rank 0 either meets the dead peer in a collective ("lost its peers") or is stopped first by the
+  // launcher's SIGTERM, which can end it before it says anything (seen once in CI); either way the
+  // launcher returns, with rank 1's status, within the bound below.
   const auto at = out.find("seconds ");
   ASSERT_NE(at, std::string::npos) << out;
   EXPECT_LT(std::stoi(out.substr(at + 8)), 20) << out;
