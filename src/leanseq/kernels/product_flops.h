@@ -33,7 +33,8 @@ struct ProductShape {
 // also tallies.
 void count_product(const ProductShape& shape);
 
-// While one lives, the sgemm products of every thread are tallied by shape (a mutex per product).
+// While one lives, the weight products (count_product) of every thread are tallied by shape (a
+// mutex per product).
 // One at a time in a process.
 class ProductShapes {
  public:
