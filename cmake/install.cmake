@@ -34,7 +34,7 @@ install(TARGETS leanseq RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # (docs/fairseq.md); only on request, since they would shadow an installed fairseq.
 option(LEANSEQ_FAIRSEQ_LINKS "Install fairseq-preprocess, -train, -generate, -interactive and -score as links to leanseq" OFF)
 if(LEANSEQ_FAIRSEQ_LINKS)
-  foreach(command fairseq-preprocess fairseq-train fairseq-generate fairseq-interactive fairseq-score)
+  foreach(command fairseq-preprocess fairseq-train fairseq-generate fairseq-interactive fairseq-score fairseq-eval-lm fairseq-validate)
     install(CODE "file(CREATE_LINK leanseq \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${command}\" SYMBOLIC)")
   endforeach()
 endif()

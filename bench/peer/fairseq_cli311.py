@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs one of fairseq 0.12.2's command-line tools on Debian 12 (Python 3.11, python3-torch 1.13).
 
-    FAIRSEQ_SRC=/path/to/fairseq python3 fairseq_cli311.py train|generate|preprocess|interactive|score [flags]
+    FAIRSEQ_SRC=/path/to/fairseq python3 fairseq_cli311.py train|generate|preprocess|interactive|score|eval-lm|validate [flags]
 
 fairseq 0.12.2 does not start there as released; this launcher changes the process, never the
 source tree (see README.md beside it):
@@ -157,7 +157,8 @@ def prepare_fairseq():
 def main():
     tools = {"train": "fairseq_cli.train", "generate": "fairseq_cli.generate",
              "preprocess": "fairseq_cli.preprocess", "interactive": "fairseq_cli.interactive",
-             "score": "fairseq_cli.score"}
+             "score": "fairseq_cli.score", "eval-lm": "fairseq_cli.eval_lm",
+             "validate": "fairseq_cli.validate"}
     if len(sys.argv) < 2 or sys.argv[1] not in tools:
         sys.stderr.write("usage: fairseq_cli311.py {%s} [fairseq flags]\n" % "|".join(tools))
         return 2

@@ -8,7 +8,7 @@ namespace leanseq {
 
 struct FairseqImportOptions {
   std::string checkpoint;  // fairseq's .pt
-  std::string data_dir;    // holds dict.<src>.txt and dict.<tgt>.txt
+  std::string data_dir;    // holds dict.<src>.txt and dict.<tgt>.txt (a language model's: dict.txt)
   std::string out;         // the leanseq checkpoint to write (atomically)
   std::string spm;         // SentencePiece model of both sides, or:
   std::string tokenizer;   // "moses" (fairseq's, with its dash splits and escaping), "moses no-dash-splits",

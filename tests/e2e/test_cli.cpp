@@ -314,24 +314,29 @@ TEST(EndToEnd, LanguageModelTrainsAndReportsPerplexity) {
                            dir + "/test --out " + dir + "/lm --vocab-size 40",
                        out);
   ASSERT_EQ(rc, 0) << out;
-  rc = run_command(kCli + " train --arch lightconv_lm_tiny --data " + dir + "/lm --save-dir " + dir +
-                       "/ck --max-update 150 --set optim.lr=0.003 --set optim.warmup_updates=30 --set batch.max_tokens=1000",
-                   out);
-  ASSERT_EQ(rc, 0) << out;
-  rc = run_command(kCli + " eval-lm --checkpoint " + dir + "/ck/checkpoint_last.pt --data " + dir +
-                       "/lm --split test --format json",
-                   out);
-  ASSERT_EQ(rc, 0) << out;
-  auto j = nlohmann::json::parse(out.substr(out.find('{')));
-  // Words are uniform over 20 symbols (plus their subword pieces and </s>): a trained model sits
-  // near that, an untrained one near the vocabulary size.
-  std::cout << "lightconv_lm_tiny: test perplexity " << j["perplexity"].get<double>() << "\n";
-  EXPECT_GT(j["tokens"].get<int64_t>(), 100);
-  EXPECT_LT(j["perplexity"].get<double>(), 25.0) << out;
+  for (const std::string arch : {"lightconv_lm_tiny", "transformer_lm_tiny"}) {
+    const std::string ck = dir + "/" + arch;
+    rc = run_command(kCli + " train --arch " + arch + " --data " + dir + "/lm --save-dir " + ck +
+                         " --max-update 150 --set optim.lr=0.003 --set optim.warmup_updates=30 --set batch.max_tokens=1000",
+                     out);
+    ASSERT_EQ(rc, 0) << out;
+    rc = run_command(kCli + " eval-lm --checkpoint " + ck + "/checkpoint_last.pt --data " + dir +
+                         "/lm --split test --format json",
+                     out);
+    ASSERT_EQ(rc, 0) << out;
+    auto j = nlohmann::json::parse(out.substr(out.find('{')));
+    // Words are uniform over 20 symbols (plus their subword pieces and </s>): a trained model sits
+    // near that, an untrained one near the vocabulary size.
+    std::cout << arch << ": test perplexity " << j["perplexity"].get<double>() << "\n";
+    EXPECT_GT(j["tokens"].get<int64_t>(), 100);
+    EXPECT_LT(j["perplexity"].get<double>(), 25.0) << out;
+    // translate continues a line with a language model: the text begins with the line.
+    rc = run_command("echo b1 b2 | " + kCli + " translate --checkpoint " + ck + "/checkpoint_last.pt -o " + ck + "/out.txt",
+                     out);
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_EQ(leanseq::test::read_text(ck + "/out.txt").rfind("b1 b2 ", 0), 0u) << arch;
+  }
   // Mismatches between model kinds and data kinds are usage errors.
-  rc = run_command("echo b1 | " + kCli + " translate --checkpoint " + dir + "/ck/checkpoint_last.pt", out);
-  EXPECT_EQ(rc, 2) << out;
-  EXPECT_NE(out.find("eval-lm"), std::string::npos) << out;
   rc = run_command(kCli + " train --arch transformer_tiny --data " + dir + "/lm --save-dir " + dir + "/ck2", out);
   EXPECT_EQ(rc, 2) << out;
   EXPECT_NE(out.find("language-model corpus"), std::string::npos) << out;

@@ -72,6 +72,37 @@ TEST(FairseqDataBin, DamagedIndexesAreRefusedByName) {
   EXPECT_NE(refusal(write("MMIDIDX", bin)).find("bad magic"), std::string::npos);
 }
 
+// --dataset-impl lazy (and cached, the same files): fairseq's TorchNet index, ids stored + 1; the
+// same sentences as the mmap files of the same text, and a damaged index refused by name.
+TEST(FairseqDataBin, LazyAndCachedIndexesHoldTheSameSentences) {
+  for (const char* side : {"src", "tgt"}) {
+    const std::string name = std::string("/valid.src-tgt.") + side;
+    leanseq::data::IndexedDataset mmap(kDir + name), lazy(kDir + "/lazy" + name);
+    ASSERT_EQ(lazy.size(), 30u);
+    ASSERT_EQ(lazy.size(), mmap.size());
+    for (size_t i = 0; i < mmap.size(); ++i) EXPECT_EQ(lazy.get(i), mmap.get(i)) << side << " " << i;
+  }
+  const auto dir = temp_dir("fairseq-lazy");
+  const std::string idx = read_text(kDir + "/lazy/valid.src-tgt.src.idx");
+  const std::string bin = read_text(kDir + "/lazy/valid.src-tgt.src.bin");
+  auto write = [&](const std::string& i) {
+    std::ofstream(dir + "/x.idx", std::ios::binary) << i;
+    std::ofstream(dir + "/x.bin", std::ios::binary) << bin;
+    return dir + "/x";
+  };
+  EXPECT_EQ(refusal(write(idx)), "");
+  EXPECT_NE(refusal(write(idx.substr(0, idx.size() - 8))).find("its header says 30 sentences"), std::string::npos);
+  auto with = [&](size_t at, char c) {
+    auto s = idx;
+    s[at] = c;
+    return s;
+  };
+  EXPECT_NE(refusal(write(with(16, 6))).find("dtype code 6 with 4-byte elements"), std::string::npos);
+  EXPECT_NE(refusal(write(with(8, 2))).find("fairseq index version 2"), std::string::npos);
+  // sentence 3's data offset (after the header and 31 dimension offsets)
+  EXPECT_NE(refusal(write(with(48 + 8 * 31 + 8 * 3, 1))).find("sentence 2's offsets do not match"), std::string::npos);
+}
+
 TEST(FairseqDataBin, TrainReadsItWithTheTextPipelineItIsGiven) {
   const auto dir = temp_dir("fairseq-train");
   std::string out;

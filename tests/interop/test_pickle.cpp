@@ -119,7 +119,24 @@ TEST(FairseqOptions, MapEveryShapingOptionAndRefuseWhatIsNotBuilt) {
   EXPECT_EQ(v.values.at("arch"), "transformer");
   EXPECT_EQ(v.values.at("model.encoder.embed_dim"), "1024");
   EXPECT_THROW(fairseq_config_values({{"arch", "transformer"}, {"alignment_layer", 4}}, "m.pt"), leanseq::CheckpointError);
-  EXPECT_THROW(fairseq_config_values({{"arch", "transformer_lm"}}, "m.pt"), leanseq::CheckpointError);
+  // Language models: decoder options only; fairseq's tokens_per_sample bounds the positions when
+  // max_target_positions is not saved; lightconv_lm's weight dropout defaults to its attention dropout.
+  v = fairseq_config_values({{"arch", "transformer_lm_gpt"}, {"decoder_embed_dim", 64}, {"tokens_per_sample", 128}}, "m.pt");
+  EXPECT_EQ(v.values.at("arch"), "transformer_lm");
+  EXPECT_EQ(v.values.at("model.decoder.input_dim"), "64");
+  EXPECT_EQ(v.values.at("model.max_target_positions"), "128");
+  EXPECT_EQ(v.values.count("model.encoder.embed_dim"), 0u);
+  v = fairseq_config_values({{"arch", "lightconv_lm"}, {"attention_dropout", 0.2}}, "m.pt");
+  EXPECT_EQ(v.values.at("model.weight_dropout"), "0.2");
+  EXPECT_EQ(v.values.count("model.attention_dropout"), 0u);
+  const std::pair<const char*, nlohmann::json> refused[] = {
+      {"adaptive_softmax_cutoff", "10,20"}, {"adaptive_input", true}, {"add_bos_token", true}, {"character_embeddings", true}};
+  for (const auto& [option, value] : refused) {
+    EXPECT_THROW(fairseq_config_values({{"arch", "transformer_lm"}, {option, value}}, "m.pt"), leanseq::CheckpointError)
+        << option;
+  }
+  EXPECT_THROW(fairseq_config_values({{"arch", "lightconv_lm"}, {"decoder_input_dim", 32}, {"decoder_embed_dim", 64}}, "m.pt"),
+               leanseq::CheckpointError);
   EXPECT_THROW(fairseq_config_values({{"arch", "bart_large"}}, "m.pt"), leanseq::CheckpointError);
 }
 namespace {

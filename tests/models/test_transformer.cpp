@@ -298,3 +298,30 @@ TEST(IncrementalState, StaticAttentionFromOneRowPerSourceToBeamRowsKeepsOneCopy)
   auto c = att->step_static(q0, sources, padding, per_row.get<nn::StaticAttentionCache>("b"), true);
   EXPECT_TRUE(torch::allclose(first.out, c.out, 1e-6, 1e-6));
 }
+
+// fairseq's transformer_lm: the decoder alone, without encoder attention, its embeddings of
+// decoder.input_dim projected to the model's width (fairseq 0.12's 512 default beside a 64-wide
+// model), tied to the output through decoder.output_dim; incremental decoding exact.
+TEST(TransformerLanguageModel, DecoderOnlyWithInputAndOutputWidthsAndExactIncrementalDecoding) {
+  auto cfg = registry().preset_config("transformer_lm_tiny");
+  EXPECT_TRUE(cfg->language_model());
+  auto& c = static_cast<TransformerLMConfig&>(*cfg);
+  for (bool widths : {false, true}) {
+    c.decoder.input_dim = c.decoder.output_dim = widths ? 48 : 0;
+    c.share_decoder_input_output_embed = widths;
+    c.validate();
+    auto model = build_model(*cfg, {30, 30, true});
+    auto names = model->named_parameters().keys();
+    for (const auto& n : names) {
+      EXPECT_EQ(n.rfind("decoder.", 0), 0u) << n;
+      EXPECT_EQ(n.find("encoder_attn"), std::string::npos) << n;
+    }
+    EXPECT_NE(std::find(names.begin(), names.end(), "decoder.layer_norm.weight"), names.end());  // pre-norm's final norm
+    const bool projected = std::find(names.begin(), names.end(), "decoder.project_in_dim.weight") != names.end();
+    EXPECT_EQ(projected, widths);
+    EXPECT_EQ(std::find(names.begin(), names.end(), "decoder.project_out_dim.weight") != names.end(), widths);
+    for (int64_t chunk : {1, 3}) test::check_incremental(*model, 30, chunk);
+  }
+  c.decoder.output_dim = 40;  // tied to embeddings 48 wide
+  EXPECT_THROW(c.validate(), ConfigError);
+}

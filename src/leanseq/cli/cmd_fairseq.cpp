@@ -26,6 +26,7 @@
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/interop/fairseq_command_line.h"
 #include "leanseq/interop/torch_file.h"
+#include "leanseq/models/registry.h"
 #include "leanseq/runtime/inference.h"
 #include "leanseq/text/bpe.h"
 #include "leanseq/text/moses_bpe.h"
@@ -41,7 +42,9 @@ struct ModelFlags : PipelineFlags, interop::FairseqModelPaths {
   bool cpu = false;
 };
 
-struct InteractiveArgs : TranslateArgs, ModelFlags {};
+struct InteractiveArgs : TranslateArgs, ModelFlags {
+  std::string task = "translation";  // or language_modeling: each line is the start of its output
+};
 
 struct GenerateArgs : TranslateArgs, ModelFlags {
   std::string gen_subset = "test";
@@ -123,25 +126,6 @@ std::vector<std::string> symbols(const data::Dictionary& dict, const std::vector
   return out;
 }
 
-// Sentence `i` of `set` (read from `path`.bin), checked by its declared length before it is read
-// (a data-bin may declare billions of tokens; `limit` 0: none), then by its ids (each within `dict`).
-std::vector<int64_t> checked_sentence(const data::IndexedDataset& set, size_t i, const data::Dictionary& dict,
-                                      const std::string& path, int64_t limit) {
-  if (limit > 0 && set.length(i) > limit) {
-    throw DataError(path + ".bin: sentence " + std::to_string(i) + " has " + std::to_string(set.length(i)) +
-                    " tokens, more than --max-input-length " + std::to_string(limit) +
-                    " (fairseq-generate refuses it too: its size is invalid for the model)");
-  }
-  auto ids = set.get(i);
-  for (int64_t id : ids) {
-    if (id < 0 || id >= dict.size()) {
-      throw DataError(path + ".bin: sentence " + std::to_string(i) + " holds token id " + std::to_string(id) +
-                      ", outside its dictionary of " + std::to_string(dict.size()) + " symbols");
-    }
-  }
-  return ids;
-}
-
 // fairseq-generate's output for the split: per sentence (in the order of the split, where fairseq
 // prints its batches' order) S (source), T (reference, <unk> escaped as <<unk>>), then H/D/P/A of
 // each hypothesis; at the end fairseq's BLEU line, BLEU4 of the best hypotheses against the
@@ -173,7 +157,7 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
                       " the references, and " + prefix + tgt_lang + " is missing");
   }
   auto read = [&](const data::IndexedDataset& set, size_t i, const data::Dictionary& dict, const std::string& path) {
-    return checked_sentence(set, i, dict, path, a.opt.max_input_length);
+    return data::checked_sentence(set, i, dict.size(), path, a.opt.max_input_length, "--max-input-length");
   };
   std::vector<std::string> hyps, refs;
   constexpr size_t kChunk = 1024;
@@ -243,13 +227,26 @@ void add_fairseq_interactive(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   sub->add_flag("--print-alignment", a->alignment, "A lines: the source position each target token attends most");
+  sub->add_option("--task", a->task,
+                  "translation, or language_modeling: a language model continues each line (the DATA directory holds "
+                  "its dict.txt)")
+      ->check(CLI::IsMember({"translation", "language_modeling"}))
+      ->capture_default_str();
   add_decoding_flags(sub, *a);
   auto* post_process = add_post_process_flag(sub, *a);
   sub->callback([a, post_process, &exit_code] {
     if (a->cpu) a->device = "cpu";
     post_process_default(post_process, *a);
     io::PrivateDirectory tmp("leanseq-fairseq");
-    a->checkpoint = interop::models_for_decoding(*a, interop::fairseq_pipeline(*a), tmp.path(), nullptr);
+    interop::FairseqImportResult first;
+    a->checkpoint = interop::models_for_decoding(*a, interop::fairseq_pipeline(*a), tmp.path(), &first);
+    if (!first.leanseq_arch.empty()) {  // an imported model: its kind must be the task's
+      const bool lm = models::registry().preset_config(first.leanseq_arch)->language_model();
+      if (lm != (a->task == "language_modeling")) {
+        throw ConfigError("--task " + a->task + ": " + a->path + " is a " +
+                          (lm ? "language model (--task language_modeling)" : "translation model (--task translation)"));
+      }
+    }
     run_translate(*a);
     exit_code = 0;
   });

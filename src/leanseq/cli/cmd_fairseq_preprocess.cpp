@@ -1,5 +1,5 @@
-// `leanseq fairseq-preprocess`: fairseq-preprocess's command line for translation data that is
-// already split into subwords: dictionaries (fairseq's counting, threshold, size limit and padding)
+// `leanseq fairseq-preprocess`: fairseq-preprocess's command line for translation data (or, with
+// --only-source, a language model's) that is already split into subwords: dictionaries (fairseq's counting, threshold, size limit and padding)
 // and the splits binarized in fairseq's mmap format, files fairseq-train reads as well as leanseq.
 #include <algorithm>
 #include <filesystem>
@@ -19,7 +19,7 @@ namespace leanseq::cli {
 namespace {
 struct PreprocessArgs {
   std::string src, tgt, trainpref, validpref, testpref, destdir = "data-bin", srcdict, tgtdict, dataset_impl = "mmap";
-  bool joined = false;
+  bool joined = false, only_source = false;
   int64_t nwordssrc = -1, nwordstgt = -1, thresholdsrc = 0, thresholdtgt = 0, padding_factor = 8, workers = 1;
 };
 
@@ -86,6 +86,29 @@ void binarize(const std::string& text, const std::string& prefix, const data::Di
   log::info("[" + lang + "] " + text + ": " + std::to_string(sentences) + " sents, " + std::to_string(tokens) + " tokens, " +
             buf + " replaced (by <unk>)");
 }
+const std::vector<std::pair<std::string, std::string>> splits(const PreprocessArgs& a) {
+  return {{"train", a.trainpref}, {"valid", a.validpref}, {"test", a.testpref}};
+}
+
+// --only-source, as fairseq names the files: with -s xx, <prefix>.xx into <split>.xx-None.xx
+// (fairseq's name for a missing target) and dict.xx.txt; without, <prefix> into <split> and dict.txt.
+void preprocess_source_only(const PreprocessArgs& a) {
+  if (!a.tgt.empty() || !a.tgtdict.empty() || a.joined) {
+    throw ConfigError("fairseq-preprocess: --only-source takes no --target-lang, --tgtdict or --joined-dictionary");
+  }
+  if (a.trainpref.empty() && a.srcdict.empty()) throw ConfigError("fairseq-preprocess: give --trainpref or --srcdict");
+  const std::string suffix = a.src.empty() ? "" : "." + a.src;
+  io::make_dirs(a.destdir);
+  const auto dict = !a.srcdict.empty() ? data::Dictionary::load(a.srcdict)
+                                       : build_dictionary({a.trainpref + suffix}, a.thresholdsrc, a.nwordssrc, a.padding_factor);
+  dict.save(a.destdir + (a.src.empty() ? "/dict.txt" : "/dict." + a.src + ".txt"));
+  for (const auto& [split, prefix] : splits(a)) {
+    if (prefix.empty()) continue;
+    binarize(prefix + suffix, a.destdir + "/" + split + (a.src.empty() ? "" : suffix + "-None" + suffix), dict, a.workers,
+             a.src.empty() ? "text" : a.src);
+  }
+  log::info("wrote preprocessed data to " + a.destdir);
+}
 }  // namespace
 
 void add_fairseq_preprocess(CLI::App& app, int& exit_code) {
@@ -95,8 +118,10 @@ void add_fairseq_preprocess(CLI::App& app, int& exit_code) {
       "fairseq-preprocess's command line: dictionaries and fairseq's binarized splits of subword text, which "
       "fairseq-train and leanseq train both read (docs/fairseq.md)");
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  sub->add_option("--source-lang,-s", a->src, "source language")->required();
-  sub->add_option("--target-lang,-t", a->tgt, "target language")->required();
+  sub->add_option("--source-lang,-s", a->src, "source language (with --only-source: optional)");
+  sub->add_option("--target-lang,-t", a->tgt, "target language");
+  sub->add_flag("--only-source", a->only_source,
+                "one side only, a language model's data: without -s, <prefix> itself into <split>.bin/.idx and dict.txt");
   sub->add_option("--trainpref", a->trainpref, "train file prefix (<prefix>.<lang>, subword text)");
   sub->add_option("--validpref", a->validpref, "valid file prefix");
   sub->add_option("--testpref", a->testpref, "test file prefix");
@@ -111,9 +136,17 @@ void add_fairseq_preprocess(CLI::App& app, int& exit_code) {
   sub->add_option("--thresholdtgt", a->thresholdtgt, "target words seen fewer times map to <unk>")->capture_default_str();
   sub->add_option("--padding-factor", a->padding_factor, "pad dictionaries to a multiple of this")->capture_default_str();
   sub->add_option("--workers", a->workers, "threads that binarize")->capture_default_str()->check(CLI::Range(1, 256));
-  sub->add_option("--dataset-impl", a->dataset_impl, "mmap (fairseq's default, the only one written)")
+  sub->add_option("--dataset-impl", a->dataset_impl, "mmap (fairseq's default, the only one written; lazy and cached are read)")
       ->check(CLI::IsMember({"mmap"}));
   sub->callback([a, &exit_code] {
+    if (a->only_source) {
+      preprocess_source_only(*a);
+      exit_code = 0;
+      return;
+    }
+    if (a->src.empty() || a->tgt.empty()) {
+      throw ConfigError("fairseq-preprocess: give --source-lang and --target-lang (or --only-source)");
+    }
     if (a->trainpref.empty() && (a->srcdict.empty() || a->tgtdict.empty())) {
       throw ConfigError("fairseq-preprocess: give --trainpref, or both --srcdict and --tgtdict");
     }
@@ -141,8 +174,7 @@ void add_fairseq_preprocess(CLI::App& app, int& exit_code) {
     }
     src_dict.save(a->destdir + "/dict." + a->src + ".txt");
     tgt_dict.save(a->destdir + "/dict." + a->tgt + ".txt");
-    for (const auto& [split, prefix] : std::vector<std::pair<std::string, std::string>>{
-             {"train", a->trainpref}, {"valid", a->validpref}, {"test", a->testpref}}) {
+    for (const auto& [split, prefix] : splits(*a)) {
       if (prefix.empty()) continue;
       for (const auto& [lang, dict] : {std::pair<std::string, const data::Dictionary*>{a->src, &src_dict}, {a->tgt, &tgt_dict}}) {
         binarize(prefix + "." + lang, a->destdir + "/" + split + "." + a->src + "-" + a->tgt + "." + lang, *dict,

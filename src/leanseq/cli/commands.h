@@ -36,6 +36,8 @@ void add_serve(CLI::App& app, int& exit_code);
 void add_fairseq_interactive(CLI::App& app, int& exit_code);
 void add_fairseq_generate(CLI::App& app, int& exit_code);
 void add_fairseq_train(CLI::App& app, int& exit_code);
+void add_fairseq_eval_lm(CLI::App& app, int& exit_code);
+void add_fairseq_validate(CLI::App& app, int& exit_code);
 void add_fairseq_preprocess(CLI::App& app, int& exit_code);
 void add_fairseq_score(CLI::App& app, int& exit_code);
 

@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
   leanseq::cli::add_fairseq_interactive(app, exit_code);
   leanseq::cli::add_fairseq_generate(app, exit_code);
   leanseq::cli::add_fairseq_train(app, exit_code);
+  leanseq::cli::add_fairseq_eval_lm(app, exit_code);
+  leanseq::cli::add_fairseq_validate(app, exit_code);
   leanseq::cli::add_fairseq_preprocess(app, exit_code);
   leanseq::cli::add_fairseq_score(app, exit_code);
   // Started through a link named after a fairseq command (fairseq-interactive -> leanseq, installed

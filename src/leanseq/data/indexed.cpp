@@ -16,6 +16,7 @@ namespace leanseq::data {
 namespace {
 constexpr char kMagic[8] = {'L', 'S', 'Q', 'I', 'D', 'X', '0', '1'};
 constexpr char kFairseqMagic[9] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', '\0', '\0'};
+constexpr char kLegacyMagic[8] = {'T', 'N', 'T', 'I', 'D', 'X', '\0', '\0'};
 
 void write_file(const std::string& path, const void* data, size_t bytes, const void* header,
                 size_t header_bytes) {
@@ -165,10 +166,54 @@ void IndexedDataset::read_fairseq_index(std::ifstream& in, const std::string& id
   }
 }
 
+// fairseq's IndexedDataset index (--dataset-impl lazy or cached; TorchNet's layout): an 8-byte
+// magic, version 1, the dtype code and element size, the count N and the number of sizes S, N + 1
+// dimension offsets, N + 1 data offsets (in elements) and S sizes; one dimension per sentence.
+// The data holds each id + 1 (Lua's indexing), which fairseq's reader takes off again.
+void IndexedDataset::read_legacy_index(std::ifstream& in, const std::string& idx, uint64_t file_size) {
+  constexpr uint64_t kHeader = 8 + 8 + 16 + 16;
+  uint64_t h[5];
+  in.seekg(8);
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  if (!in) throw DataError(idx + ": truncated fairseq (lazy/cached) index header");
+  const uint64_t version = h[0], code = h[1], element_size = h[2], n = h[3], sizes_count = h[4];
+  if (version != 1) throw DataError(idx + ": fairseq index version " + std::to_string(version) + " (only 1 is known)");
+  const auto [bytes, is_signed] = fairseq_element(code < 256 ? static_cast<uint8_t>(code) : 0);
+  if (bytes == 0 || static_cast<uint64_t>(bytes) != element_size) {
+    throw DataError(idx + ": fairseq dtype code " + std::to_string(code) + " with " + std::to_string(element_size) +
+                    "-byte elements is not an integer type token ids are stored in");
+  }
+  if (n > (uint64_t{1} << 40) || sizes_count != n || kHeader + 8 * (2 * (n + 1) + sizes_count) != file_size) {
+    throw DataError(idx + ": its header says " + std::to_string(n) + " sentences and " + std::to_string(sizes_count) +
+                    " sizes but the file has " + std::to_string(file_size) +
+                    " bytes; truncated, damaged, or not one-dimensional sentences");
+  }
+  elem_bytes_ = bytes, elem_signed_ = is_signed, id_shift_ = 1;
+  std::vector<int64_t> dims(static_cast<size_t>(n) + 1), sizes(static_cast<size_t>(n));
+  offsets_.assign(static_cast<size_t>(n) + 1, 0);
+  in.read(reinterpret_cast<char*>(dims.data()), static_cast<std::streamsize>(dims.size() * 8));
+  in.read(reinterpret_cast<char*>(offsets_.data()), static_cast<std::streamsize>(offsets_.size() * 8));
+  in.read(reinterpret_cast<char*>(sizes.data()), static_cast<std::streamsize>(sizes.size() * 8));
+  if (!in) throw DataError(idx + ": truncated fairseq (lazy/cached) index");
+  if (offsets_.front() != 0 || dims.front() != 0) throw DataError(idx + ": damaged index: the first offset is not 0");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (dims[i + 1] != dims[i] + 1 || offsets_[i + 1] - offsets_[i] != sizes[i] || sizes[i] < 0) {
+      throw DataError(idx + ": damaged fairseq index: sentence " + std::to_string(i) +
+                      "'s offsets do not match its size (or it is not one-dimensional)");
+    }
+  }
+}
+
 IndexedDataset::IndexedDataset(const std::string& prefix) {
   const std::string idx = prefix + ".idx", bin = prefix + ".bin";
   std::ifstream in(idx, std::ios::binary);
-  if (!in) throw DataError(idx + ": cannot open binarized index (run 'leanseq prepare' first)");
+  if (!in) {
+    if (io::file_exists(prefix)) {  // fairseq-preprocess --dataset-impl raw writes the text itself
+      throw DataError(idx + ": missing, and " + prefix + " is text: a --dataset-impl raw directory, which leanseq does "
+                      "not read; binarize it (fairseq-preprocess's default, mmap)");
+    }
+    throw DataError(idx + ": cannot open binarized index (run 'leanseq prepare' first)");
+  }
   char magic[9] = {};
   in.read(magic, 9);
   in.clear();
@@ -178,8 +223,10 @@ IndexedDataset::IndexedDataset(const std::string& prefix) {
     read_leanseq_index(in, idx, file_size);
   } else if (file_size >= 9 && std::memcmp(magic, kFairseqMagic, 9) == 0) {
     read_fairseq_index(in, idx, file_size);
+  } else if (file_size >= 8 && std::memcmp(magic, kLegacyMagic, 8) == 0) {
+    read_legacy_index(in, idx, file_size);
   } else {
-    throw DataError(idx + ": not a binarized index of leanseq or of fairseq-preprocess (bad magic)");
+    throw DataError(idx + ": not a binarized index of leanseq or of fairseq-preprocess (mmap, lazy or cached; bad magic)");
   }
   if (offsets_.back() > (int64_t{1} << 60)) throw DataError(idx + ": damaged index: impossible last offset");
   int fd = ::open(bin.c_str(), O_RDONLY);
@@ -208,7 +255,8 @@ IndexedDataset::IndexedDataset(IndexedDataset&& o) noexcept
       map_(o.map_),
       map_size_(o.map_size_),
       elem_bytes_(o.elem_bytes_),
-      elem_signed_(o.elem_signed_) {
+      elem_signed_(o.elem_signed_),
+      id_shift_(o.id_shift_) {
   o.map_ = nullptr;
   o.map_size_ = 0;
 }
@@ -275,7 +323,7 @@ std::vector<int64_t> IndexedDataset::get(size_t i) const {
     for (size_t k = 0; k < n; ++k) {
       T v;
       std::memcpy(&v, base + k * sizeof(T), sizeof(T));
-      ids[k] = static_cast<int64_t>(v);
+      ids[k] = static_cast<int64_t>(v) - id_shift_;
     }
   };
   switch (elem_bytes_ * 2 + (elem_signed_ ? 1 : 0)) {
@@ -287,6 +335,22 @@ std::vector<int64_t> IndexedDataset::get(size_t i) const {
     case 9: read(int32_t{}); break;
     case 16: read(uint64_t{}); break;
     default: read(int64_t{}); break;
+  }
+  return ids;
+}
+
+std::vector<int64_t> checked_sentence(const IndexedDataset& set, size_t i, int64_t dict_size, const std::string& path,
+                                      int64_t limit, const std::string& limit_name) {
+  if (limit > 0 && set.length(i) > limit) {
+    throw DataError(path + ".bin: sentence " + std::to_string(i) + " has " + std::to_string(set.length(i)) +
+                    " tokens, more than " + limit_name + " " + std::to_string(limit));
+  }
+  auto ids = set.get(i);
+  for (int64_t id : ids) {
+    if (id < 0 || id >= dict_size) {
+      throw DataError(path + ".bin: sentence " + std::to_string(i) + " holds token id " + std::to_string(id) +
+                      ", outside its dictionary of " + std::to_string(dict_size) + " symbols");
+    }
   }
   return ids;
 }

@@ -60,7 +60,8 @@ class FairseqIndexedWriter {
 };
 
 // Reads leanseq's format and fairseq-preprocess's (MMapIndexedDataset: ids as uint16, int32, ...,
-// as its index says); DataError naming the file for anything else, or a damaged or truncated one.
+// as its index says; and the IndexedDataset of --dataset-impl lazy and cached); DataError naming
+// the file for anything else, or a damaged or truncated one.
 class IndexedDataset {
  public:
   explicit IndexedDataset(const std::string& prefix);
@@ -77,11 +78,19 @@ class IndexedDataset {
  private:
   void read_leanseq_index(std::ifstream& in, const std::string& idx, uint64_t file_size);
   void read_fairseq_index(std::ifstream& in, const std::string& idx, uint64_t file_size);
+  void read_legacy_index(std::ifstream& in, const std::string& idx, uint64_t file_size);
   std::vector<int64_t> offsets_;  // in ids, N + 1
   void* map_ = nullptr;
   size_t map_size_ = 0;
   int elem_bytes_ = 4;  // how an id is stored: leanseq int32; fairseq as its dtype says
   bool elem_signed_ = true;
+  int64_t id_shift_ = 0;  // subtracted from every stored id (fairseq's lazy/cached data: 1)
 };
+
+// Sentence `i` of `set` (read from `path`.bin), checked by its declared length before it is read
+// (a data-bin may declare billions of tokens; `limit` 0: none; `limit_name` says what sets it),
+// then by its ids (each below `dict_size`); DataError naming the file and the sentence.
+std::vector<int64_t> checked_sentence(const IndexedDataset& set, size_t i, int64_t dict_size, const std::string& path,
+                                      int64_t limit = 0, const std::string& limit_name = "");
 
 }  // namespace leanseq::data

@@ -169,6 +169,16 @@ std::vector<std::vector<TranslationHyp>> Translator::translate_ids(const std::ve
                                                                    const std::vector<std::vector<std::string>>* source_words,
                                                                    const std::vector<Constraints>* constraints) {
   check_options(opt_in);  // every caller's options, whatever surface they came from
+  std::vector<std::vector<int64_t>> continued;
+  if (continues_source_) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      auto p = sources[i];
+      if (!p.empty() && p.back() == data::Dictionary::kEos) p.pop_back();
+      if (prefixes) p.insert(p.end(), (*prefixes)[i].begin(), (*prefixes)[i].end());
+      continued.push_back(std::move(p));
+    }
+    prefixes = &continued;
+  }
   Timer timer;
   TranslateOptions opt = opt_in;
   if (opt.replace_unk) opt.search.need_attn = true;  // the alignment says which source subword

@@ -73,6 +73,9 @@ class Translator {
   // Whether the search ends hypotheses at the length limit as CTranslate2 does (its models:
   // SearchOptions::max_len_cuts) or as fairseq does.
   void set_max_len_cuts(bool cuts) { max_len_cuts_ = cuts; }
+  // A language model continues each source: its tokens (without </s>) begin every output, as the
+  // prefix fairseq's language_modeling task hands its generator, followed by any prefix given.
+  void set_continues_source(bool continues) { continues_source_ = continues; }
   // A line as source ids, framed (</s> last by default), read as `format` says.
   std::vector<int64_t> encode_source(const std::string& line, InputFormat format = InputFormat::raw) const;
   // The subwords those ids stand for (raw text through the source pipeline; tokens as they are).
@@ -88,7 +91,7 @@ class Translator {
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members_;  // further ensemble members
   data::Dictionary src_dict_, tgt_dict_;
   std::shared_ptr<const data::TextPipeline> src_text_, tgt_text_;
-  bool source_bos_ = false, source_eos_ = true, max_len_cuts_ = false;
+  bool source_bos_ = false, source_eos_ = true, max_len_cuts_ = false, continues_source_ = false;
   std::vector<int64_t> framed_source(const std::vector<std::string>& words) const;
 };
 

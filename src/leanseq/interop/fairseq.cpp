@@ -11,6 +11,7 @@
 #include "leanseq/core/io.h"
 #include "leanseq/core/strings.h"
 #include "leanseq/data/dictionary.h"
+#include "leanseq/interop/fairseq_families.h"
 #include "leanseq/interop/torch_file.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
@@ -21,7 +22,6 @@ namespace leanseq::interop {
 
 namespace {
 
-using json = nlohmann::json;
 
 json to_json(const PyRef& v) {
   using K = PyValue::Kind;
@@ -47,166 +47,6 @@ json to_json(const PyRef& v) {
     }
     default: return v->describe();
   }
-}
-
-// One fairseq option that shapes the network: its leanseq key, and its value when the options
-// predate it (fairseq's base_architecture default; a string naming another option means "the
-// same as that one").
-struct Field {
-  const char* fairseq;
-  const char* leanseq;
-  json fallback;
-};
-
-// An option leanseq does not build, refused unless it has the value that leaves the network as
-// leanseq builds it; `training_only`: one that changes training alone (a decoded model is the same
-// network whatever its value), refused for fairseq-train only.
-struct Refusal {
-  const char* fairseq;
-  std::function<bool(const json& value, const json& args)> supported;
-  bool training_only = false;
-};
-
-bool is_false(const json& v, const json&) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); }
-bool is_none(const json& v, const json&) {
-  return v.is_null() || (v.is_string() && (v.get<std::string>().empty() || v.get<std::string>() == "None"));
-}
-bool is_zero(const json& v, const json&) { return v.is_null() || (v.is_number() && v.get<double>() == 0); }
-std::function<bool(const json&, const json&)> equals_option(const char* other) {
-  return [other](const json& v, const json& args) {
-    return v.is_null() || !args.contains(other) || args[other].is_null() || v == args[other];
-  };
-}
-
-struct Family {
-  const char* name;  // the leanseq preset that sets the family's defaults
-  std::vector<Field> fields;
-  std::vector<Refusal> refusals;
-};
-
-const Family& transformer_family() {
-  static const Family f{
-      "transformer",
-      {{"encoder_embed_dim", "model.encoder.embed_dim", 512},
-       {"encoder_ffn_embed_dim", "model.encoder.ffn_embed_dim", 2048},
-       {"encoder_layers", "model.encoder.layers", 6},
-       {"encoder_attention_heads", "model.encoder.attention_heads", 8},
-       {"encoder_normalize_before", "model.encoder.normalize_before", false},
-       {"encoder_learned_pos", "model.encoder.learned_pos", false},
-       {"decoder_embed_dim", "model.decoder.embed_dim", "encoder_embed_dim"},
-       {"decoder_ffn_embed_dim", "model.decoder.ffn_embed_dim", "encoder_ffn_embed_dim"},
-       {"decoder_layers", "model.decoder.layers", 6},
-       {"decoder_attention_heads", "model.decoder.attention_heads", 8},
-       {"decoder_normalize_before", "model.decoder.normalize_before", false},
-       {"decoder_learned_pos", "model.decoder.learned_pos", false},
-       {"activation_fn", "model.activation_fn", "relu"},
-       {"dropout", "model.dropout", 0.1},
-       {"attention_dropout", "model.attention_dropout", 0.0},
-       {"activation_dropout", "model.activation_dropout", 0.0},
-       {"share_decoder_input_output_embed", "model.share_decoder_input_output_embed", false},
-       {"share_all_embeddings", "model.share_all_embeddings", false},
-       {"no_scale_embedding", "model.no_scale_embedding", false},
-       {"layernorm_embedding", "model.layernorm_embedding", false},
-       {"decoder_output_dim", "model.decoder.output_dim", "decoder_embed_dim"},
-       {"max_source_positions", "model.max_source_positions", 1024},
-       {"max_target_positions", "model.max_target_positions", 1024}},
-      {{"activation_fn", [](const json& v, const json&) { return v.is_null() || v == "relu" || v == "gelu"; }},
-       {"adaptive_softmax_cutoff", is_none},
-       {"adaptive_input", is_false},
-       {"tie_adaptive_weights", is_false},
-       {"no_token_positional_embeddings", is_false},
-       {"cross_self_attention", is_false},
-       {"no_cross_attention", is_false},
-       {"no_decoder_final_norm", is_false},
-       {"encoder_layers_to_keep", is_none},
-       {"decoder_layers_to_keep", is_none},
-       // fairseq 0.12 sizes the decoder's embeddings by decoder_embed_dim whatever this says.
-       {"decoder_input_dim", [](const json&, const json&) { return true; }},
-       {"quant_noise_pq", is_zero, true},  // quantization noise: off at inference
-       {"quant_noise_scalar", is_zero, true},
-       {"merge_src_tgt_embed", is_false},
-       {"char_inputs", is_false},
-       {"scale_attn", is_false},
-       {"scale_fc", is_false},
-       {"scale_heads", is_false},
-       {"scale_resids", is_false},
-       {"alignment_layer", is_none},
-       {"full_context_alignment", is_false}}};
-  return f;
-}
-
-const Family& lightconv_family() {
-  static const Family f{
-      "lightconv",
-      {{"encoder_embed_dim", "model.encoder.embed_dim", 512},
-       {"encoder_conv_dim", "model.encoder.conv_dim", "encoder_embed_dim"},
-       {"encoder_ffn_embed_dim", "model.encoder.ffn_embed_dim", 2048},
-       {"encoder_layers", "model.encoder.layers", 7},
-       {"encoder_attention_heads", "model.encoder.attention_heads", 8},
-       {"encoder_normalize_before", "model.encoder.normalize_before", false},
-       {"encoder_learned_pos", "model.encoder.learned_pos", false},
-       {"encoder_glu", "model.encoder.glu", true},
-       {"encoder_conv_type", "model.encoder.conv_type", "dynamic"},
-       {"encoder_kernel_size_list", "model.encoder.kernel_size_list", json::array({3, 7, 15, 31, 31, 31, 31})},
-       {"decoder_embed_dim", "model.decoder.embed_dim", "encoder_embed_dim"},
-       {"decoder_conv_dim", "model.decoder.conv_dim", "decoder_embed_dim"},
-       {"decoder_ffn_embed_dim", "model.decoder.ffn_embed_dim", "encoder_ffn_embed_dim"},
-       {"decoder_layers", "model.decoder.layers", 6},
-       {"decoder_attention_heads", "model.decoder.attention_heads", "encoder_attention_heads"},
-       {"decoder_normalize_before", "model.decoder.normalize_before", false},
-       {"decoder_learned_pos", "model.decoder.learned_pos", false},
-       {"decoder_glu", "model.decoder.glu", true},
-       {"decoder_conv_type", "model.decoder.conv_type", "encoder_conv_type"},
-       {"decoder_kernel_size_list", "model.decoder.kernel_size_list", json::array({3, 7, 15, 31, 31, 31})},
-       {"weight_softmax", "model.weight_softmax", true},
-       {"dropout", "model.dropout", 0.1},
-       {"attention_dropout", "model.attention_dropout", 0.0},
-       {"relu_dropout", "model.relu_dropout", 0.0},
-       {"input_dropout", "model.input_dropout", 0.1},
-       {"weight_dropout", "model.weight_dropout", 0.0},
-       {"share_decoder_input_output_embed", "model.share_decoder_input_output_embed", false},
-       {"share_all_embeddings", "model.share_all_embeddings", false},
-       {"max_source_positions", "model.max_source_positions", 1024},
-       {"max_target_positions", "model.max_target_positions", 1024}},
-      {{"adaptive_softmax_cutoff", is_none},
-       {"no_token_positional_embeddings", is_false},
-       {"decoder_output_dim", equals_option("decoder_embed_dim")},
-       {"decoder_input_dim", equals_option("decoder_embed_dim")}}};
-  return f;
-}
-
-const Family& fconv_family() {
-  static const Family f{"fconv",
-                        {{"encoder_embed_dim", "model.encoder.embed_dim", 512},
-                         {"encoder_layers", "model.encoder.layers", "[(512, 3)] * 20"},
-                         {"decoder_embed_dim", "model.decoder.embed_dim", 512},
-                         {"decoder_layers", "model.decoder.layers", "[(512, 3)] * 20"},
-                         {"decoder_out_embed_dim", "model.decoder.out_embed_dim", 256},
-                         {"decoder_attention", "model.decoder.attention", "True"},
-                         {"dropout", "model.dropout", 0.1},
-                         {"share_input_output_embed", "model.share_input_output_embed", false},
-                         {"max_source_positions", "model.max_source_positions", 1024},
-                         {"max_target_positions", "model.max_target_positions", 1024}},
-                        {}};
-  return f;
-}
-
-// The family of a fairseq arch name, or nullptr.
-// transformer_align, transformer_wmt_en_de_big_align: a transformer trained with an alignment loss.
-bool is_alignment_arch(const std::string& arch) {
-  return arch.rfind("transformer", 0) == 0 && arch.size() > 6 && arch.compare(arch.size() - 6, 6, "_align") == 0;
-}
-
-// The family leanseq builds for a fairseq arch (nullptr: none; transformer_align's is for import only).
-const Family* family_of(const std::string& arch) {
-  auto starts = [&](const char* p) { return arch.rfind(p, 0) == 0; };
-  if (starts("transformer_lm") || is_alignment_arch(arch) || arch.find("xlm") != std::string::npos) return nullptr;
-  if (arch == "transformer" || starts("transformer_")) return &transformer_family();
-  if (starts("lightconv_lm")) return nullptr;
-  if (arch == "lightconv" || starts("lightconv_")) return &lightconv_family();
-  if (starts("fconv_self_att") || starts("fconv_lm")) return nullptr;
-  if (arch == "fconv" || starts("fconv_")) return &fconv_family();
-  return nullptr;
 }
 
 std::string as_text(const json& v) {
@@ -279,8 +119,17 @@ json fairseq_model_args(const PyRef& root, const std::string& origin) {
   throw CheckpointError(origin + ": neither 'args' nor 'cfg.model' holds the model's options: not a fairseq checkpoint");
 }
 
+json fairseq_section_args(const PyRef& root, const std::string& section) {
+  if (!root || !root->is_mapping()) return json::object();
+  if (auto args = root->get("args"); args && args->kind == PyValue::Kind::ns) return to_json(args);
+  if (auto cfg = root->get("cfg"); cfg && cfg->is_mapping()) {
+    if (auto part = cfg->get(section); part && part->is_mapping()) return to_json(part);
+  }
+  return json::object();
+}
+
 std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::string& arch) {
-  const Family* family = family_of(arch);
+  const Family* family = fairseq_family(arch);
   if (!family) throw ConfigError("fairseq arch '" + arch + "': leanseq trains the transformer, lightconv and fconv families");
   std::vector<std::pair<std::string, bool>> out;
   for (const auto& f : family->fields) out.emplace_back(f.fairseq, f.fallback.is_boolean());
@@ -303,17 +152,17 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
   if (args.contains("arch") && args["arch"].is_string()) arch = args["arch"];
   if (arch.empty() && args.contains("_name") && args["_name"].is_string()) arch = args["_name"];
   if (arch.empty()) throw CheckpointError(origin + ": the model options name no arch");
-  const Family* family = family_of(arch);
+  const Family* family = fairseq_family(arch);
   // transformer_align translates as the transformer does; its alignment options only choose which
   // attention fairseq prints as A lines (leanseq prints its own: the last layer's, heads averaged).
   if (is_alignment_arch(arch)) {
-    family = &transformer_family();
+    family = &fairseq_transformer_family();
     for (const char* k : {"alignment_layer", "alignment_heads", "full_context_alignment"}) args.erase(k);
   }
   if (!family) {
     throw CheckpointError(origin + ": fairseq arch '" + arch +
                           "' is not supported (import takes the transformer, transformer_align, lightconv and fconv "
-                          "translation models)");
+                          "translation models and the transformer_lm and lightconv_lm language models)");
   }
   std::function<json(const Field&)> value_of = [&](const Field& f) -> json {
     if (args.contains(f.fairseq) && !args[f.fairseq].is_null()) return args[f.fairseq];
@@ -339,7 +188,9 @@ ConfigValues fairseq_config_values(const json& raw_args, const std::string& orig
   ConfigValues values;
   const std::string from = origin + " (fairseq options)";
   values.set("arch", family->name, from);
-  for (const auto& f : family->fields) values.set(f.leanseq, as_text(normalised(value_of(f))), from);
+  for (const auto& f : family->fields) {
+    if (*f.leanseq) values.set(f.leanseq, as_text(normalised(value_of(f))), from);  // "": read by other fields only
+  }
   return values;
 }
 
@@ -363,7 +214,7 @@ std::map<std::string, torch::Tensor> fairseq_state_dict(std::map<std::string, to
   };
   // Layer norms under a list's names: fairseq's lightconv layers (layer_norms.0/1 are leanseq's
   // layer_norm1/2), and the Transformer's encoder layers before fairseq 0.7.
-  const auto norms = family == "lightconv"
+  const auto norms = family.rfind("lightconv", 0) == 0
                          ? std::vector<std::pair<std::string, std::string>>{{".layer_norms.0.", ".layer_norm1."},
                                                                             {".layer_norms.1.", ".layer_norm2."}}
                          : std::vector<std::pair<std::string, std::string>>{{".layer_norms.0.", ".self_attn_layer_norm."},
@@ -425,8 +276,13 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   FairseqImportResult result;
   result.fairseq_arch = args.value("arch", args.value("_name", std::string()));
   result.leanseq_arch = cfg.arch;
+  const bool lm = cfg.model->language_model();
   result.source_lang = opt.source_lang.empty() ? lang_from(root, args, "source_lang") : opt.source_lang;
   result.target_lang = opt.target_lang.empty() ? lang_from(root, args, "target_lang") : opt.target_lang;
+  if (lm) {  // one dictionary, dict.txt, and no language: the one given, else "lm"
+    result.target_lang = !opt.target_lang.empty() ? opt.target_lang : !opt.source_lang.empty() ? opt.source_lang : "lm";
+    result.source_lang = result.target_lang;
+  }
   if (result.source_lang.empty() || result.target_lang.empty()) {
     // As fairseq infers them: from binarized files named <split>.<src>-<tgt>.<lang>.bin.
     std::error_code ec;
@@ -468,10 +324,15 @@ FairseqImportResult import_fairseq(const FairseqImportOptions& opt) {
   checkpoint::VocabFiles vocab;
   vocab.src_lang = result.source_lang;
   vocab.tgt_lang = result.target_lang;
-  const std::string src_path = opt.data_dir + "/dict." + result.source_lang + ".txt";
-  const std::string tgt_path = opt.data_dir + "/dict." + result.target_lang + ".txt";
-  vocab.src_dict = padded_dictionary(io::read_file(src_path, "source dictionary"), rows("encoder.embed_tokens.weight"), src_path);
-  vocab.tgt_dict = padded_dictionary(io::read_file(tgt_path, "target dictionary"), rows("decoder.embed_tokens.weight"), tgt_path);
+  const std::string src_path = opt.data_dir + (lm ? "/dict.txt" : "/dict." + result.source_lang + ".txt");
+  const std::string tgt_path = opt.data_dir + (lm ? "/dict.txt" : "/dict." + result.target_lang + ".txt");
+  if (!lm) {
+    vocab.src_dict =
+        padded_dictionary(io::read_file(src_path, "source dictionary"), rows("encoder.embed_tokens.weight"), src_path);
+  }
+  vocab.tgt_dict = padded_dictionary(io::read_file(tgt_path, lm ? "dictionary" : "target dictionary"),
+                                     rows("decoder.embed_tokens.weight"), tgt_path);
+  if (lm) vocab.src_dict = vocab.tgt_dict;
   vocab.joint = vocab.src_dict == vocab.tgt_dict;
   if (opt.spm.empty() == opt.tokenizer.empty()) {
     throw ConfigError("import-fairseq: give the model's text pipeline: --spm MODEL, or --tokenizer moses|none "

@@ -24,6 +24,10 @@ namespace leanseq::interop {
 // args when present, else cfg.model. Throws CheckpointError naming `origin` when neither is there.
 nlohmann::json fairseq_model_args(const PyRef& root, const std::string& origin);
 
+// The options a fairseq checkpoint saved for `section` ("task", "criterion"): cfg.<section> in
+// fairseq 0.10 and later, else the flat args (which hold every section's); {} when neither.
+nlohmann::json fairseq_section_args(const PyRef& root, const std::string& section);
+
 // The leanseq config values (arch + model.* keys) for fairseq model options: the family from
 // args["arch"] (or "_name"), every option that shapes the network mapped. Throws CheckpointError
 // naming the fairseq option and its value for what leanseq cannot build; with `training`, also for

@@ -1,6 +1,7 @@
 // The encoder-decoder model shared by the families whose encoder and decoder are fairseq-style
 // modules: token embeddings (shared when share_all_embeddings), `encoder` and `decoder` children
-// (fairseq's state_dict prefixes), and a decoder with forward/step and named caches per layer.
+// (fairseq's state_dict prefixes), and a decoder with forward/step and named caches per layer;
+// and the language model made of such a decoder alone.
 #pragma once
 #include <functional>
 
@@ -64,6 +65,36 @@ class EncoderDecoderModel : public Seq2SeqModel {
   int64_t max_target_positions() const override { return cfg_.max_target_positions; }
 
   Encoder encoder{nullptr};
+  Decoder decoder{nullptr};
+
+ private:
+  Config cfg_;
+};
+
+// A decoder-only language model (fairseq's transformer_lm, lightconv_lm): a `decoder` child
+// built without encoder attention over embeddings of cfg.embedding_dim(); encode() returns an empty encoder output ([B, 0, C]), decode()
+// and step() predict the next token of `prev_tokens` = [</s>, y1 .. y(n-1)].
+template <class Config, class Decoder>
+class DecoderOnlyModel : public Seq2SeqModel {
+ public:
+  DecoderOnlyModel(const Config& cfg, int64_t vocab) : cfg_(cfg) {
+    decoder = register_module("decoder", Decoder(cfg, nn::make_embedding(vocab, cfg.embedding_dim(), nn::kPadIndex), vocab));
+  }
+  EncoderOut encode(const torch::Tensor& src, const torch::Tensor&) override {
+    const int64_t B = src.size(0);
+    return {torch::zeros({B, 0, cfg_.decoder.embed_dim}, decoder->output_weight.options()),
+            torch::zeros({B, 0}, src.options().dtype(torch::kBool)),
+            {}};
+  }
+  DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool) override {
+    return decoder->forward(prev_tokens, enc, false);
+  }
+  nn::IncrementalState init_state(const EncoderOut&) override { return {}; }
+  DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state, bool) override {
+    return decoder->step(tokens, enc, state, false);
+  }
+  int64_t max_target_positions() const override { return cfg_.max_target_positions; }
+
   Decoder decoder{nullptr};
 
  private:

@@ -250,31 +250,6 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
   return out;
 }
 
-// ---------------------------------------------------------------- language model
-
-LightConvLanguageModel::LightConvLanguageModel(const LightConvLMConfig& cfg, int64_t vocab) : cfg_(cfg) {
-  decoder = register_module("decoder",
-                            LightConvDecoder(cfg, nn::make_embedding(vocab, cfg.decoder.embed_dim, nn::kPadIndex), vocab));
-}
-
-EncoderOut LightConvLanguageModel::encode(const torch::Tensor& src, const torch::Tensor&) {
-  const int64_t B = src.size(0);
-  return {torch::zeros({B, 0, cfg_.decoder.embed_dim}, decoder->output_weight.options()),
-          torch::zeros({B, 0}, src.options().dtype(torch::kBool)),
-          {}};
-}
-
-DecoderOut LightConvLanguageModel::decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) {
-  return decoder->forward(prev_tokens, enc, false);
-}
-
-nn::IncrementalState LightConvLanguageModel::init_state(const EncoderOut&) { return {}; }
-
-DecoderOut LightConvLanguageModel::step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
-                                        bool need_attn) {
-  return decoder->step(tokens, enc, state, false);
-}
-
 // ---------------------------------------------------------------- presets
 
 namespace {
@@ -336,11 +311,7 @@ void register_lightconv(Registry& reg) {
       [](LightConvConfig& c) { small(c, "lightweight"); });
   add("dynamicconv_small", "small dynamic-convolution model for CPU work (transformer_small's dimensions)",
       [](LightConvConfig& c) { small(c, "dynamic"); });
-  reg.add_family({"lightconv_lm",
-                  [] { return std::make_shared<LightConvLMConfig>(); },
-                  [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
-                    return std::make_shared<LightConvLanguageModel>(static_cast<const LightConvLMConfig&>(c), v.tgt_size);
-                  }});
+  reg.add_family(language_model_family<LightConvLMConfig, LightConvLanguageModel>("lightconv_lm"));
   auto add_lm = preset_adder<LightConvLMConfig>(reg, "lightconv_lm");
   add_lm("lightconv_lm", "fairseq LightConv language model (dynamic convolutions, 6 pre-norm layers)",
          [](LightConvLMConfig& c) { c.decoder.layers = 6; });

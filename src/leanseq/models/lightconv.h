@@ -57,6 +57,7 @@ struct LightConvLMConfig : LightConvConfig {
   std::string summary() const override;
   void validate() const override;
   bool language_model() const override { return true; }
+  int64_t embedding_dim() const { return decoder.embed_dim; }
 };
 
 class LightConvEncoderImpl : public torch::nn::Module {
@@ -95,23 +96,7 @@ TORCH_MODULE(LightConvDecoder);
 
 using LightConvModel = EncoderDecoderModel<LightConvConfig, LightConvEncoder, LightConvDecoder>;
 
-// The language model: encode() returns an empty encoder output ([B, 0, C]); decode() and step()
-// predict the next token of `prev_tokens` = [</s>, y1 .. y(n-1)].
-class LightConvLanguageModel : public Seq2SeqModel {
- public:
-  LightConvLanguageModel(const LightConvLMConfig& cfg, int64_t vocab);
-  EncoderOut encode(const torch::Tensor& src, const torch::Tensor& src_lengths) override;
-  DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn) override;
-  nn::IncrementalState init_state(const EncoderOut& enc) override;
-  DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
-                  bool need_attn) override;
-  int64_t max_target_positions() const override { return cfg_.max_target_positions; }
-
-  LightConvDecoder decoder{nullptr};
-
- private:
-  LightConvLMConfig cfg_;
-};
+using LightConvLanguageModel = DecoderOnlyModel<LightConvLMConfig, LightConvDecoder>;
 
 void register_lightconv(Registry& reg);
 

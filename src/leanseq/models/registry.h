@@ -56,6 +56,15 @@ Family encoder_decoder_family(const std::string& name) {
           }};
 }
 
+// A family of language models built as Model(cfg, vocab) over the target dictionary.
+template <class Config, class Model>
+Family language_model_family(const std::string& name) {
+  return {name, [] { return std::make_shared<Config>(); },
+          [](const ModelConfig& c, const VocabInfo& v) -> std::shared_ptr<Seq2SeqModel> {
+            return std::make_shared<Model>(static_cast<const Config&>(c), v.tgt_size);
+          }};
+}
+
 // add(name, description, edit): registers presets of `family` whose edit takes its own Config.
 template <class Config>
 std::function<void(const std::string&, const std::string&, std::function<void(Config&)>)> preset_adder(

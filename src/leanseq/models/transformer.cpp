@@ -14,10 +14,13 @@ namespace leanseq::models {
 namespace {
 // A side's input: scaled embeddings plus positions, through the optional LayerNorm over them
 // (model.layernorm_embedding), then dropout; the encoder and the decoder (full pass and steps) alike.
+// With `project_in` (a language model's decoder_input_dim), the scaled embeddings are projected
+// to the model's width before the positions are added, as fairseq does.
 torch::Tensor embedded_input(torch::nn::Embedding& embed_tokens, const torch::Tensor& tokens, double scale,
                              const torch::Tensor& positions, torch::nn::LayerNorm& layernorm_embedding, double dropout,
-                             bool training) {
-  auto x = nn::scaled_plus_positions(embed_tokens(tokens), scale, positions);
+                             bool training, const torch::Tensor& project_in = {}) {
+  auto x = project_in.defined() ? kernels::linear(embed_tokens(tokens) * scale, project_in, {}) + positions
+                                : nn::scaled_plus_positions(embed_tokens(tokens), scale, positions);
   if (layernorm_embedding) x = layernorm_embedding(x);
   return nn::maybe_dropout(x, dropout, training);
 }
@@ -32,6 +35,21 @@ void visit_side(ConfigVisitor& v, const std::string& p, TransformerSideConfig& s
   s.a2.visit(v, p + ".");
   v.field(p + ".self_attn_groups", s.self_attn_groups,
           "SAN: blocks of layers sharing the first layer's self-attention distribution, e.g. \"0-1,2-5\"");
+}
+
+// The keys the translation model and the language model share.
+void visit_common(ConfigVisitor& v, TransformerConfig& c) {
+  v.field("dropout", c.dropout, "dropout probability", kProbability);
+  v.field("attention_dropout", c.attention_dropout, "dropout on attention weights", kProbability);
+  v.field("activation_dropout", c.activation_dropout, "dropout after the FFN activation", kProbability);
+  v.field("activation_fn", c.activation_fn, "relu, gelu, gelu_accurate (gelu's tanh approximation) or swish");
+  v.field("share_decoder_input_output_embed", c.share_decoder_input_output_embed, "tie decoder input and output embeddings");
+  v.field("no_scale_embedding", c.no_scale_embedding, "do not scale embeddings by sqrt(dim)");
+  v.field("layernorm_embedding", c.layernorm_embedding,
+          "a LayerNorm over the embeddings plus positions (fairseq's --layernorm-embedding; both sides of a translation model)");
+  v.field("decoder.output_dim", c.decoder.output_dim,
+          "the decoder's output dimension: a projection to it before the output layer when it differs from "
+          "decoder.embed_dim (fairseq's --decoder-output-dim; 0: decoder.embed_dim)");
 }
 
 }  // namespace
@@ -55,18 +73,8 @@ void TransformerConfig::visit(ConfigVisitor& v) {
           "AAN: a feed-forward layer (ffn_embed_dim wide) over the average");
   v.field("decoder.average_attention_fold", decoder.average_attention_fold,
           "AAN with its FFN: decoding steps compute the gate in the FFN's two products (fewer, larger products; slower on CPUs, docs/san.md)");
-  v.field("dropout", dropout, "dropout probability", kProbability);
-  v.field("attention_dropout", attention_dropout, "dropout on attention weights", kProbability);
-  v.field("activation_dropout", activation_dropout, "dropout after the FFN activation", kProbability);
-  v.field("activation_fn", activation_fn, "relu, gelu, gelu_accurate (gelu's tanh approximation) or swish");
-  v.field("share_decoder_input_output_embed", share_decoder_input_output_embed, "tie decoder input and output embeddings");
+  visit_common(v, *this);
   v.field("share_all_embeddings", share_all_embeddings, "one embedding for encoder, decoder and output (joint vocabulary)");
-  v.field("no_scale_embedding", no_scale_embedding, "do not scale embeddings by sqrt(dim)");
-  v.field("layernorm_embedding", layernorm_embedding,
-          "a LayerNorm over the embeddings plus positions, on both sides (fairseq's --layernorm-embedding)");
-  v.field("decoder.output_dim", decoder.output_dim,
-          "the decoder's output dimension: a projection to it before the output layer when it differs from "
-          "decoder.embed_dim (fairseq's --decoder-output-dim; 0: decoder.embed_dim)");
   v.field("decoder.output_bias", decoder.output_bias,
           "a bias on the output projection (OpenNMT-py's generator; CTranslate2's decoder/projection/bias)");
   v.field("max_source_positions", max_source_positions, "longest source in tokens", Range::at_least(1));
@@ -126,10 +134,12 @@ void TransformerConfig::validate() const {
                       "decoder.attention_heads " + std::to_string(decoder.attention_heads));
   }
   if (decoder.output_dim < 0) throw ConfigError("model.decoder.output_dim must be 0 (decoder.embed_dim) or positive");
-  if (decoder.output_dim > 0 && decoder.output_dim != decoder.embed_dim &&
-      (share_decoder_input_output_embed || share_all_embeddings)) {
-    throw ConfigError("model.decoder.output_dim " + std::to_string(decoder.output_dim) + " differs from decoder.embed_dim " +
-                      std::to_string(decoder.embed_dim) + ": the output layer cannot share the embeddings");
+  const int64_t input_dim = decoder.input_dim > 0 ? decoder.input_dim : decoder.embed_dim;
+  const int64_t output_dim = decoder.output_dim > 0 ? decoder.output_dim : decoder.embed_dim;
+  if (decoder.input_dim < 0) throw ConfigError("model.decoder.input_dim must be 0 (decoder.embed_dim) or positive");
+  if (output_dim != input_dim && (share_decoder_input_output_embed || share_all_embeddings)) {
+    throw ConfigError("model.decoder.output_dim " + std::to_string(output_dim) + " differs from the embeddings' width " +
+                      std::to_string(input_dim) + ": the output layer cannot share the embeddings");
   }
   if (layernorm_embedding && encoder_type == "disan") {
     throw ConfigError("model.layernorm_embedding goes with the transformer encoder, not disan");
@@ -150,6 +160,7 @@ std::vector<nn::TransformerLayerOptions> TransformerConfig::layer_options(const 
     o.reuse_self_attn = self_block[i] != i;
     o.reuse_encoder_attn = encoder_block[i] != i;
     if (name == "decoder") o.encoder_embed_dim = encoder.embed_dim;
+    o.no_encoder_attn = name == "decoder" && decoder_only;
   }
   return layers;
 }
@@ -168,6 +179,37 @@ nn::TransformerLayerOptions TransformerConfig::side_options(const TransformerSid
   o.normalize_before = side.normalize_before;
   o.activation = nn::parse_activation(activation_fn, "model.activation_fn");
   return o;
+}
+
+// ---------------------------------------------------------------- language model
+
+TransformerLMConfig::TransformerLMConfig() {
+  decoder_only = true;
+  decoder.normalize_before = true;
+}
+
+void TransformerLMConfig::visit(ConfigVisitor& v) {
+  visit_side(v, "decoder", decoder);
+  visit_common(v, *this);
+  v.field("decoder.input_dim", decoder.input_dim,
+          "the token embeddings' width, projected to decoder.embed_dim after scaling (fairseq's --decoder-input-dim; "
+          "0: decoder.embed_dim)");
+  v.field("max_target_positions", max_target_positions, "longest sample in tokens", Range::at_least(1));
+}
+
+std::string TransformerLMConfig::summary() const {
+  std::ostringstream os;
+  os << "decoder layers " << decoder.layers << ", dim " << decoder.embed_dim << ", ffn " << decoder.ffn_embed_dim
+     << ", heads " << decoder.attention_heads << ", dropout " << dropout;
+  if (!decoder.self_attn_groups.empty()) os << ", SAN blocks " << decoder.self_attn_groups;
+  os << decoder.a2.describe("");
+  return os.str();
+}
+
+void TransformerLMConfig::validate() const {
+  TransformerConfig checked = *this;
+  checked.encoder = checked.decoder;  // the encoder side is not built
+  checked.TransformerConfig::validate();
 }
 
 // ---------------------------------------------------------------- encoder
@@ -233,7 +275,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
     if (!o.reuse_encoder_attn) owner = layers->size() - 1;
     if (static_cast<int64_t>(layers->size()) - 1 == alignment) alignment_layer_ = alignment, alignment_owner_ = owner;
   }
-  if (s.alignment_heads > 0 && alignment >= 0 && alignment < s.layers) {
+  if (s.alignment_heads > 0 && alignment >= 0 && alignment < s.layers && !cfg.decoder_only) {
     layers[alignment_owner_]->as<nn::TransformerDecoderLayer>()->encoder_attn->average_first_heads(s.alignment_heads);
   }
   a2 = s.a2.make(*this, s.layers, s.embed_dim, true, cfg.dropout, host_norm(s.normalize_before));
@@ -241,6 +283,12 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
   if (layer_norm) register_module("layer_norm", layer_norm);
   layernorm_embedding = nn::optional_layer_norm(cfg.layernorm_embedding, s.embed_dim);
   if (layernorm_embedding) register_module("layernorm_embedding", layernorm_embedding);
+  const int64_t input_dim = s.input_dim > 0 ? s.input_dim : s.embed_dim;
+  if (input_dim != s.embed_dim) {
+    project_in = register_module("project_in_dim", std::make_shared<torch::nn::Module>())
+                     ->register_parameter("weight", torch::randn({s.embed_dim, input_dim}) *
+                                                        std::pow(static_cast<double>(input_dim), -0.5));
+  }
   const int64_t output_dim = s.output_dim > 0 ? s.output_dim : s.embed_dim;
   if (output_dim != s.embed_dim) {
     project_out = register_module("project_out_dim", std::make_shared<torch::nn::Module>())
@@ -257,7 +305,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const TransformerConfig& cfg, tor
 DecoderOut TransformerDecoderImpl::forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
                                            AttentionMaps* maps) {
   auto x = embedded_input(embed_tokens, prev_tokens, embed_scale_, embed_positions(prev_tokens), layernorm_embedding,
-                          dropout_, is_training());
+                          dropout_, is_training(), project_in);
   auto self_mask = nn::mask_if_any(prev_tokens.eq(nn::kPadIndex));
   auto enc_mask = nn::mask_if_any(enc.padding_mask);
   nn::SharedAttention shared;
@@ -280,7 +328,7 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
                                         bool need_attn) {
   const int64_t B = tokens.size(0), n = tokens.size(1);
   auto x = embedded_input(embed_tokens, tokens, embed_scale_, embed_positions->at_steps(state.steps, n, B, tokens.device()),
-                          layernorm_embedding, dropout_, is_training());
+                          layernorm_embedding, dropout_, is_training(), project_in);
   auto token_padding = nn::mask_if_any(tokens.eq(nn::kPadIndex));
   nn::SharedAttention shared;
   auto out = run_decoder_stack(
@@ -392,6 +440,27 @@ void register_transformer(Registry& reg) {
     set_side(c.decoder, 32, 64, 2, 2);
     c.dropout = 0.0;
     c.share_decoder_input_output_embed = true;
+  });
+  reg.add_family(language_model_family<TransformerLMConfig, TransformerLanguageModel>("transformer_lm"));
+  auto add_lm = preset_adder<TransformerLMConfig>(reg, "transformer_lm");
+  add_lm("transformer_lm", "fairseq Transformer language model (6 pre-norm layers, 512 dims)", [](TransformerLMConfig&) {});
+  add_lm("transformer_lm_big", "fairseq big Transformer language model (12 layers, 1024 dims, 16 heads)",
+         [](TransformerLMConfig& c) { set_side(c.decoder, 1024, 4096, 12, 16); });
+  add_lm("transformer_lm_gpt", "fairseq GPT-sized Transformer language model (12 layers, 768 dims, gelu)",
+         [](TransformerLMConfig& c) {
+           set_side(c.decoder, 768, 3072, 12, 12);
+           c.attention_dropout = 0.1;
+           c.activation_fn = "gelu";
+         });
+  add_lm("transformer_lm_small", "small Transformer language model for CPU work (4 layers, 256 dims, tied embeddings)",
+         [](TransformerLMConfig& c) {
+           set_side(c.decoder, 256, 1024, 4, 4);
+           c.dropout = 0.2;
+           c.share_decoder_input_output_embed = true;
+         });
+  add_lm("transformer_lm_tiny", "tiny Transformer language model for tests (2 layers, 32 dims)", [](TransformerLMConfig& c) {
+    set_side(c.decoder, 32, 64, 2, 2);
+    c.dropout = 0.0;
   });
   for (const char* base : {"transformer", "transformer_iwslt_de_en", "transformer_wmt_en_de", "transformer_wmt_en_de_big",
                            "transformer_small", "transformer_tiny"}) {

@@ -27,6 +27,9 @@ struct TransformerSideConfig {
   bool average_attention_ffn = true;  // decoder only: the FFN over the average (ffn_embed_dim wide)
   bool average_attention_fold = false;  // decoder only: decoding steps fold the gate into the FFN's products
   int64_t output_dim = 0;  // decoder only: fairseq's decoder_output_dim, projected to before the output (0: embed_dim)
+  // language model only: fairseq's decoder_input_dim, the embeddings' width, projected to
+  // embed_dim after scaling (0: embed_dim)
+  int64_t input_dim = 0;
   bool output_bias = false;  // decoder only: a bias on the output projection (OpenNMT-py's generator)
   // decoder only: the layer whose encoder attention gives alignments (negative: counted from the
   // last, -1 the last) and how many of its first heads are averaged (0: all), as fairseq's
@@ -45,6 +48,7 @@ struct TransformerConfig : ModelConfig {
   bool share_decoder_input_output_embed = false, share_all_embeddings = false, no_scale_embedding = false;
   bool layernorm_embedding = false;  // fairseq's: LayerNorm over embeddings + positions, both sides
   int64_t max_source_positions = 1024, max_target_positions = 1024;
+  bool decoder_only = false;  // set by TransformerLMConfig: decoder layers without encoder attention
 
   void visit(ConfigVisitor& v) override;
   std::string family() const override { return "transformer"; }
@@ -55,6 +59,22 @@ struct TransformerConfig : ModelConfig {
   nn::TransformerLayerOptions side_options(const TransformerSideConfig& side) const;
   // Options of every layer of `side` ("encoder" or "decoder"), with each layer's SAN role.
   std::vector<nn::TransformerLayerOptions> layer_options(const std::string& side) const;
+};
+
+// fairseq's transformer_lm: the Transformer decoder without encoder attention, trained as a
+// language model. Only the decoder.* keys and the shared options are configurable; pre-norm is
+// the default, as fairseq forces it ("model training is not stable without this"), with the final
+// LayerNorm.
+struct TransformerLMConfig : TransformerConfig {
+  TransformerLMConfig();
+  void visit(ConfigVisitor& v) override;
+  std::string family() const override { return "transformer_lm"; }
+  std::shared_ptr<ModelConfig> clone() const override { return std::make_shared<TransformerLMConfig>(*this); }
+  std::string summary() const override;
+  void validate() const override;
+  bool language_model() const override { return true; }
+  // The width of the token embeddings (decoder.input_dim, or decoder.embed_dim).
+  int64_t embedding_dim() const { return decoder.input_dim > 0 ? decoder.input_dim : decoder.embed_dim; }
 };
 
 // The attention distributions of every layer in one teacher-forced pass (SAN analysis), each
@@ -93,6 +113,7 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layer_norm{nullptr};  // pre-norm only
   torch::nn::LayerNorm layernorm_embedding{nullptr};  // model.layernorm_embedding only
+  torch::Tensor project_in;                 // decoder.project_in_dim.weight [C, input_dim], when input_dim differs
   torch::Tensor project_out;                // decoder.project_out_dim.weight [output_dim, C], when output_dim differs
   torch::Tensor output_weight;              // decoder.output_projection.weight [V, C]
   torch::Tensor output_bias;                // decoder.output_projection.bias [V], with decoder.output_bias
@@ -116,6 +137,8 @@ class TransformerModel : public EncoderDecoderModel<TransformerConfig, Transform
   // The distributions of every attention layer, teacher-forced on prev_tokens.
   AttentionMaps attention_maps(const torch::Tensor& src, const torch::Tensor& prev_tokens);
 };
+
+using TransformerLanguageModel = DecoderOnlyModel<TransformerLMConfig, TransformerDecoder>;
 
 void register_transformer(Registry& reg);
 

@@ -45,12 +45,12 @@ TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const TransformerLayerO
         "self_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout, !o.reuse_self_attn));
   }
   self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(o.embed_dim));
-  if (!o.reuse_encoder_attn) {
+  if (!o.reuse_encoder_attn && !o.no_encoder_attn) {
     encoder_attn =
         register_module("encoder_attn", MultiheadAttention(o.embed_dim, o.heads, o.attention_dropout, true,
                                                            o.encoder_embed_dim));
   }
-  encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
+  if (!o.no_encoder_attn) encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", layer_norm(o.embed_dim));
   fc1 = register_module("fc1", make_linear(o.embed_dim, o.ffn_dim));
   fc2 = register_module("fc2", make_linear(o.ffn_dim, o.embed_dim));
   final_layer_norm = register_module("final_layer_norm", layer_norm(o.embed_dim));
@@ -81,11 +81,13 @@ AttentionResult TransformerDecoderLayerImpl::forward(const torch::Tensor& x, con
     shared.self_probs = r.probs;
     return r.out;
   });
-  h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
-    auto r = encoder_attention(shared, [&] { return encoder_attn(in, memory, memory_padding_mask, false, need_attn); });
-    attn = r.weights;
-    return r.out;
-  });
+  if (!o_.no_encoder_attn) {
+    h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
+      auto r = encoder_attention(shared, [&] { return encoder_attn(in, memory, memory_padding_mask, false, need_attn); });
+      attn = r.weights;
+      return r.out;
+    });
+  }
   return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn, {}};
 }
 
@@ -107,14 +109,16 @@ AttentionResult TransformerDecoderLayerImpl::step(const torch::Tensor& x, const 
     shared.self_probs = r.probs;
     return r.out;
   });
-  h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
-    auto r = encoder_attention(shared, [&] {
-      return encoder_attn->step_static(in, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_state_),
-                                       need_attn);
+  if (!o_.no_encoder_attn) {
+    h = residual_block(h, encoder_attn_layer_norm, [&](const torch::Tensor& in) {
+      auto r = encoder_attention(shared, [&] {
+        return encoder_attn->step_static(in, memory, memory_padding_mask, state.get<StaticAttentionCache>(cross_state_),
+                                         need_attn);
+      });
+      attn = r.weights;
+      return r.out;
     });
-    attn = r.weights;
-    return r.out;
-  });
+  }
   return {feed_forward(h, fc1, fc2, final_layer_norm, o_, is_training()), attn, {}};
 }
 

@@ -23,6 +23,8 @@ struct TransformerLayerOptions {
   // ... and (decoder) adds its block's first layer's encoder-attention output instead of
   // computing one (it has no encoder_attn).
   bool reuse_encoder_attn = false;
+  // A language model's decoder layer: no encoder-decoder attention sublayer at all.
+  bool no_encoder_attn = false;
   // AAN (decoder): average attention replaces self-attention; the FFN over the average has
   // average_ffn_dim inner units (0: none).
   bool average_self_attn = false;
@@ -73,7 +75,7 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   AttentionResult step(const torch::Tensor& x, const torch::Tensor& token_padding, const torch::Tensor& memory,
                        const torch::Tensor& memory_padding_mask, IncrementalState& state, bool need_attn,
                        SharedAttention& shared);
-  MultiheadAttention self_attn{nullptr}, encoder_attn{nullptr};  // absent when averaged / reused
+  MultiheadAttention self_attn{nullptr}, encoder_attn{nullptr};  // absent when averaged / reused / none
   AverageAttention avg_attn{nullptr};                            // AAN
   torch::nn::LayerNorm self_attn_layer_norm{nullptr}, encoder_attn_layer_norm{nullptr};
   Linear fc1{nullptr}, fc2{nullptr};

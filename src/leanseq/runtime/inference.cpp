@@ -57,10 +57,6 @@ std::pair<std::shared_ptr<const data::TextPipeline>, std::shared_ptr<const data:
 LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense) {
   LoadedTranslator out;
   out.loaded = load_any(checkpoint_path, dense);
-  if (out.loaded.model_config->language_model()) {
-    throw ConfigError(checkpoint_path + ": a language model (arch " + out.loaded.arch +
-                      ") does not translate; evaluate it with 'leanseq eval-lm'");
-  }
   const auto& v = out.loaded.vocab;
   const auto [src_text, tgt_text] = text_pipelines(v, checkpoint_path);
   out.translator = std::make_unique<decode::Translator>(
@@ -68,12 +64,16 @@ LoadedTranslator load_translator(const std::string& checkpoint_path, bool dense)
       data::Dictionary::parse(v.tgt_dict, checkpoint_path + " (target dictionary)"), src_text, tgt_text);
   out.translator->set_source_framing(v.source_bos, v.source_eos);
   out.translator->set_max_len_cuts(v.max_len_cuts);
+  out.translator->set_continues_source(out.loaded.model_config->language_model());
   return out;
 }
 
 std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslator& first, const std::string& first_path,
                                                            const std::string& checkpoint_path) {
   auto member = load_any(checkpoint_path);
+  if (member.model_config->language_model() != first.loaded.model_config->language_model()) {
+    throw ConfigError(checkpoint_path + ": an ensemble is of translation models or of language models, not both");
+  }
   const auto& a = first.loaded.vocab;
   const auto& b = member.vocab;
   const char* differs = a.src_dict != b.src_dict   ? "source dictionary"
@@ -87,7 +87,6 @@ std::shared_ptr<models::Seq2SeqModel> load_ensemble_member(const LoadedTranslato
     throw CheckpointError(checkpoint_path + ": its " + differs + " differs from " + first_path +
                           "'s; an ensemble needs the same dictionaries and text pipeline");
   }
-  if (member.model_config->language_model()) throw ConfigError(checkpoint_path + ": a language model does not translate");
   return member.model;
 }
 
