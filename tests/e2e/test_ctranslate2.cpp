@@ -253,3 +253,36 @@ TEST(CTranslate2Models, HostileModelFilesGiveOneLineAndExitOne) {
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   }
 }
+
+// A decoder/alignment_layer or alignment_heads (int16 scalars in onmt-gelu-tied's model.bin: -2 and
+// 2) that names no layer or more heads than the decoder has is refused with one line, exit 1 (the
+// model config's own check, as for any model file).
+TEST(CTranslate2Models, AlignmentAttributesOutsideTheDecoderAreRefused) {
+  const std::string good = read_text(fixture("onmt-gelu-tied/model.bin"));
+  const auto dir = temp_dir("ct2-alignment");
+  auto with_value = [&](const std::string& name, int16_t value) {
+    const std::string key = "decoder/" + name + '\0';
+    const size_t at = good.find(key);
+    EXPECT_NE(at, std::string::npos) << key;
+    std::string bytes = good;
+    const size_t value_at = at + key.size() + 1 + 1 + 4;  // rank 0, type code, byte count 2
+    EXPECT_EQ(bytes[value_at - 4], 2) << name;
+    bytes[value_at] = static_cast<char>(value & 0xFF), bytes[value_at + 1] = static_cast<char>((value >> 8) & 0xFF);
+    const std::string d = dir + "/" + name + std::to_string(value);
+    std::filesystem::copy(fixture("onmt-gelu-tied"), d, std::filesystem::copy_options::recursive);
+    write_text(d + "/model.bin", bytes);
+    return d;
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {with_value("alignment_layer", 9), "model.decoder.alignment_layer 9 is not a layer of 2"},
+      {with_value("alignment_layer", -9), "model.decoder.alignment_layer -9 is not a layer of 2"},
+      {with_value("alignment_heads", 99), "model.decoder.alignment_heads 99 exceeds decoder.attention_heads 4"},
+      {with_value("alignment_heads", -1), "model.decoder.alignment_heads"}};
+  for (const auto& [model, message] : cases) {
+    std::string out;
+    const int rc = run_command(kCli + " translate --checkpoint " + model + " -i /dev/null", out);
+    EXPECT_EQ(rc, 1) << model << ": " << out;
+    EXPECT_NE(out.find(message), std::string::npos) << model << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+}

@@ -385,11 +385,7 @@ Ct2Conversion Converter::run() {
   // Alignments (--print-alignment) as CTranslate2 returns attention: the first heads of one layer.
   const int64_t alignment_layer = attribute("decoder", "alignment_layer", -1);
   const int64_t alignment_heads = attribute("decoder", "alignment_heads", 1);
-  if (alignment_layer < -layers[1] || alignment_layer >= layers[1] || alignment_heads < 0 || alignment_heads > heads[1]) {
-    throw CheckpointError(from + ": decoder/alignment_layer " + std::to_string(alignment_layer) + " and alignment_heads " +
-                          std::to_string(alignment_heads) + " do not name heads of the decoder's " +
-                          std::to_string(layers[1]) + " layers of " + std::to_string(heads[1]));
-  }
+  // (out of range: refused by the config's validation, as an invalid model of this file)
   v.set("model.decoder.alignment_layer", std::to_string(alignment_layer), from);
   v.set("model.decoder.alignment_heads", std::to_string(alignment_heads), from);
 
