@@ -307,6 +307,7 @@ void run_validate(const ValidateArgs& a) {
     data::PairDataset pairs(prefix + v.src_lang, prefix + v.tgt_lang);
     data::BatchingOptions bo;
     bo.max_tokens = a.max_tokens, bo.max_sentences = a.batch_size;
+    bo.max_target_len = model.max_target_positions();  // longer pairs are left out, as fairseq's batches leave them
     const auto t = train::dataset_loss(model, pairs, bo, saved.label_smoothing);
     loss = t.loss, nll = t.nll, tokens = t.tokens;
     samples = static_cast<int64_t>(pairs.size());
