@@ -2,7 +2,13 @@
 // enough to write out: 5 6 </s> | 7 </s> | 8 9 10 </s>.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "leanseq/core/error.h"
+#include "leanseq/data/batching.h"
+#include "leanseq/data/indexed.h"
 #include "leanseq/data/lm_blocks.h"
 
 using namespace leanseq;
@@ -60,4 +66,29 @@ TEST(LmBlocks, RefusesModesItDoesNotBuild) {
   EXPECT_THROW(data::parse_break_mode("complete_doc", "--sample-break-mode"), ConfigError);
   EXPECT_THROW(data::lm_blocks(kSentences, 0, BreakMode::none, kEos), ConfigError);
   EXPECT_EQ(data::parse_break_mode("eos", "x"), BreakMode::eos);
+}
+
+// Blocks as a training dataset: each target's decoder input is its block's input (the token before
+// it in the text), not </s> and the target shifted; inputs of other lengths than their targets are
+// refused.
+TEST(LmBlocks, AsPairsTheDecoderInputIsTheBlocksInput) {
+  const auto blocks = data::lm_blocks(kSentences, 4, BreakMode::none, kEos);
+  data::IndexedWriter inputs, targets, sentences;
+  for (const auto& b : blocks) inputs.add(b.source), targets.add(b.target);
+  for (const auto& s : kSentences) sentences.add(s);
+  const std::string dir = ::testing::TempDir() + "/lm-blocks-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  inputs.save(dir + "/x.in");
+  targets.save(dir + "/x.out");
+  sentences.save(dir + "/x.txt");
+  auto ids = [](const torch::Tensor& t) {
+    const auto c = t.contiguous().view(-1);
+    return Ids(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  };
+  const auto batch = data::PairDataset(dir + "/x.in", dir + "/x.out", true).batch({1});
+  EXPECT_EQ(ids(batch.prev_output), (Ids{7, kEos, 8, 9}));
+  EXPECT_EQ(ids(batch.target), (Ids{kEos, 8, 9, 10}));
+  EXPECT_EQ(ids(data::PairDataset(dir + "/x.out", dir + "/x.out").batch({1}).prev_output), (Ids{kEos, kEos, 8, 9}));
+  EXPECT_THROW(data::PairDataset(dir + "/x.in", dir + "/x.txt", true), DataError);
+  std::filesystem::remove_all(dir);
 }

@@ -12,6 +12,8 @@
 
 #include "e2e/fairseq_lines.h"
 #include "e2e/task.h"
+#include "leanseq/checkpoint/file.h"
+#include "leanseq/core/config.h"
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/indexed.h"
 
@@ -166,8 +168,9 @@ TEST(FairseqLanguageModels, RefusalsNameTheirFlag) {
       {" fairseq-eval-lm " + widths + " --path " + widths + "/model.pt --gen-subset test",
        "is a translation model, not a language model"},
       {" fairseq-interactive " + fixture() + " --path " + lm, "--task translation: " + lm + " is a language model"},
-      {" fairseq-train " + fixture() + " --arch transformer_lm --optimizer adam --max-tokens 100",
-       "fairseq arch 'transformer_lm' is not one leanseq trains"},
+      {" fairseq-train " + leanseq::test::tests_path("fixtures/fairseq-data-bin") +
+           " --task language_modeling --arch transformer_lm --optimizer adam --max-tokens 100",
+       "holds translation pairs (--task translation)"},
   };
   for (const auto& [args, message] : cases) {
     std::string out;
@@ -254,4 +257,51 @@ TEST(FairseqLanguageModels, ValidatePrintsFairseqsLossLine) {
                         out),
             2);
   EXPECT_NE(out.find("is a translation model"), std::string::npos) << out;
+}
+
+// fairseq-train --task language_modeling on a fairseq-preprocess --only-source directory (the
+// fixture's test split as train and valid), with the flags make.sh gave fairseq: fairseq's 64-token
+// blocks (878 tokens: 14 blocks), and the model fairseq 0.12.2 built from that command line, key
+// by key as the fixture's checkpoint imports (its 512-wide embeddings and post-norm included).
+TEST(FairseqLanguageModels, FairseqTrainLanguageModelingBuildsFairseqsModelOnItsBlocks) {
+  namespace fs = std::filesystem;
+  const auto dir = leanseq::test::temp_dir("fairseq-lm-train");
+  fs::create_directories(dir + "/bin");
+  for (const char* split : {"train", "valid"}) {
+    for (const char* ext : {".bin", ".idx"}) fs::copy_file(fixture() + "/test" + ext, dir + "/bin/" + split + ext);
+  }
+  fs::copy_file(fixture() + "/dict.txt", dir + "/bin/dict.txt");
+  const std::pair<const char*, const char*> models[] = {
+      {"transformer_lm",
+       "--arch transformer_lm --decoder-embed-dim 64 --decoder-ffn-embed-dim 128 --decoder-layers 2 "
+       "--decoder-attention-heads 4 --share-decoder-input-output-embed"},
+      {"lightconv_lm",
+       "--arch lightconv_lm --decoder-embed-dim 64 --decoder-ffn-embed-dim 128 --decoder-layers 2 "
+       "--decoder-attention-heads 4 --decoder-kernel-size-list '[3, 5]'"}};
+  for (const auto& [name, flags] : models) {
+    std::string out;
+    const std::string save = dir + "/" + name;
+    ASSERT_EQ(run_command("cd " + dir + " && " + kCli + " fairseq-train bin --task language_modeling " + flags +
+                              " --tokens-per-sample 64 --sample-break-mode none --optimizer adam --lr 0.003 "
+                              "--max-tokens 2048 --max-update 2 --cpu --save-dir " + save,
+                          out),
+              0)
+        << out;
+    EXPECT_NE(out.find("bin/train: 40 sentences cut into 14 blocks of 64 tokens (none)"), std::string::npos) << out;
+    ASSERT_EQ(run_command(kCli + " import-fairseq --checkpoint " + fixture() + "/" + name + "/model.pt --data-dir " +
+                              fixture() + " --tokenizer none --out " + save + "/imported.pt",
+                          out),
+              0)
+        << out;
+    const auto keys = [](const std::string& path) {
+      std::map<std::string, std::string> k;
+      const auto ck = leanseq::checkpoint::read_checkpoint(path);
+      for (const auto& [key, v] : leanseq::parse_yaml_text(ck.config_yaml, path).values) {
+        if (key.rfind("model.", 0) == 0 && key.find("dropout") == std::string::npos) k[key] = v;
+      }
+      return k;
+    };
+    const auto ours = keys(save + "/checkpoint_last.pt"), theirs = keys(save + "/imported.pt");
+    for (const auto& [k, v] : theirs) EXPECT_EQ(ours.count(k) ? ours.at(k) : "(missing)", v) << name << " " << k;
+  }
 }

@@ -1,6 +1,7 @@
 #include "leanseq/checkpoint/run_config.h"
 
 #include "leanseq/core/error.h"
+#include "leanseq/data/lm_blocks.h"
 #include "leanseq/models/registry.h"
 
 namespace leanseq::checkpoint {
@@ -41,6 +42,13 @@ void RunConfig::visit(ConfigVisitor& v) {
   v.field("batch.max_source_len", max_source_len, "longest source in tokens, </s> included (0: no limit)", Range::at_least(0));
   v.field("batch.max_target_len", max_target_len, "longest target in tokens, </s> included (0: no limit)", Range::at_least(0));
   v.field("batch.too_long", too_long, "a pair over the length limits: error (stop, naming it) or skip");
+  v.field("batch.tokens_per_sample", tokens_per_sample,
+          "a language model's samples: blocks of this many tokens of the text as fairseq's language_modeling task "
+          "cuts them (0: one sentence each, </s> first)",
+          Range::at_least(0));
+  v.field("batch.sample_break_mode", sample_break_mode,
+          "with batch.tokens_per_sample: none (blocks across sentences), complete (whole sentences up to the size) or "
+          "eos (a sentence each)");
   v.field("checkpoint.best_metric", best_metric, "loss or bleu");
   v.field("checkpoint.init_from", init_from,
           "start from the parameters of this checkpoint that the model has (same vocabularies; others stay random)");
@@ -57,6 +65,10 @@ void RunConfig::validate() const {
     bad("optim.optimizer: unknown optimizer '" + optimizer + "' (expected adam or nag)");
   }
   if (too_long != "error" && too_long != "skip") bad("batch.too_long must be error or skip, got '" + too_long + "'");
+  data::parse_break_mode(sample_break_mode, "batch.sample_break_mode");
+  if (tokens_per_sample > 0 && model && !model->language_model()) {
+    bad("batch.tokens_per_sample: blocks of text are a language model's samples; arch " + arch + " translates");
+  }
   if (best_metric != "loss" && best_metric != "bleu") bad("checkpoint.best_metric must be loss or bleu");
   if (best_metric == "bleu" && !eval_bleu) bad("checkpoint.best_metric=bleu needs valid.bleu=true");
   validate_loop();

@@ -51,6 +51,10 @@ struct RunConfig : Configurable, TrainLoopOptions {
   int64_t max_cells = 0;                            // source x target grid cells per batch (0: no limit)
   int64_t max_source_len = 0, max_target_len = 0;  // longer pairs: too_long decides (0: no limit)
   std::string too_long = "error";                   // error | skip
+  // A language model's samples: blocks of the token stream as fairseq's language_modeling task
+  // cuts them (data/lm_blocks.h), or 0: one sentence each.
+  int64_t tokens_per_sample = 0;
+  std::string sample_break_mode = "none";
   data::BatchingOptions batching() const;
 
   // checkpoints

@@ -208,6 +208,8 @@ struct TrainArgs : PipelineFlags {
   std::string data, arch, save_dir = "checkpoints", criterion = "cross_entropy", task = "translation";
   std::string source_lang, target_lang, log_format;
   int64_t max_epoch = 0, max_update = 0, seed = 1, update_freq = 1, patience = -1, num_workers = 1;
+  int64_t tokens_per_sample = 1024;     // --task language_modeling
+  std::string sample_break_mode = "none";
   bool cpu = false, fp16 = false, bf16 = false;  // --fp16 and --amp: float16
 };
 
@@ -341,6 +343,15 @@ ConfigValues fairseq_train_values(const TrainArgs& a, const FairseqFlagValues& g
   if (!pipeline.tokenizer.empty()) set("text.tokenizer", pipeline.tokenizer);
   if (!pipeline.bpe_codes.empty()) set("text.bpe_codes", pipeline.bpe_codes);
   const auto meta = data::load_prepared(a.data);
+  if (meta.language_model() != (a.task == "language_modeling")) {
+    throw ConfigError("fairseq-train: " + a.data + (meta.language_model() ? " holds a language model's text (--task language_modeling)"
+                                                                          : " holds translation pairs (--task translation)"));
+  }
+  if (meta.language_model()) {  // fairseq's blocks; the model's positions are the block's, as fairseq sets them
+    set("batch.tokens_per_sample", std::to_string(a.tokens_per_sample));
+    set("batch.sample_break_mode", a.sample_break_mode);
+    set("model.max_target_positions", std::to_string(a.tokens_per_sample));
+  }
   if ((!a.source_lang.empty() && a.source_lang != meta.src_lang) ||
       (!a.target_lang.empty() && a.target_lang != meta.tgt_lang)) {
     throw ConfigError("fairseq-train: " + a.data + " holds " + meta.src_lang + "-" + meta.tgt_lang + ", not " +
@@ -372,7 +383,14 @@ void add_fairseq_train(CLI::App& app, int& exit_code) {
   sub->add_option("--criterion", a->criterion, "cross_entropy or label_smoothed_cross_entropy")
       ->check(CLI::IsMember({"cross_entropy", "label_smoothed_cross_entropy"}))
       ->capture_default_str();
-  sub->add_option("--task", a->task, "translation")->check(CLI::IsMember({"translation"}));
+  sub->add_option("--task", a->task, "translation, or language_modeling (a fairseq-preprocess --only-source directory)")
+      ->check(CLI::IsMember({"translation", "language_modeling"}))
+      ->capture_default_str();
+  sub->add_option("--tokens-per-sample", a->tokens_per_sample, "language_modeling: tokens per block (and the model's positions)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub->add_option("--sample-break-mode", a->sample_break_mode, "language_modeling: none, complete or eos")
+      ->capture_default_str();
   sub->add_option("--source-lang,-s", a->source_lang, "source language (must be the data's)");
   sub->add_option("--target-lang,-t", a->target_lang, "target language (must be the data's)");
   sub->add_option("--log-format", a->log_format, "simple, json or none (no per-interval lines)")->check(CLI::IsMember({"simple", "json", "none"}));

@@ -18,7 +18,7 @@ Batch Batch::to(const torch::Device& device) const {
 }
 
 Batch collate(const std::vector<std::vector<int64_t>>& src, const std::vector<std::vector<int64_t>>& tgt,
-              std::vector<int64_t> ids) {
+              std::vector<int64_t> ids, bool decoder_input_is_source) {
   const int64_t B = static_cast<int64_t>(src.size());
   Batch b;
   int64_t S = 0;
@@ -41,7 +41,7 @@ Batch collate(const std::vector<std::vector<int64_t>>& src, const std::vector<st
       const auto& t = tgt[i];
       for (size_t j = 0; j < t.size(); ++j) {
         ta[i][j] = t[j];
-        pa[i][j] = j == 0 ? Dictionary::kEos : t[j - 1];
+        pa[i][j] = decoder_input_is_source ? src[i][j] : j == 0 ? Dictionary::kEos : t[j - 1];
       }
       b.ntokens += static_cast<int64_t>(t.size());
     }
@@ -50,13 +50,19 @@ Batch collate(const std::vector<std::vector<int64_t>>& src, const std::vector<st
   return b;
 }
 
-PairDataset::PairDataset(const std::string& src_prefix, const std::optional<std::string>& tgt_prefix)
-    : src_(src_prefix) {
+PairDataset::PairDataset(const std::string& src_prefix, const std::optional<std::string>& tgt_prefix,
+                         bool decoder_input_is_source)
+    : src_(src_prefix), decoder_input_is_source_(decoder_input_is_source) {
   if (tgt_prefix) {
     tgt_.emplace(*tgt_prefix);
     if (tgt_->size() != src_.size()) {
       throw DataError(*tgt_prefix + ".idx: " + std::to_string(tgt_->size()) + " sentences but " +
                       src_prefix + ".idx has " + std::to_string(src_.size()));
+    }
+  }
+  for (size_t i = 0; decoder_input_is_source && i < src_.size(); ++i) {
+    if (!tgt_ || src_.length(i) != tgt_->length(i)) {
+      throw DataError(src_prefix + ".idx: sample " + std::to_string(i) + "'s input is not as long as its target");
     }
   }
 }
@@ -75,7 +81,7 @@ Batch PairDataset::batch(const std::vector<int64_t>& ids) const {
     s.push_back(src_.get(i));
     if (tgt_) t.push_back(tgt_->get(i));
   }
-  return collate(s, t, ids);
+  return collate(s, t, ids, decoder_input_is_source_);
 }
 
 std::vector<std::vector<int64_t>> batch_by_size(const std::vector<std::pair<int64_t, int64_t>>& lengths,

@@ -23,14 +23,18 @@ struct Batch {
   Batch to(const torch::Device& device) const;
 };
 
-// Collates token-id sequences (each ending in </s>) into a Batch.
+// Collates token-id sequences (each ending in </s>) into a Batch; with `decoder_input_is_source`
+// (a language model's blocks, data/lm_blocks.h), each target's decoder input is its source row,
+// as long as the target, instead of the target shifted right after </s>.
 Batch collate(const std::vector<std::vector<int64_t>>& src, const std::vector<std::vector<int64_t>>& tgt,
-              std::vector<int64_t> ids);
+              std::vector<int64_t> ids, bool decoder_input_is_source = false);
 
 // A source/target pair of binarized datasets (target optional).
 class PairDataset {
  public:
-  PairDataset(const std::string& src_prefix, const std::optional<std::string>& tgt_prefix);
+  // `decoder_input_is_source`: as collate's (then each source is as long as its target).
+  PairDataset(const std::string& src_prefix, const std::optional<std::string>& tgt_prefix,
+              bool decoder_input_is_source = false);
   size_t size() const { return src_.size(); }
   int64_t src_len(size_t i) const { return src_.length(i); }
   int64_t tgt_len(size_t i) const { return tgt_ ? tgt_->length(i) : 0; }
@@ -42,6 +46,7 @@ class PairDataset {
  private:
   IndexedDataset src_;
   std::optional<IndexedDataset> tgt_;
+  bool decoder_input_is_source_ = false;
 };
 
 struct BatchingOptions {

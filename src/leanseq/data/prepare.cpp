@@ -430,6 +430,7 @@ PrepareReport prepare(const PrepareOptions& opt) {
 }
 
 std::string PreparedMeta::split_prefix(const std::string& split, const std::string& lang) const {
+  if (format == "fairseq" && language_model()) return dir + "/" + split;  // --only-source without a language
   if (format == "fairseq") return dir + "/" + split + "." + src_lang + "-" + tgt_lang + "." + lang;
   return dir + "/" + split + "." + lang;
 }
@@ -447,9 +448,19 @@ PreparedMeta fairseq_data_bin(const std::string& dir) {
     if (dot == std::string::npos) continue;
     pairs.emplace(name.substr(6, dash - 6), name.substr(dash + 1, dot - dash - 1));
   }
+  if (pairs.empty() && io::file_exists(dir + "/train.idx") && io::file_exists(dir + "/dict.txt")) {
+    // fairseq-preprocess --only-source: a language model's text, dict.txt and <split>.bin/.idx.
+    PreparedMeta m;
+    m.format = "fairseq";
+    m.task = "language_modeling";
+    m.dir = fs::absolute(dir).lexically_normal().string();
+    m.src_lang = m.tgt_lang = "lm";
+    m.src_dict = m.tgt_dict = m.dir + "/dict.txt";
+    return m;
+  }
   if (pairs.empty()) {
-    throw DataError(dir + "/meta.yaml: not found, and no train.<src>-<tgt>.<lang>.idx of fairseq-preprocess either; run "
-                    "'leanseq prepare' for this directory first");
+    throw DataError(dir + "/meta.yaml: not found, and no train.<src>-<tgt>.<lang>.idx (or train.idx and dict.txt) of "
+                    "fairseq-preprocess either; run 'leanseq prepare' for this directory first");
   }
   if (pairs.size() > 1) {
     std::string list;

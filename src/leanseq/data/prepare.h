@@ -53,7 +53,8 @@ struct PreparedMeta {
   bool joint = true;
   std::vector<std::string> shards;  // absolute paths of its train shards (prepare --shard-size); empty: none
   // "leanseq" (meta.yaml) or "fairseq": a directory written by fairseq-preprocess (dict.<lang>.txt
-  // and <split>.<src>-<tgt>.<lang>.bin/.idx, no SentencePiece model: src_spm and tgt_spm are empty).
+  // and <split>.<src>-<tgt>.<lang>.bin/.idx, no SentencePiece model: src_spm and tgt_spm are empty;
+  // with --only-source, a language model's: dict.txt and <split>.bin/.idx, its language "lm").
   std::string format = "leanseq";
   bool language_model() const { return task == "language_modeling"; }
   std::string split_prefix(const std::string& split, const std::string& lang) const;

@@ -132,7 +132,9 @@ std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::strin
   const Family* family = fairseq_family(arch);
   if (!family) throw ConfigError("fairseq arch '" + arch + "': leanseq trains the transformer, lightconv and fconv families");
   std::vector<std::pair<std::string, bool>> out;
-  for (const auto& f : family->fields) out.emplace_back(f.fairseq, f.fallback.is_boolean());
+  for (const auto& f : family->fields) {
+    if (*f.leanseq) out.emplace_back(f.fairseq, f.fallback.is_boolean());  // "": not an option of the model
+  }
   for (const auto& r : family->refusals) {
     bool known = false;
     for (const auto& o : out) known = known || o.first == r.fairseq;

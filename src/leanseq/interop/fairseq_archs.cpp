@@ -44,6 +44,14 @@ const std::map<std::string, json>& named_archs() {
         {"lightconv_wmt_en_fr_big", merged(lightconv_big, {{"dropout", 0.1}})},
         {"lightconv_wmt_zh_en_big",
          merged(lightconv_big, {{"dropout", 0.2}, {"attention_dropout", 0.2}, {"weight_dropout", 0.2}})},
+        // fairseq 0.12's dataclass transformer_lm keeps 512 for decoder_input_dim and
+        // decoder_output_dim whatever --decoder-embed-dim says, and post-norm (its
+        // base_lm_architecture's pre-norm does not reach the built model).
+        {"transformer_lm",
+         {{"decoder_input_dim", 512}, {"decoder_output_dim", 512}, {"decoder_normalize_before", false}}},
+        {"lightconv_lm", json::object()},
+        {"lightconv_lm_gbw",
+         {{"decoder_ffn_embed_dim", 4096}, {"decoder_attention_heads", 16}, {"attention_dropout", 0.1}}},
         {"fconv", json::object()},
         {"fconv_iwslt_de_en",
          {{"encoder_embed_dim", 256}, {"encoder_layers", "[(256, 3)] * 4"}, {"decoder_embed_dim", 256},

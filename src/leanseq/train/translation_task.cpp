@@ -9,6 +9,8 @@
 #include "leanseq/core/strings.h"
 #include "leanseq/data/batching.h"
 #include "leanseq/data/dictionary.h"
+#include "leanseq/data/lm_blocks.h"
+#include "leanseq/data/indexed.h"
 #include "leanseq/data/prepare.h"
 #include "leanseq/data/spm.h"
 #include "leanseq/decode/translator.h"
@@ -67,9 +69,11 @@ struct TranslationTask::Impl {
                                   " needs parallel data (or use a language-model arch such as lightconv_lm_small)");
     }
     if (meta.language_model() && cfg.eval_bleu) throw ConfigError("valid.bleu: a language model has no BLEU");
-    // A language-model corpus has one side, read as both source and target.
-    valid = std::make_unique<data::PairDataset>(meta.split_prefix("valid", meta.src_lang),
-                                                meta.split_prefix("valid", meta.tgt_lang));
+    if (cfg.tokens_per_sample > 0 && !meta.language_model()) {
+      throw ConfigError("batch.tokens_per_sample: " + cfg.data + " holds translation pairs, not a language model's text");
+    }
+    // A language-model corpus has one side, read as both source and target (or cut into blocks).
+    valid = split_dataset(meta, "valid");
     check_lengths(meta.split_prefix("valid", meta.src_lang), valid->lengths());
     if (dirs.size() > 1 && !meta.shards.empty()) {
       throw ConfigError("data: " + dirs.front() + " holds shards itself; list either it or shard directories");
@@ -83,10 +87,35 @@ struct TranslationTask::Impl {
                         "; every shard needs the same (prepare --spm-model with the first's model, or --shard-size)");
       }
       shard_prefixes.push_back(m.split_prefix("train", m.src_lang));
-      shards.push_back(std::make_unique<data::PairDataset>(shard_prefixes.back(), m.split_prefix("train", m.tgt_lang)));
+      shards.push_back(split_dataset(m, "train", shards.size()));
     }
     if (shards.size() > 1) log::info("training data in " + std::to_string(shards.size()) + " shards, one per epoch in turn");
     select_shard(0);
+  }
+
+  // A split's pairs: its two sides, or with batch.tokens_per_sample a language model's text cut
+  // into fairseq's blocks (written once, in a private directory, as inputs and targets).
+  std::unique_ptr<io::PrivateDirectory> blocks_dir;
+  std::unique_ptr<data::PairDataset> split_dataset(const data::PreparedMeta& m, const std::string& split, size_t shard = 0) {
+    if (cfg.tokens_per_sample <= 0) {
+      return std::make_unique<data::PairDataset>(m.split_prefix(split, m.src_lang), m.split_prefix(split, m.tgt_lang));
+    }
+    if (!blocks_dir) blocks_dir = std::make_unique<io::PrivateDirectory>("leanseq-blocks");
+    const std::string text = m.split_prefix(split, m.tgt_lang);
+    data::IndexedDataset sentences(text);
+    std::vector<std::vector<int64_t>> all;
+    for (size_t i = 0; i < sentences.size(); ++i) all.push_back(data::checked_sentence(sentences, i, tgt_dict.size(), text));
+    const auto blocks = data::lm_blocks(all, cfg.tokens_per_sample,
+                                        data::parse_break_mode(cfg.sample_break_mode, "batch.sample_break_mode"),
+                                        data::Dictionary::kEos);
+    const std::string out = blocks_dir->path() + "/" + split + std::to_string(shard);
+    data::IndexedWriter inputs, targets;
+    for (const auto& b : blocks) inputs.add(b.source), targets.add(b.target);
+    inputs.save(out + ".in");
+    targets.save(out + ".out");
+    log::info(text + ": " + std::to_string(all.size()) + " sentences cut into " + std::to_string(blocks.size()) +
+              " blocks of " + std::to_string(cfg.tokens_per_sample) + " tokens (" + cfg.sample_break_mode + ")");
+    return std::make_unique<data::PairDataset>(out + ".in", out + ".out", true);
   }
 
   // Makes shard i the training data (its length limits checked); whether it changed.
