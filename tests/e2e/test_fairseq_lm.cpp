@@ -179,23 +179,29 @@ TEST(FairseqLanguageModels, RefusalsNameTheirFlag) {
   }
 }
 
+namespace {
+// The text of a binarized split (its symbols, without </s>): what fairseq-preprocess read, and
+// what its --dataset-impl raw copies.
+void write_text_of(const std::string& prefix, const std::string& dict_path, const std::string& out) {
+  const auto dict = leanseq::data::Dictionary::load(dict_path);
+  leanseq::data::IndexedDataset split(prefix);
+  std::ofstream text(out);
+  for (size_t i = 0; i < split.size(); ++i) {
+    auto ids = split.get(i);
+    ids.pop_back();  // </s>
+    std::string line;
+    for (auto id : ids) line += (line.empty() ? "" : " ") + dict.symbol(id);
+    text << line << "\n";
+  }
+}
+}  // namespace
+
 // fairseq-preprocess --only-source: the fixture's test split, written back as its text and
 // binarized with its dictionary, is fairseq's very bytes (test.bin, test.idx, dict.txt); with -s en
 // the files take fairseq's names for a missing target.
 TEST(FairseqLanguageModels, PreprocessOnlySourceWritesFairseqsBytes) {
   const auto dir = leanseq::test::temp_dir("fairseq-lm-preprocess");
-  const auto dict = leanseq::data::Dictionary::load(fixture() + "/dict.txt");
-  leanseq::data::IndexedDataset test(fixture() + "/test");
-  {
-    std::ofstream text(dir + "/test.sp");
-    for (size_t i = 0; i < test.size(); ++i) {
-      auto ids = test.get(i);
-      ids.pop_back();  // </s>
-      std::string line;
-      for (auto id : ids) line += (line.empty() ? "" : " ") + dict.symbol(id);
-      text << line << "\n";
-    }
-  }
+  write_text_of(fixture() + "/test", fixture() + "/dict.txt", dir + "/test.sp");
   std::string out;
   ASSERT_EQ(run_command(kCli + " fairseq-preprocess --only-source --srcdict " + fixture() + "/dict.txt --testpref " + dir +
                             "/test.sp --destdir " + dir + "/bin",
@@ -303,5 +309,39 @@ TEST(FairseqLanguageModels, FairseqTrainLanguageModelingBuildsFairseqsModelOnIts
     };
     const auto ours = keys(save + "/checkpoint_last.pt"), theirs = keys(save + "/imported.pt");
     for (const auto& [k, v] : theirs) EXPECT_EQ(ours.count(k) ? ours.at(k) : "(missing)", v) << name << " " << k;
+  }
+}
+
+// --dataset-impl raw (the text itself, encoded when read as fairseq's raw reader encodes it):
+// fairseq-generate, fairseq-eval-lm and fairseq-validate print the same lines as on the binarized
+// split.
+TEST(FairseqLanguageModels, RawDataBinsReadAsTheirBinaryForm) {
+  namespace fs = std::filesystem;
+  const auto dir = leanseq::test::temp_dir("fairseq-raw");
+  const std::string widths = leanseq::test::tests_path("fixtures/fairseq-widths");
+  fs::create_directories(dir + "/mt");
+  fs::create_directories(dir + "/lm");
+  for (const char* lang : {"de", "en"}) {
+    fs::copy_file(widths + "/dict." + lang + ".txt", dir + "/mt/dict." + lang + ".txt");
+    write_text_of(widths + "/test.de-en." + lang, widths + "/dict." + lang + ".txt", dir + "/mt/test.de-en." + lang);
+  }
+  fs::copy_file(fixture() + "/dict.txt", dir + "/lm/dict.txt");
+  write_text_of(fixture() + "/test", fixture() + "/dict.txt", dir + "/lm/test");
+  const std::string lm = " --path " + fixture() + "/transformer_lm/model.pt --cpu --tokens-per-sample 64";
+  const std::pair<std::string, std::string> runs[] = {
+      {" fairseq-generate " + widths + " --path " + widths + "/model.pt --cpu --gen-subset test --beam 5",
+       " fairseq-generate " + dir + "/mt --path " + widths + "/model.pt --cpu --gen-subset test --beam 5"},
+      {" fairseq-validate " + widths + " --path " + widths + "/model.pt --valid-subset test",
+       " fairseq-validate " + dir + "/mt --path " + widths + "/model.pt --valid-subset test"},
+      {" fairseq-eval-lm " + fixture() + lm + " --output-word-probs", " fairseq-eval-lm " + dir + "/lm" + lm + " --output-word-probs"}};
+  for (const auto& [binary, raw] : runs) {
+    std::string expected, out;
+    ASSERT_EQ(run_command("{ " + kCli + binary + " 2>/dev/null; }", expected), 0) << expected;
+    ASSERT_EQ(run_command("{ " + kCli + raw + " 2>/dev/null; }", out), 0) << out;
+    const auto timeless = [](std::string text) {  // the lines without the speed in them
+      return std::regex_replace(text, std::regex("(Evaluated [0-9,]+ tokens in )[^\n]*"), "$1");
+    };
+    EXPECT_EQ(timeless(out), timeless(expected)) << raw;
+    EXPECT_GT(expected.size(), 80u) << binary;
   }
 }

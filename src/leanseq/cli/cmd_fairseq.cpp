@@ -132,7 +132,9 @@ std::vector<std::string> symbols(const data::Dictionary& dict, const std::vector
 // references (an <unk> of a reference matches nothing), without smoothing: on the subwords, or with
 // --post-process on the words of the T and D lines. --prefix-size N: each translation starts with
 // the first N tokens of its reference; --score-reference: the references, scored, instead.
-void run_generate(GenerateArgs& a, const std::string& src_lang, const std::string& tgt_lang, bool detokenize) {
+// `scratch`: where a raw (text) split is binarized.
+void run_generate(GenerateArgs& a, const std::string& src_lang, const std::string& tgt_lang, bool detokenize,
+                  const std::string& scratch) {
   const torch::Device device = checkpoint::resolve_device(a.device, "--device");
   check_decoding_flags(a);
   a.opt.search.need_attn = a.alignment;
@@ -143,10 +145,10 @@ void run_generate(GenerateArgs& a, const std::string& src_lang, const std::strin
   const data::TextPipeline* src_detok = detokenize ? src_text.get() : nullptr;
   const data::TextPipeline* tgt_detok = detokenize ? tgt_text.get() : nullptr;
   const std::string prefix = a.data + "/" + a.gen_subset + "." + src_lang + "-" + tgt_lang + ".";
-  data::IndexedDataset sources(prefix + src_lang);
+  data::IndexedDataset sources(data::binarized(prefix + src_lang, tr.src_dict(), scratch));
   std::unique_ptr<data::IndexedDataset> targets;
-  if (io::file_exists(prefix + tgt_lang + ".idx")) {
-    targets = std::make_unique<data::IndexedDataset>(prefix + tgt_lang);
+  if (io::file_exists(prefix + tgt_lang + ".idx") || io::file_exists(prefix + tgt_lang)) {
+    targets = std::make_unique<data::IndexedDataset>(data::binarized(prefix + tgt_lang, tr.tgt_dict(), scratch));
     if (targets->size() != sources.size()) {
       throw DataError(prefix + tgt_lang + ": " + std::to_string(targets->size()) + " sentences, but " + prefix + src_lang +
                       " has " + std::to_string(sources.size()));
@@ -280,7 +282,7 @@ void add_fairseq_generate(CLI::App& app, int& exit_code) {
     io::PrivateDirectory tmp("leanseq-fairseq");
     interop::FairseqImportResult models;
     a->checkpoint = interop::models_for_decoding(*a, pipeline, tmp.path(), &models);
-    run_generate(*a, models.source_lang, models.target_lang, pipeline.given);
+    run_generate(*a, models.source_lang, models.target_lang, pipeline.given, tmp.path());
     exit_code = 0;
   });
 }

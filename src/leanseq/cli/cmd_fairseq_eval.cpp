@@ -109,6 +109,7 @@ struct LmBlocking {
 
 LmScores score_split(models::Seq2SeqModel& model, const data::Dictionary& dict, const std::string& data,
                      const std::string& subset, const LmBlocking& o) {
+  io::PrivateDirectory scratch("leanseq-raw");  // a raw (text) split binarized
   // The split's ids are the data directory's dictionary's: the model's must begin with it.
   const std::string dict_path = data + "/dict.txt";
   const auto data_dict = data::Dictionary::parse(io::read_file(dict_path, "dictionary"), dict_path);
@@ -119,7 +120,7 @@ LmScores score_split(models::Seq2SeqModel& model, const data::Dictionary& dict, 
     }
   }
   const std::string prefix = data + "/" + subset;
-  data::IndexedDataset split(prefix);
+  data::IndexedDataset split(data::binarized(prefix, dict, scratch.path()));
   std::vector<std::vector<int64_t>> sentences;
   for (size_t i = 0; i < split.size(); ++i) sentences.push_back(data::checked_sentence(split, i, dict.size(), prefix));
   // As fairseq-eval-lm: with a context window the blocks are shorter by the window.
@@ -299,12 +300,16 @@ void run_validate(const ValidateArgs& a) {
   } else {  // the training criterion, label smoothing included, over the split's pairs
     const auto& v = lt.loaded.vocab;
     const std::string prefix = a.data + "/" + a.valid_subset + "." + v.src_lang + "-" + v.tgt_lang + ".";
-    for (const auto& [lang, size] : {std::pair{v.src_lang, lt.translator->src_dict().size()},
-                                     std::pair{v.tgt_lang, lt.translator->tgt_dict().size()}}) {
-      data::IndexedDataset side(prefix + lang);  // every id within its dictionary
-      for (size_t i = 0; i < side.size(); ++i) data::checked_sentence(side, i, size, prefix + lang);
+    io::PrivateDirectory scratch("leanseq-raw");  // a raw (text) split binarized
+    std::string sides[2];
+    const data::Dictionary* dicts[2] = {&lt.translator->src_dict(), &lt.translator->tgt_dict()};
+    for (int k = 0; k < 2; ++k) {
+      const std::string lang = k == 0 ? v.src_lang : v.tgt_lang;
+      sides[k] = data::binarized(prefix + lang, *dicts[k], scratch.path());
+      data::IndexedDataset side(sides[k]);  // every id within its dictionary
+      for (size_t i = 0; i < side.size(); ++i) data::checked_sentence(side, i, dicts[k]->size(), prefix + lang);
     }
-    data::PairDataset pairs(prefix + v.src_lang, prefix + v.tgt_lang);
+    data::PairDataset pairs(sides[0], sides[1]);
     data::BatchingOptions bo;
     bo.max_tokens = a.max_tokens, bo.max_sentences = a.batch_size;
     bo.max_target_len = model.max_target_positions();  // longer pairs are left out, as fairseq's batches leave them
