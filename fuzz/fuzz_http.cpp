@@ -4,7 +4,9 @@
 // JSON body, a 5xx, or /metrics growing past a fixed size fails; so does a server that stops
 // answering.
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,14 +57,35 @@ std::string exchange(const std::string& bytes) {
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port.load()));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) __builtin_trap();  // the server is gone
+  // libFuzzer's SIGALRM (-timeout's timer, every few seconds; its handler has no SA_RESTART) can
+  // interrupt this thread's calls: a connect() waiting on a busy server's backlog goes on in the
+  // background, and is waited for.
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (errno != EINTR) __builtin_trap();  // the server is gone
+    pollfd p{fd, POLLOUT, 0};
+    while (::poll(&p, 1, 10000) < 0 && errno == EINTR) {
+    }
+    int error = 0;
+    socklen_t len = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error != 0) __builtin_trap();
+  }
   timeval tv{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  for (size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
   ::shutdown(fd, SHUT_WR);
   std::string out;
   char buf[4096];
-  for (ssize_t n; out.size() < (1 << 20) && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  while (out.size() < (1 << 20)) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
   ::close(fd);
   return out;
 }
