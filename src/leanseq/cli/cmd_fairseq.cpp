@@ -21,6 +21,7 @@
 #include "leanseq/core/strings.h"
 #include "leanseq/data/indexed.h"
 #include "leanseq/data/prepare.h"
+#include "leanseq/data/raw_split.h"
 #include "leanseq/eval/fairseq_bleu.h"
 #include "leanseq/eval/unicode.h"
 #include "leanseq/interop/fairseq.h"

@@ -21,6 +21,7 @@
 #include "leanseq/data/dictionary.h"
 #include "leanseq/data/indexed.h"
 #include "leanseq/data/lm_blocks.h"
+#include "leanseq/data/raw_split.h"
 #include "leanseq/interop/fairseq.h"
 #include "leanseq/interop/fairseq_command_line.h"
 #include "leanseq/interop/torch_file.h"

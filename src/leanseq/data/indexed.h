@@ -87,14 +87,6 @@ class IndexedDataset {
   int64_t id_shift_ = 0;  // subtracted from every stored id (fairseq's lazy/cached data: 1)
 };
 
-class Dictionary;
-
-// `prefix` as binarized ids: itself when <prefix>.idx exists; else, when <prefix> is text (a
-// fairseq-preprocess --dataset-impl raw directory copies its input there), its lines encoded with
-// `dict` as fairseq's raw reader encodes them (words split at whitespace, unknown ones <unk>,
-// </s> appended) into a file in `dir`, whose prefix is returned.
-std::string binarized(const std::string& prefix, const Dictionary& dict, const std::string& dir);
-
 // Sentence `i` of `set` (read from `path`.bin), checked by its declared length before it is read
 // (a data-bin may declare billions of tokens; `limit` 0: none; `limit_name` says what sets it),
 // then by its ids (each below `dict_size`); DataError naming the file and the sentence.
