@@ -60,6 +60,19 @@ std::pair<int, int> equal_lines(const std::string& model, const std::string& nam
   return equal;
 }
 
+// Each (model directory, message): translate refuses the model with exit 1 and one line holding
+// the message.
+template <size_t N>
+void expect_refused_in_one_line(const std::pair<std::string, std::string> (&cases)[N]) {
+  for (const auto& [model, message] : cases) {
+    std::string out;
+    const int rc = run_command(kCli + " translate --checkpoint " + model + " -i /dev/null", out);
+    EXPECT_EQ(rc, 1) << model << ": " << out;
+    EXPECT_NE(out.find(message), std::string::npos) << model << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  }
+}
+
 struct Case {
   const char* dir;
   int greedy, beam5;  // at least this many of 50 lines equal CTranslate2's
@@ -245,13 +258,7 @@ TEST(CTranslate2Models, HostileModelFilesGiveOneLineAndExitOne) {
       {with_bin("type", bad_type), "unknown type code 9"},
       {with_bin("version", u32(99) + good.substr(4)), "binary version 99"},
       {with_bin("cycle", cycle), "alias cycle"}};
-  for (const auto& [model, message] : cases) {
-    std::string out;
-    const int rc = run_command(kCli + " translate --checkpoint " + model + " -i /dev/null", out);
-    EXPECT_EQ(rc, 1) << model << ": " << out;
-    EXPECT_NE(out.find(message), std::string::npos) << model << ": " << out;
-    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
-  }
+  expect_refused_in_one_line(cases);
 }
 
 // A decoder/alignment_layer or alignment_heads (int16 scalars in onmt-gelu-tied's model.bin: -2 and
@@ -278,11 +285,5 @@ TEST(CTranslate2Models, AlignmentAttributesOutsideTheDecoderAreRefused) {
       {with_value("alignment_layer", -9), "model.decoder.alignment_layer -9 is not a layer of 2"},
       {with_value("alignment_heads", 99), "model.decoder.alignment_heads 99 exceeds decoder.attention_heads 4"},
       {with_value("alignment_heads", -1), "model.decoder.alignment_heads"}};
-  for (const auto& [model, message] : cases) {
-    std::string out;
-    const int rc = run_command(kCli + " translate --checkpoint " + model + " -i /dev/null", out);
-    EXPECT_EQ(rc, 1) << model << ": " << out;
-    EXPECT_NE(out.find(message), std::string::npos) << model << ": " << out;
-    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
-  }
+  expect_refused_in_one_line(cases);
 }

@@ -55,9 +55,9 @@ std::string with_thousands(int64_t n) {
   return out;
 }
 
-std::string format(const char* fmt, double a, double b = 0) {
+std::string format(const char* fmt, double v) {
   char buf[128];
-  std::snprintf(buf, sizeof buf, fmt, a, b);
+  std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
 }
 
@@ -121,9 +121,8 @@ LmScores score_split(models::Seq2SeqModel& model, const data::Dictionary& dict, 
     }
   }
   const std::string prefix = data + "/" + subset;
-  data::IndexedDataset split(data::binarized(prefix, dict, scratch.path()));
-  std::vector<std::vector<int64_t>> sentences;
-  for (size_t i = 0; i < split.size(); ++i) sentences.push_back(data::checked_sentence(split, i, dict.size(), prefix));
+  const auto sentences =
+      data::checked_sentences(data::IndexedDataset(data::binarized(prefix, dict, scratch.path())), dict.size(), prefix);
   // As fairseq-eval-lm: with a context window the blocks are shorter by the window.
   const int64_t block = o.tokens_per_sample - o.context_window;
   auto blocks = data::lm_blocks(sentences, block, o.mode, data::Dictionary::kEos);
@@ -307,8 +306,7 @@ void run_validate(const ValidateArgs& a) {
     for (int k = 0; k < 2; ++k) {
       const std::string lang = k == 0 ? v.src_lang : v.tgt_lang;
       sides[k] = data::binarized(prefix + lang, *dicts[k], scratch.path());
-      data::IndexedDataset side(sides[k]);  // every id within its dictionary
-      for (size_t i = 0; i < side.size(); ++i) data::checked_sentence(side, i, dicts[k]->size(), prefix + lang);
+      data::checked_sentences(data::IndexedDataset(sides[k]), dicts[k]->size(), prefix + lang);  // ids in the dictionary
     }
     data::PairDataset pairs(sides[0], sides[1]);
     data::BatchingOptions bo;

@@ -355,4 +355,11 @@ std::vector<int64_t> checked_sentence(const IndexedDataset& set, size_t i, int64
   return ids;
 }
 
+std::vector<std::vector<int64_t>> checked_sentences(const IndexedDataset& set, int64_t dict_size, const std::string& path) {
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(set.size());
+  for (size_t i = 0; i < set.size(); ++i) out.push_back(checked_sentence(set, i, dict_size, path));
+  return out;
+}
+
 }  // namespace leanseq::data

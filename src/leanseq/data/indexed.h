@@ -92,5 +92,7 @@ class IndexedDataset {
 // then by its ids (each below `dict_size`); DataError naming the file and the sentence.
 std::vector<int64_t> checked_sentence(const IndexedDataset& set, size_t i, int64_t dict_size, const std::string& path,
                                       int64_t limit = 0, const std::string& limit_name = "");
+// Every sentence of `set`, each checked by checked_sentence (no length limit).
+std::vector<std::vector<int64_t>> checked_sentences(const IndexedDataset& set, int64_t dict_size, const std::string& path);
 
 }  // namespace leanseq::data

@@ -110,22 +110,29 @@ std::string padded_dictionary(const std::string& text, int64_t rows, const std::
 
 }  // namespace
 
+namespace {
+// Where a fairseq checkpoint keeps the options of `section` ("model", "task", "criterion"): the
+// flat args Namespace (every section's options) before fairseq 0.10, cfg.<section> since; null
+// when neither is there.
+PyRef section_options(const PyRef& root, const std::string& section) {
+  if (!root || !root->is_mapping()) return nullptr;
+  if (auto args = root->get("args"); args && args->kind == PyValue::Kind::ns) return args;
+  if (auto cfg = root->get("cfg"); cfg && cfg->is_mapping()) {
+    if (auto part = cfg->get(section); part && part->is_mapping()) return part;
+  }
+  return nullptr;
+}
+}  // namespace
+
 json fairseq_model_args(const PyRef& root, const std::string& origin) {
   if (!root || !root->is_mapping()) throw CheckpointError(origin + ": the pickled object is not a dict of model, args/cfg");
-  if (auto args = root->get("args"); args && args->kind == PyValue::Kind::ns) return to_json(args);
-  if (auto cfg = root->get("cfg"); cfg && cfg->is_mapping()) {
-    if (auto model = cfg->get("model"); model && model->is_mapping()) return to_json(model);
-  }
+  if (auto model = section_options(root, "model")) return to_json(model);
   throw CheckpointError(origin + ": neither 'args' nor 'cfg.model' holds the model's options: not a fairseq checkpoint");
 }
 
 json fairseq_section_args(const PyRef& root, const std::string& section) {
-  if (!root || !root->is_mapping()) return json::object();
-  if (auto args = root->get("args"); args && args->kind == PyValue::Kind::ns) return to_json(args);
-  if (auto cfg = root->get("cfg"); cfg && cfg->is_mapping()) {
-    if (auto part = cfg->get(section); part && part->is_mapping()) return to_json(part);
-  }
-  return json::object();
+  const auto options = section_options(root, section);
+  return options ? to_json(options) : json::object();
 }
 
 std::vector<std::pair<std::string, bool>> fairseq_model_options(const std::string& arch) {

@@ -102,9 +102,7 @@ struct TranslationTask::Impl {
     }
     if (!blocks_dir) blocks_dir = std::make_unique<io::PrivateDirectory>("leanseq-blocks");
     const std::string text = m.split_prefix(split, m.tgt_lang);
-    data::IndexedDataset sentences(text);
-    std::vector<std::vector<int64_t>> all;
-    for (size_t i = 0; i < sentences.size(); ++i) all.push_back(data::checked_sentence(sentences, i, tgt_dict.size(), text));
+    const auto all = data::checked_sentences(data::IndexedDataset(text), tgt_dict.size(), text);
     const auto blocks = data::lm_blocks(all, cfg.tokens_per_sample,
                                         data::parse_break_mode(cfg.sample_break_mode, "batch.sample_break_mode"),
                                         data::Dictionary::kEos);
