@@ -44,3 +44,22 @@ TEST(LogSoftmax, ARowIsTheSameAloneOrBatchedOnAnyThreadCount) {
   EXPECT_TRUE(torch::equal(one, two));
   EXPECT_TRUE(torch::equal(kernels::log_softmax(x.narrow(0, 200, 1)), two.narrow(0, 200, 1)));
 }
+
+// Logits moved in, which nothing else refers to, are overwritten with the same result as a fresh
+// one; logits still referred to elsewhere (a named tensor, another view of the storage) are not.
+TEST(LogSoftmax, OverwritesOnlyLogitsNothingElseRefersTo) {
+  torch::manual_seed(43);
+  auto x = torch::randn({20, 1000}) * 4;
+  const auto want = kernels::log_softmax(x);
+  EXPECT_FALSE(torch::equal(x, want)) << "a named tensor is left as it was";
+  auto moved = x.clone();
+  const void* storage = moved.data_ptr();
+  auto got = kernels::log_softmax(std::move(moved));
+  EXPECT_EQ(got.data_ptr(), storage);
+  EXPECT_TRUE(torch::equal(got, want));
+  auto base = x.clone();
+  auto view = base.unsqueeze(0);
+  auto from_view = kernels::log_softmax(std::move(view));
+  EXPECT_TRUE(torch::equal(base, x)) << "another tensor shares the storage";
+  EXPECT_TRUE(torch::equal(from_view.squeeze(0), want));
+}

@@ -431,11 +431,13 @@ torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Te
   if (output_ids_.defined()) tokens = output_ids_.index_select(0, tokens);  // columns -> token ids
   auto out = model_.step(tokens.unsqueeze(1), enc_, state_, attn != nullptr);
   if (attn) *attn = out.attn.squeeze(1);
-  return log_probs(out.logits.squeeze(1), temperature_);
+  auto logits = out.logits.squeeze(1);
+  out.logits.reset();  // the step's logits are then overwritten by their log-probabilities
+  return log_probs(std::move(logits), temperature_);
 }
 
-torch::Tensor log_probs(const torch::Tensor& logits, double temperature) {
-  return kernels::log_softmax(temperature != 1.0 ? logits / temperature : logits);
+torch::Tensor log_probs(torch::Tensor logits, double temperature) {
+  return kernels::log_softmax(temperature != 1.0 ? logits / temperature : std::move(logits));
 }
 
 torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {

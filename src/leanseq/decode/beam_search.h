@@ -106,8 +106,9 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
                                                  const std::vector<int64_t>* src_lengths = nullptr,
                                                  const std::vector<Constraints>* constraints = nullptr);
 
-// A model's log-probabilities from its logits [..., V], divided by `temperature` first.
-torch::Tensor log_probs(const torch::Tensor& logits, double temperature);
+// A model's log-probabilities from its logits [..., V], divided by `temperature` first; logits
+// moved in (referred to by nothing else) are overwritten (kernels::log_softmax).
+torch::Tensor log_probs(torch::Tensor logits, double temperature);
 // Several models' log-probabilities as one (fairseq's EnsembleModel): the log of their mean probability.
 torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs);
 

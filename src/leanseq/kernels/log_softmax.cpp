@@ -8,10 +8,10 @@ namespace leanseq::kernels {
 
 namespace {
 
-// One row: o = x - (max + log(sum(exp(x - max)))). The exponentials are vectorised (libmvec under
-// -ffast-math) for AVX-512, AVX2 and the baseline.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void log_softmax_row(const float* __restrict x,
-                                                                                 int64_t n, float* __restrict o) {
+// One row: o = x - (max + log(sum(exp(x - max)))); o may be x. The exponentials are vectorised
+// (libmvec under -ffast-math) for AVX-512, AVX2 and the baseline.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void log_softmax_row(const float* x, int64_t n,
+                                                                                 float* o) {
   float max = x[0];
 #pragma omp simd reduction(max : max)
   for (int64_t j = 0; j < n; ++j) max = x[j] > max ? x[j] : max;
@@ -25,12 +25,13 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void log_softmax_ro
 
 }  // namespace
 
-torch::Tensor log_softmax(const torch::Tensor& x) {
+torch::Tensor log_softmax(torch::Tensor x) {
   const bool loop = x.is_cpu() && x.scalar_type() == torch::kFloat && x.dim() >= 1 && x.size(-1) > 0 &&
                     !(torch::GradMode::is_enabled() && x.requires_grad());
   if (!loop) return torch::log_softmax(x, -1, torch::kFloat);
+  const bool own = x.is_contiguous() && x.use_count() == 1 && x.storage().use_count() == 1;
   const auto in = x.contiguous();
-  auto out = torch::empty(in.sizes(), in.options());
+  auto out = own ? in : torch::empty(in.sizes(), in.options());
   const int64_t n = in.size(-1), rows = in.numel() / n;
   const float* xp = in.data_ptr<float>();
   float* op = out.data_ptr<float>();

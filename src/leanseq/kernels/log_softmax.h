@@ -8,7 +8,9 @@ namespace leanseq::kernels {
 
 // log_softmax(x, -1) in float32. The loop takes float32 CPU tensors while no gradient is recorded
 // and expects finite logits (an output projection's); other tensors go to ATen's log_softmax
-// (with a float32 result).
-torch::Tensor log_softmax(const torch::Tensor& x);
+// (with a float32 result). A contiguous x that nothing else refers to (moved in, its storage
+// shared with no other tensor) is overwritten with the result: a step's logits are [rows,
+// vocabulary], megabytes that a fresh result would write once more.
+torch::Tensor log_softmax(torch::Tensor x);
 
 }  // namespace leanseq::kernels

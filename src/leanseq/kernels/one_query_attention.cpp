@@ -18,9 +18,24 @@ namespace {
 // chain of dependent additions, four independent ones keep the vector units busy (a decoding step's
 // keys are 64 numbers per head). The last 1-3 keys go through the same loop (the last key again in
 // the free places), so that a key's score is the same bits whatever the number of keys after it.
+// Rows [s, s + n) of `rows` (d floats each) fetched towards the cache ahead of their use: a
+// step's cached keys and values sit at scattered addresses that the hardware cannot predict, and
+// each row would otherwise wait for memory when its turn comes.
+inline void prefetch_rows(const float* const* rows, int64_t s, int64_t n, int64_t S, int64_t d) {
+  for (int64_t i = s; i < std::min(s + n, S); ++i) {
+    const char* row = reinterpret_cast<const char*>(rows[i]);
+    for (int64_t byte = 0; byte < d * static_cast<int64_t>(sizeof(float)); byte += 64) __builtin_prefetch(row + byte);
+  }
+}
+
+// How many keys ahead of the group being computed their rows are fetched.
+constexpr int64_t kPrefetchAhead = 8;
+
 LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
                          float* __restrict out) {
+  prefetch_rows(k, 0, kPrefetchAhead, S, d);
   for (int64_t s = 0; s < S; s += 4) {
+    prefetch_rows(k, s + kPrefetchAhead, 4, S, d);
     const float *k0 = k[s], *k1 = k[std::min(s + 1, S - 1)], *k2 = k[std::min(s + 2, S - 1)],
                 *k3 = k[std::min(s + 3, S - 1)];
     float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
@@ -53,6 +68,7 @@ void weighted_sum(const float* __restrict p, int64_t p_stride, const float* cons
                   float* __restrict out) {
   for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
   for (int64_t s = 0; s < S; s += 4) {
+    prefetch_rows(v, s + kPrefetchAhead, 4, S, d);
     float w[4];
     const float* rows[4];
     for (int64_t i = 0; i < 4; ++i) {
@@ -226,23 +242,33 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
   float* pp = probs.data_ptr<float>();
   const float scale = static_cast<float>(q_scale);  // as ATen multiplies a float tensor by a scalar
   const int64_t rows = B * H;
+  const int64_t q_row = q.stride(0), q_head = q.stride(1), q_step = q.stride(3);
+  const int64_t mask_row = mask.defined() ? mask.stride(0) : 0, mask_step = mask.defined() ? mask.stride(3) : 0;
   parallel_chunks(rows, workers_for(rows * 2 * S * d, 1 << 16), [&](int, int64_t begin, int64_t end) {
     std::vector<float> scaled(d);
-    std::vector<const float*> addresses(S);
+    std::vector<const float*> keys(S), values(S);
+    // The keys of (batch, head) row r: the first ones are fetched while the row before is summed.
+    auto find_keys = [&](int64_t r) {
+      const int64_t b = r / H;
+      row_addresses(k, kp, b / group, kop ? kop + b * S : nullptr, r % H, S, keys.data());
+      prefetch_rows(keys.data(), 0, kPrefetchAhead, S, d);
+    };
+    find_keys(begin);
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / H, h = r % H;
-      const float* qr = qp + b * q.stride(0) + h * q.stride(1);
-      for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q.stride(3)] * scale;
+      const float* qr = qp + b * q_row + h * q_head;
+      for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q_step] * scale;
       float* p = pp + r * S;
-      row_addresses(k, kp, b / group, kop ? kop + b * S : nullptr, h, S, addresses.data());
-      dots(scaled.data(), addresses.data(), S, d, p);
+      dots(scaled.data(), keys.data(), S, d, p);
+      row_addresses(v, vp, b / group, vop ? vop + b * S : nullptr, h, S, values.data());
+      prefetch_rows(values.data(), 0, kPrefetchAhead, S, d);
       if (mp) {
-        const float* m = mp + b / mask_group * mask.stride(0);
-        for (int64_t s = 0; s < S; ++s) p[s] += m[s * mask.stride(3)];
+        const float* m = mp + b / mask_group * mask_row;
+        for (int64_t s = 0; s < S; ++s) p[s] += m[s * mask_step];
       }
       softmax_row(p, S);
-      row_addresses(v, vp, b / group, vop ? vop + b * S : nullptr, h, S, addresses.data());
-      weighted_sum(p, 1, addresses.data(), S, d, cp + (b * H + h) * d);
+      if (r + 1 < end) find_keys(r + 1);
+      weighted_sum(p, 1, values.data(), S, d, cp + (b * H + h) * d);
     }
   });
   return {context, probs};
