@@ -72,7 +72,7 @@ nlohmann::json train(const Contender& c, const Settings& s, bool profile = false
       leanseq::train::MixedPrecision::Autocast autocast(amp);
       logits = model->forward(src, lengths, prev).logits;
     }
-    logits = logits.to(torch::kFloat);
+    logits = leanseq::kernels::cross_entropy_input(logits);
     auto loss = leanseq::kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), target.view(-1),
                                                                0.1, 1);
     amp.scale_loss(loss.loss).backward();

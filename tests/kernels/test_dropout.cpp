@@ -75,3 +75,17 @@ TEST(KernelThreads, ChunksCoverEveryItemOnceAlsoInsideAnotherCall) {
   });
   EXPECT_EQ(inner_ok, 4);
 }
+
+// Under CPU autocast the activations are bfloat16: their mask keeps and drops the same elements as
+// float32's for a seed, each multiplier float32's rounded (and so for half and double).
+TEST(Dropout, ReducedPrecisionMasksAreFloatsMaskRounded) {
+  auto x = torch::ones({3, 1001});
+  torch::manual_seed(9);
+  const auto want = kernels::dropout(x, 0.3, true);
+  for (auto type : {torch::kBFloat16, torch::kHalf, torch::kDouble}) {
+    torch::manual_seed(9);
+    const auto got = kernels::dropout(x.to(type), 0.3, true);
+    EXPECT_EQ(got.scalar_type(), type);
+    EXPECT_TRUE(got.equal(want.to(type))) << type;
+  }
+}

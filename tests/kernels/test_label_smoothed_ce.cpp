@@ -26,3 +26,24 @@ TEST(LabelSmoothedCE, AgreesWithTheReferenceForwardAndBackward) {
     EXPECT_EQ(logits.grad().narrow(0, 0, 20).abs().sum().item<double>(), 0.0);
   }
 }
+
+// bfloat16 logits (CPU autocast) give the losses of their float32 widening and the gradient that
+// a cast to float32 in front of the loss would hand back, bit for bit; ignored rows get zeros.
+TEST(LabelSmoothedCE, BfloatLogitsAreTheirFloatWideningWithTheGradientRoundedOnce) {
+  torch::manual_seed(4);
+  const int64_t N = 130, V = 1000;
+  auto base = (torch::randn({N, V}) * 3).to(torch::kBFloat16);
+  auto target = torch::randint(0, V, {N}, torch::kLong);
+  target.narrow(0, 0, 7).fill_(1);
+  auto cast = base.clone().requires_grad_(true);
+  auto want = kernels::label_smoothed_cross_entropy(cast.to(torch::kFloat), target, 0.1, 1);
+  want.loss.backward();
+  auto direct = base.clone().requires_grad_(true);
+  auto got = kernels::label_smoothed_cross_entropy(direct, target, 0.1, 1);
+  got.loss.backward();
+  EXPECT_EQ(got.loss.item<float>(), want.loss.item<float>());
+  EXPECT_EQ(got.nll.item<float>(), want.nll.item<float>());
+  ASSERT_EQ(direct.grad().scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(direct.grad().equal(cast.grad()));
+  EXPECT_EQ(direct.grad().narrow(0, 0, 7).to(torch::kFloat).abs().sum().item<double>(), 0.0);
+}

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <mutex>
 #include <type_traits>
 
@@ -43,11 +44,14 @@ void fill_mask(T* m, int64_t n, uint64_t seed, double p) {
     if constexpr (std::is_same_v<T, float>) {
       dropout_multipliers(seed, p, begin, end - begin, m + begin);
     } else {
-      const uint32_t threshold = threshold_of(p);
-      const T keep = static_cast<T>(1.0 / (1.0 - p)), drop = static_cast<T>(0);
-      for (int64_t i = begin; i < end; ++i) {
-        const uint64_t r = pair_draws(seed, i / 2);
-        m[i] = static_cast<uint32_t>(i % 2 ? r >> 32 : r) >= threshold ? keep : drop;
+      // The float multipliers (the vectorised loop) a block at a time, then in T: the same draws
+      // and keep/drop as float's, keep rounded to T (bfloat16 under CPU autocast).
+      constexpr int64_t kBlock = 1024;
+      float block[kBlock];
+      for (int64_t i = begin; i < end; i += kBlock) {
+        const int64_t n = std::min(kBlock, end - i);
+        dropout_multipliers(seed, p, i, n, block);
+        for (int64_t j = 0; j < n; ++j) m[i + j] = static_cast<T>(block[j]);
       }
     }
   });

@@ -3,6 +3,8 @@
 #include <ATen/record_function.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "leanseq/kernels/parallel.h"
@@ -41,38 +43,84 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) RowOut row_kernel(c
   return {(1.0 - eps - eps_i) * nll + eps_i * smooth, nll};
 }
 
+// A bfloat16 row widened to float32 (the high half of its bits), and a float32 row rounded to
+// bfloat16 to the nearest even as c10::BFloat16 rounds (NaN to its quiet NaN); vectorised.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void widen_row(const uint16_t* __restrict in,
+                                                                           float* __restrict out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(out + i, &bits, sizeof(float));
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void narrow_row(const float* __restrict in,
+                                                                            uint16_t* __restrict out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, in + i, sizeof(float));
+    const uint32_t rounded = (bits + (((bits >> 16) & 1u) + 0x7FFFu)) >> 16;
+    out[i] = in[i] != in[i] ? uint16_t{0x7FC0} : static_cast<uint16_t>(rounded);
+  }
+}
+
 class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                                 const torch::Tensor& target, double eps, int64_t ignore_index) {
-    TORCH_CHECK(logits.dim() == 2 && logits.scalar_type() == torch::kFloat && logits.device().is_cpu(),
-                "label_smoothed_cross_entropy: expected float32 CPU logits [N, V]");
+    const bool bf16 = logits.scalar_type() == torch::kBFloat16;
+    TORCH_CHECK(logits.dim() == 2 && (logits.scalar_type() == torch::kFloat || bf16) && logits.device().is_cpu(),
+                "label_smoothed_cross_entropy: expected float32 or bfloat16 CPU logits [N, V]");
     TORCH_CHECK(target.dim() == 1 && target.size(0) == logits.size(0), "label_smoothed_cross_entropy: target must be [N]");
     auto x = logits.contiguous();
     auto t = target.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = x.size(1);
     auto grad = torch::empty_like(x);
     const float e = static_cast<float>(eps), ei = static_cast<float>(eps / static_cast<double>(V - 1));
-    const float* xp = x.data_ptr<float>();
-    float* gp = grad.data_ptr<float>();
     const int64_t* tp = t.data_ptr<int64_t>();
     // Checked here: the workers below must not throw.
     auto bad = t.ne(ignore_index).logical_and(t.lt(0).logical_or(t.ge(V)));
     TORCH_CHECK(!bad.any().item<bool>(), "label_smoothed_cross_entropy: a target is outside [0, ", V, ")");
     const int workers = workers_for(N, 64);
     std::vector<double> loss(workers, 0.0), nll(workers, 0.0);
-    parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        float* g = gp + i * V;
-        if (tp[i] == ignore_index) {
-          std::fill(g, g + V, 0.f);
-          continue;
+    auto add = [&](int w, RowOut r) {
+      loss[w] += r.loss;
+      nll[w] += r.nll;
+    };
+    if (bf16) {
+      // bfloat16 logits (CPU autocast): each row widened to float32 in this thread's buffer, and its
+      // gradient rounded back as a cast of the float32 gradient would, so the output projection's
+      // backward takes it in its own type without a pass over [N, V] in float32 each way.
+      const c10::BFloat16* xp = x.data_ptr<c10::BFloat16>();
+      auto* gp = grad.data_ptr<c10::BFloat16>();
+      parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(V)), g(static_cast<size_t>(V));
+        for (int64_t i = begin; i < end; ++i) {
+          c10::BFloat16* out = gp + i * V;
+          if (tp[i] == ignore_index) {
+            std::fill(out, out + V, c10::BFloat16(0.f));
+            continue;
+          }
+          widen_row(reinterpret_cast<const uint16_t*>(xp + i * V), row.data(), V);
+          add(w, row_kernel(row.data(), g.data(), V, tp[i], e, ei));
+          narrow_row(g.data(), reinterpret_cast<uint16_t*>(out), V);
         }
-        auto r = row_kernel(xp + i * V, g, V, tp[i], e, ei);
-        loss[w] += r.loss;
-        nll[w] += r.nll;
-      }
-    });
+      });
+    } else {
+      const float* xp = x.data_ptr<float>();
+      float* gp = grad.data_ptr<float>();
+      parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          float* g = gp + i * V;
+          if (tp[i] == ignore_index) {
+            std::fill(g, g + V, 0.f);
+            continue;
+          }
+          add(w, row_kernel(xp + i * V, g, V, tp[i], e, ei));
+        }
+      });
+    }
     double loss_sum = 0, nll_sum = 0;
     for (int w = 0; w < workers; ++w) loss_sum += loss[w], nll_sum += nll[w];
     ctx->save_for_backward({grad});
@@ -93,6 +141,10 @@ class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
 };
 
 }  // namespace
+
+torch::Tensor cross_entropy_input(const torch::Tensor& logits) {
+  return logits.is_cpu() && logits.scalar_type() == torch::kBFloat16 ? logits : logits.to(torch::kFloat);
+}
 
 CrossEntropyResult label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, double eps,
                                                 int64_t ignore_index) {

@@ -16,7 +16,7 @@ LossTotals dataset_loss(models::Seq2SeqModel& model, const data::PairDataset& da
   const auto batches = data::batch_by_size(dataset.lengths(), batching);
   for (size_t i = static_cast<size_t>(shard); i < batches.size(); i += static_cast<size_t>(num_shards)) {
     auto b = dataset.batch(batches[i]).to(device);
-    auto logits = model.forward(b.src, b.src_lengths, b.prev_output).logits.to(torch::kFloat);
+    auto logits = kernels::cross_entropy_input(model.forward(b.src, b.src_lengths, b.prev_output).logits);
     auto l = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
                                                    label_smoothing, data::Dictionary::kPad);
     t.loss += l.loss.item<double>();

@@ -286,7 +286,7 @@ BatchLoss TranslationTask::loss(const std::vector<int64_t>& batch, const torch::
     MixedPrecision::Autocast autocast(amp);
     out = s.model->forward(b.src, b.src_lengths, b.prev_output);
   }
-  auto logits = out.logits.to(torch::kFloat);
+  auto logits = kernels::cross_entropy_input(out.logits);
   auto r = kernels::label_smoothed_cross_entropy(logits.view({-1, logits.size(-1)}), b.target.view(-1),
                                                  s.cfg.label_smoothing, kPad);
   return {r.loss, static_cast<double>(b.ntokens), {r.loss.item<double>(), r.nll.item<double>()}};
