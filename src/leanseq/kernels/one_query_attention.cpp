@@ -14,10 +14,6 @@ namespace {
 // Compiled for AVX-512 (with FMA) and AVX2 besides the baseline (chosen when the program starts).
 #define LEANSEQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
-// chain of dependent additions, four independent ones keep the vector units busy (a decoding step's
-// keys are 64 numbers per head). The last 1-3 keys go through the same loop (the last key again in
-// the free places), so that a key's score is the same bits whatever the number of keys after it.
 // Rows [s, s + n) of `rows` (d floats each) fetched towards the cache ahead of their use: a
 // step's cached keys and values sit at scattered addresses that the hardware cannot predict, and
 // each row would otherwise wait for memory when its turn comes.
@@ -31,6 +27,10 @@ inline void prefetch_rows(const float* const* rows, int64_t s, int64_t n, int64_
 // How many keys ahead of the group being computed their rows are fetched.
 constexpr int64_t kPrefetchAhead = 8;
 
+// out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
+// chain of dependent additions, four independent ones keep the vector units busy (a decoding step's
+// keys are 64 numbers per head). The last 1-3 keys go through the same loop (the last key again in
+// the free places), so that a key's score is the same bits whatever the number of keys after it.
 LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
                          float* __restrict out) {
   prefetch_rows(k, 0, kPrefetchAhead, S, d);
