@@ -314,7 +314,7 @@ TEST(FairseqLanguageModels, FairseqTrainLanguageModelingBuildsFairseqsModelOnIts
 
 // --dataset-impl raw (the text itself, encoded when read as fairseq's raw reader encodes it):
 // fairseq-generate, fairseq-eval-lm and fairseq-validate print the same lines as on the binarized
-// split.
+// split; a raw line that is not UTF-8 is refused in one line naming the file and the line.
 TEST(FairseqLanguageModels, RawDataBinsReadAsTheirBinaryForm) {
   namespace fs = std::filesystem;
   const auto dir = leanseq::test::temp_dir("fairseq-raw");
@@ -343,5 +343,18 @@ TEST(FairseqLanguageModels, RawDataBinsReadAsTheirBinaryForm) {
     };
     EXPECT_EQ(timeless(out), timeless(expected)) << raw;
     EXPECT_GT(expected.size(), 80u) << binary;
+  }
+  // A raw split whose third line is not UTF-8: one error line naming the file and the line, exit 1.
+  for (const auto& [path, command] : {std::pair{dir + "/mt/test.de-en.de", runs[0].second}, {dir + "/lm/test", runs[2].second}}) {
+    std::string text = leanseq::test::read_text(path);
+    const auto third = text.find('\n', text.find('\n') + 1) + 1;
+    leanseq::test::write_text(path, text.insert(third, "\xff"));
+    std::string out;
+    EXPECT_EQ(run_command("{ " + kCli + command + " 2>&1 >/dev/null; }", out), 1) << out;  // its standard error
+    const std::string line = "leanseq: error: " + path + ":3: invalid UTF-8 at byte 1 of the line (expected UTF-8 text)\n";
+    EXPECT_NE(out.find(line), std::string::npos) << out;
+    size_t errors = 0;
+    for (auto at = out.find("error"); at != std::string::npos; at = out.find("error", at + 1)) ++errors;
+    EXPECT_EQ(errors, 1u) << out;
   }
 }
