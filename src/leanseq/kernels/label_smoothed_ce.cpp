@@ -84,43 +84,32 @@ class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
     TORCH_CHECK(!bad.any().item<bool>(), "label_smoothed_cross_entropy: a target is outside [0, ", V, ")");
     const int workers = workers_for(N, 64);
     std::vector<double> loss(workers, 0.0), nll(workers, 0.0);
-    auto add = [&](int w, RowOut r) {
-      loss[w] += r.loss;
-      nll[w] += r.nll;
-    };
-    if (bf16) {
-      // bfloat16 logits (CPU autocast): each row widened to float32 in this thread's buffer, and its
-      // gradient rounded back as a cast of the float32 gradient would, so the output projection's
-      // backward takes it in its own type without a pass over [N, V] in float32 each way.
-      const c10::BFloat16* xp = x.data_ptr<c10::BFloat16>();
-      auto* gp = grad.data_ptr<c10::BFloat16>();
-      parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
-        std::vector<float> row(static_cast<size_t>(V)), g(static_cast<size_t>(V));
-        for (int64_t i = begin; i < end; ++i) {
-          c10::BFloat16* out = gp + i * V;
-          if (tp[i] == ignore_index) {
-            std::fill(out, out + V, c10::BFloat16(0.f));
-            continue;
-          }
-          widen_row(reinterpret_cast<const uint16_t*>(xp + i * V), row.data(), V);
-          add(w, row_kernel(row.data(), g.data(), V, tp[i], e, ei));
-          narrow_row(g.data(), reinterpret_cast<uint16_t*>(out), V);
+    // bfloat16 logits (CPU autocast): each row widened to float32 in this thread's buffer, and its
+    // gradient rounded back as a cast of the float32 gradient would, so the output projection's
+    // backward takes it in its own type without a pass over [N, V] in float32 each way.
+    auto* xp = static_cast<const uint8_t*>(x.data_ptr());
+    auto* gp = static_cast<uint8_t*>(grad.data_ptr());
+    const int64_t row_bytes = V * static_cast<int64_t>(x.element_size());
+    parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
+      std::vector<float> widened(bf16 ? static_cast<size_t>(V) : 0), narrowed(bf16 ? static_cast<size_t>(V) : 0);
+      for (int64_t i = begin; i < end; ++i) {
+        uint8_t* out = gp + i * row_bytes;
+        if (tp[i] == ignore_index) {
+          std::memset(out, 0, static_cast<size_t>(row_bytes));  // 0 in float32 and in bfloat16 alike
+          continue;
         }
-      });
-    } else {
-      const float* xp = x.data_ptr<float>();
-      float* gp = grad.data_ptr<float>();
-      parallel_chunks(N, workers, [&](int w, int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          float* g = gp + i * V;
-          if (tp[i] == ignore_index) {
-            std::fill(g, g + V, 0.f);
-            continue;
-          }
-          add(w, row_kernel(xp + i * V, g, V, tp[i], e, ei));
+        const float* row = reinterpret_cast<const float*>(xp + i * row_bytes);
+        float* g = reinterpret_cast<float*>(out);
+        if (bf16) {
+          widen_row(reinterpret_cast<const uint16_t*>(xp + i * row_bytes), widened.data(), V);
+          row = widened.data(), g = narrowed.data();
         }
-      });
-    }
+        const RowOut r = row_kernel(row, g, V, tp[i], e, ei);
+        if (bf16) narrow_row(g, reinterpret_cast<uint16_t*>(out), V);
+        loss[w] += r.loss;
+        nll[w] += r.nll;
+      }
+    });
     double loss_sum = 0, nll_sum = 0;
     for (int w = 0; w < workers; ++w) loss_sum += loss[w], nll_sum += nll[w];
     ctx->save_for_backward({grad});
