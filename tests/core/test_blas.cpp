@@ -75,8 +75,8 @@ TEST(Blas, IdleThreadsSleepSoonUnlessTheUserSaidOtherwise) {
   using leanseq::thread_wait_settings;
   using Settings = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(thread_wait_settings(nullptr, nullptr, nullptr),
-            (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}, {"GOMP_SPINCOUNT", "1000"}}));
-  EXPECT_EQ(thread_wait_settings("28", nullptr, nullptr), (Settings{{"GOMP_SPINCOUNT", "1000"}}));
+            (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}, {"GOMP_SPINCOUNT", "10000"}}));
+  EXPECT_EQ(thread_wait_settings("28", nullptr, nullptr), (Settings{{"GOMP_SPINCOUNT", "10000"}}));
   EXPECT_EQ(thread_wait_settings(nullptr, "0", nullptr), (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}}));
   EXPECT_EQ(thread_wait_settings(nullptr, nullptr, "active"), (Settings{{"OPENBLAS_THREAD_TIMEOUT", "4"}}));
   EXPECT_EQ(thread_wait_settings("4", "1000", nullptr), Settings{});

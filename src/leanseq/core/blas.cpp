@@ -89,7 +89,7 @@ std::vector<std::pair<std::string, std::string>> thread_wait_settings(const char
                                                                       const char* omp_wait_policy) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!openblas_timeout) out.emplace_back("OPENBLAS_THREAD_TIMEOUT", "4");
-  if (!gomp_spincount && !omp_wait_policy) out.emplace_back("GOMP_SPINCOUNT", "1000");
+  if (!gomp_spincount && !omp_wait_policy) out.emplace_back("GOMP_SPINCOUNT", "10000");
   return out;
 }
 

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 # kept; a process that loaded them before (``import torch`` first) keeps what it has.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ.setdefault("GOMP_SPINCOUNT", "1000")
+    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 from . import _leanseq  # noqa: E402
 from ._leanseq import (  # noqa: E402
