@@ -81,9 +81,8 @@ decode() {  # tool type batch round
 }
 
 alternate_decodes "$rounds" "$batch_sizes" "$compute_types"
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
-  "$(date +%F), $cpu, $(nproc) cores, $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), Argos-shaped model (6+6 layers, 512, 32k vocabulary, random weights)," \
+  "$(date +%F), $(cpu_summary), $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), Argos-shaped model (6+6 layers, 512, 32k vocabulary, random weights)," \
   "$sentences sentences of 12-40 tokens, beam $beam, $max_length steps each, medians of $rounds alternated rounds;" \
   "CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}"
 $py "$here/ct2_translate.py" table "$results"

@@ -6,7 +6,10 @@
         --threads N [--inter-threads R] --beam B --batch-size S --max-length L --lenpen P
     ct2_translate.py record OUT.json --tool T --compute-type T --batch-size S --round R --log L
         --hyp H [--bleu B] [--fairseq-hyp F]
-    ct2_translate.py table DIR      (every DIR/*.json: a Markdown table of medians and ratios, then JSON)
+    ct2_translate.py table DIR [--limits LIMITS]
+        (every DIR/*.json: a Markdown table of medians and ratios, then JSON; LIMITS/TYPE.bBATCH.json,
+        leanseq-decode-bench's output for the model's shape, adds each tool's fraction of the
+        products' limit: the products' time alone per sentence times its sentences/s)
 
 convert runs CTranslate2's fairseq converter (ct2-fairseq-converter) in the process that
 fairseq_cli311.py prepares, so fairseq 0.12.2 imports on Debian 12 as it does for training. The
@@ -106,6 +109,20 @@ def show(summary, key):
     return "-" if not summary or summary[key] is None else summary[key]
 
 
+def products_alone(limits, batch, ctype):
+    """Seconds per sentence that leanseq-decode-bench's weight products take alone, or None."""
+    path = os.path.join(limits or "", "%s.b%d.json" % (ctype, batch))
+    if not limits or not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        ms = json.load(f)["contenders"][0].get("products_alone_ms_per_sentence")
+    return ms / 1e3 if ms else None
+
+
+def fraction(alone, summary):
+    return round(alone * summary["sentences_per_second"], 3) if alone and summary else None
+
+
 def table(args):
     runs = results.read_records(args.dir)
     groups = {}
@@ -119,27 +136,33 @@ def table(args):
             "bleu": group[0]["bleu"], "identical_to_fairseq": group[0]["identical_to_fairseq"],
             "sentences": group[0]["sentences"]}
     print("| batch | compute type | CTranslate2 sentences/s | leanseq sentences/s | ratio | BLEU CT2 / leanseq "
-          "| identical to fairseq-generate, CT2 / leanseq |")
-    print("|---|---|---|---|---|---|---|")
-    ratios = {}
+          "| identical to fairseq-generate, CT2 / leanseq | fraction of the products' limit, CT2 / leanseq |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios, fractions = {}, {}
     for batch in sorted(summary, reverse=True):
         ct2, ours = summary[batch].get("ctranslate2", {}), summary[batch].get("leanseq", {})
         for ctype in sorted(set(ct2) | set(ours), key=lambda t: (t != "float32", t)):
             a, b = ct2.get(ctype), ours.get(ctype)
             ratio = "%.2fx" % (b["sentences_per_second"] / a["sentences_per_second"]) if a and b else ""
-            print("| %d | %s | %s | %s | %s | %s / %s | %s / %s |" % (
+            alone = products_alone(args.limits, batch, ctype)
+            shares = {"ctranslate2": fraction(alone, a), "leanseq": fraction(alone, b)}
+            if alone:
+                fractions.setdefault(batch, {})[ctype] = dict(shares, products_alone_seconds_per_sentence=alone)
+            print("| %d | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |" % (
                 batch, ctype, "%.1f" % a["sentences_per_second"] if a else "-",
                 "%.1f" % b["sentences_per_second"] if b else "-", ratio,
-                show(a, "bleu"), show(b, "bleu"), show(a, "identical_to_fairseq"), show(b, "identical_to_fairseq")))
+                show(a, "bleu"), show(b, "bleu"), show(a, "identical_to_fairseq"), show(b, "identical_to_fairseq"),
+                show(shares, "ctranslate2"), show(shares, "leanseq")))
         if ct2 and "int8" in ours:
             best_type = max(ct2, key=lambda t: ct2[t]["sentences_per_second"])
             ratios[batch] = {"leanseq_int8_over_best_ctranslate2": round(
                 ours["int8"]["sentences_per_second"] / ct2[best_type]["sentences_per_second"], 3),
                 "best_ctranslate2_type": best_type}
-            print("| %d | leanseq int8 / CT2's fastest (%s) | | | %.2fx | | |"
+            print("| %d | leanseq int8 / CT2's fastest (%s) | | | %.2fx | | | |"
                   % (batch, best_type, ratios[batch]["leanseq_int8_over_best_ctranslate2"]))
     backends = [r["backend"] for r in runs if r.get("backend")]
-    print(json.dumps({"medians": summary, "ratios": ratios, "ctranslate2_backend": backends[0] if backends else {},
+    print(json.dumps({"medians": summary, "ratios": ratios, "fractions_of_products_limit": fractions,
+                      "ctranslate2_backend": backends[0] if backends else {},
                       "runs": runs}))
     return 0
 
@@ -171,6 +194,7 @@ def main():
     p.add_argument("--round", type=int, required=True)
     p = sub.add_parser("table")
     p.add_argument("dir")
+    p.add_argument("--limits", help="leanseq-decode-bench's outputs, TYPE.bBATCH.json (default: no fractions)")
     args = parser.parse_args()
     return {"convert": convert, "translate": translate, "record": record, "table": table}[args.command](args)
 

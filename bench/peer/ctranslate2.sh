@@ -9,7 +9,11 @@
 #   [CT2_SRC=/path/to/CTranslate2] FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/ctranslate2.sh
 #       [--work build/peer-fairseq] [--run transformer.fairseq-tuned.1] [--rounds 3] [--threads 2]
 #       [--batch-sizes "64 1"] [--compute-types "float32 int8"] [--data ../shared/data/multi30k]
-#       [--leanseq build/leanseq]
+#       [--ct2-replicas 1] [--leanseq-workers 1] [--leanseq build/leanseq]
+#
+# --ct2-replicas R runs CTranslate2 as R replicas (inter_threads) of threads/R threads each, and
+# --leanseq-workers W leanseq's translate as W workers of threads/W threads over one copy of the
+# model (`translate --workers`): each tool's layout for several cores serving many sentences.
 #
 # It needs a run of fairseq.sh under --work (its prepared data, and the fairseq checkpoint in
 # runs/<--run>/ckpt; `fairseq.sh --families transformer --sides tuned` trains just that model),
@@ -26,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 work="$root/build/peer-fairseq" run=transformer.fairseq-tuned.1 rounds=3 threads=2 batch_sizes="64 1"
 compute_types="float32 int8" data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
-beam=5 max_length=200 lenpen=1 py=/usr/bin/python3
+replicas=1 workers=1 beam=5 max_length=200 lenpen=1 py=/usr/bin/python3
 
 die() { echo "ctranslate2.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -34,12 +38,16 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2 ;; --run) run=$2 ;; --rounds) rounds=$2 ;; --threads) threads=$2 ;;
     --batch-sizes) batch_sizes=$2 ;; --compute-types) compute_types=$2 ;; --data) data=$2 ;;
-    --leanseq) leanseq=$2 ;;
+    --leanseq) leanseq=$2 ;; --ct2-replicas) replicas=$2 ;; --leanseq-workers) workers=$2 ;;
     *) die "unknown option '$1' (see the comment at the top of this script)" ;;
   esac
   shift 2
 done
-[[ "$threads" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--threads and --rounds must be positive integers"
+for v in "$threads" "$rounds" "$replicas" "$workers"; do
+  [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "'$v': --threads, --rounds, --ct2-replicas and --leanseq-workers take positive integers"
+done
+[ $((threads % replicas)) = 0 ] || die "--ct2-replicas $replicas does not divide --threads $threads"
+[ $((threads % workers)) = 0 ] || die "--leanseq-workers $workers does not divide --threads $threads"
 for b in $batch_sizes; do [[ "$b" =~ ^[1-9][0-9]*$ ]] || die "--batch-sizes: '$b' is not a positive integer"; done
 for t in $compute_types; do
   case "$t" in float32 | int8) ;; *) die "unknown compute type '$t' (float32, int8)" ;; esac
@@ -86,11 +94,11 @@ decode() {  # tool type batch round
   log "round $4: $1 translates test2016 ($2, batches of $3)"
   if [ "$1" = ctranslate2 ]; then
     CT2_VERBOSE=1 $py "$here/ct2_translate.py" translate --model "$out/model.$2" --pieces "$work/text/test.de" \
-      --spm "$work/data/spm.model" --out "$hyp" --compute-type "$2" --threads "$threads" --beam "$beam" \
-      --batch-size "$3" --max-length "$max_length" --lenpen "$lenpen" >"$logf" 2>&1 || die "CTranslate2 failed; see $logf"
+      --spm "$work/data/spm.model" --out "$hyp" --compute-type "$2" --threads $((threads / replicas)) --inter-threads "$replicas" \
+      --beam "$beam" --batch-size "$3" --max-length "$max_length" --lenpen "$lenpen" >"$logf" 2>&1 || die "CTranslate2 failed; see $logf"
   else
     "$leanseq" translate --checkpoint "$dir/imported.pt" --input-format tokens -i "$work/text/test.de" -o "$hyp" \
-      --compute-type "$2" --threads "$threads" --beam "$beam" --batch-size "$3" --max-len-b "$max_length" \
+      --compute-type "$2" --threads "$threads" --workers "$workers" --beam "$beam" --batch-size "$3" --max-len-b "$max_length" \
       --lenpen "$lenpen" >"$logf" 2>&1 || die "leanseq translate failed; see $logf"
   fi
   [ "$(wc -l <"$hyp")" = "$(wc -l <"$data/test2016.en")" ] || die "$hyp: not one line per test sentence"
@@ -100,8 +108,31 @@ decode() {  # tool type batch round
 }
 
 alternate_decodes "$rounds" "$batch_sizes" "$compute_types"
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+
+# The products' limit of each batch size and type: leanseq-decode-bench times the weight products a
+# model of this shape (transformer_small's: fairseq.sh's recipe) makes per sentence, each shape
+# alone at --threads threads, for this vocabulary, the test set's mean source length and leanseq's
+# mean output length; the table divides that time by each tool's time per sentence.
+limits="$out/limits"
+rm -rf "$limits" && mkdir -p "$limits"
+bench="$(dirname "$leanseq")/bench/leanseq-decode-bench"
+if [ -x "$bench" ]; then
+  vocab=$(($(wc -l <"$work/fairseq-data/dict.en.txt") + 4))
+  source_length=$(awk '{n += NF + 1} END {printf "%d", n / NR + 0.5}' "$work/text/test.de")
+  for b in $batch_sizes; do
+    for t in $compute_types; do
+      tokens=$(sed -n 's/.*sentences (\([0-9]*\) target tokens).*/\1/p' "$out/decode.leanseq.$t.b$b.log")
+      length=$(awk -v t="$tokens" -v n="$(wc -l <"$data/test2016.en")" 'BEGIN {printf "%d", t / n - 0.5}')
+      log "the products' limit: $t, batches of $b, $source_length source and $length target tokens"
+      "$bench" --arch "transformer_small:compute_type=$t" --vocab "$vocab" --source-length "$source_length" \
+        --length "$length" --batch-size "$b" --sentences $((b < 64 ? 64 : b)) --rounds 1 --threads "$threads" \
+        >"$limits/$t.b$b.json" 2>"$limits/$t.b$b.log" || die "leanseq-decode-bench failed; see $limits/$t.b$b.log"
+    done
+  done
+else
+  log "no $bench: the table has no fractions of the products' limit"
+fi
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
-  "$(date +%F), $cpu, $(nproc) cores, $threads threads, model $run, beam $beam, max length $max_length, length penalty $lenpen," \
+  "$(date +%F), $(cpu_summary), $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), model $run, beam $beam, max length $max_length, length penalty $lenpen," \
   "medians of $rounds alternated rounds; CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}"
-$py "$here/ct2_translate.py" table "$results"
+$py "$here/ct2_translate.py" table "$results" --limits "$limits"

@@ -6,8 +6,11 @@
 #   FAIRSEQ_SRC=/path/to/fairseq-0.12.2 bench/peer/fairseq.sh [--minutes 6] [--threads 2]
 #       [--rounds 1] [--families "transformer dynamicconv fconv"] [--work build/peer-fairseq]
 #       [--data ../shared/data/multi30k] [--leanseq build/leanseq] [--decode-only]
-#       [--compute-type float32] [--sides "leanseq installed tuned"]
+#       [--compute-type float32] [--sides "leanseq installed tuned"] [--leanseq-bf16]
 #
+# --leanseq-bf16 trains leanseq's models in mixed precision, bfloat16 products over float32 master
+# weights (`leanseq train --bf16`; float32 where the CPU has no AVX512_BF16), while fairseq trains
+# in float32, its type on a CPU.
 # --decode-only keeps the checkpoints and training logs of an earlier run under --work and decodes
 # and scores again (after a change to leanseq's decoding, say). --compute-type is the type of
 # leanseq's products when it translates (translate --compute-type: float32, int8, bfloat16, ...;
@@ -34,10 +37,12 @@ root=$(cd "$here/../.." && pwd)
 minutes=6 threads=2 rounds=1 families="transformer dynamicconv fconv"
 work="$root/build/peer-fairseq" data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
 beam=5 batch=64 py=/usr/bin/python3 decode_only=0 compute_type=float32 sides="leanseq installed tuned"
+train_precision=()
 
 die() { echo "fairseq.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   if [ "$1" = --decode-only ]; then decode_only=1; shift; continue; fi
+  if [ "$1" = --leanseq-bf16 ]; then train_precision=(--bf16); shift; continue; fi
   [ $# -ge 2 ] || die "$1 needs a value (see the comment at the top of this script)"
   case "$1" in
     --minutes) minutes=$2 ;; --threads) threads=$2 ;; --rounds) rounds=$2 ;;
@@ -92,7 +97,7 @@ if [ ! -f "$work/fairseq-data/.done" ]; then
 fi
 
 # What leanseq gives itself, from its start-up line (e.g. "BLAS: OpenBLAS 0.3.21, Zen kernels;
-# idle threads: OPENBLAS_THREAD_TIMEOUT=4, GOMP_SPINCOUNT=1000").
+# idle threads: OPENBLAS_THREAD_TIMEOUT=4, GOMP_SPINCOUNT=10000").
 blas=$("$leanseq" --version | grep '^BLAS: ' || true)
 kernels() { sed -n 's/^BLAS: OpenBLAS [^,]*, \([A-Za-z0-9]*\) kernels.*/\1/p' <<<"$1"; }
 # The kernels with no OpenBLAS setting from the environment (OpenBLAS's own pick, or leanseq's
@@ -106,11 +111,15 @@ a, b = torch.randn(300, 257), torch.randn(257, 301)
 exact = a.double() @ b.double()
 raise SystemExit(0 if ((a @ b).double() - exact).abs().max() <= 1e-5 * exact.abs().max() else 1)" 2>/dev/null
 }
-tuned=(-u OPENBLAS_L2_SIZE OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=1000)
+# The idle-thread settings leanseq takes where the environment has none, as NAME=VALUE words.
+read -r -a idle <<<"$(env -u OPENBLAS_THREAD_TIMEOUT -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY "$leanseq" --version |
+  sed -n 's/.*idle threads: //p' | tr -d ',')"
+[ ${#idle[@]} -gt 0 ] || die "$leanseq --version names no idle-thread settings"
+tuned=(-u OPENBLAS_L2_SIZE "${idle[@]}")
 if [ -n "$best" ] && products_right "$best"; then
   tuned+=("OPENBLAS_CORETYPE=$best")
 elif [ -n "${OPENBLAS_CORETYPE:-}" ]; then
-  tuned=(OPENBLAS_THREAD_TIMEOUT=4 GOMP_SPINCOUNT=1000)  # the environment's kernels, L2 size included
+  tuned=("${idle[@]}")  # the environment's kernels, L2 size included
   log "fairseq tuned: ${best:-no} kernels without the environment's settings fail the product check; keeping ${OPENBLAS_CORETYPE}"
 fi
 installed_kernels="${OPENBLAS_CORETYPE:-chosen by OpenBLAS}"
@@ -146,7 +155,7 @@ run_leanseq() {  # family round
   if fresh "$dir"; then
     log "$1, round $2: leanseq trains for $minutes min"
     "$leanseq" train -c "$root/configs/$1_small_multi30k.yaml" --data "$work/data" --save-dir "$dir/ckpt" \
-      --max-minutes "$minutes" --threads "$threads" --seed 1 --set valid.bleu=false \
+      --max-minutes "$minutes" --threads "$threads" --seed 1 --set valid.bleu=false "${train_precision[@]}" \
       --set checkpoint.no_epoch_checkpoints=true >"$dir/train.log" 2>&1 || die "leanseq train failed; see $dir/train.log"
   fi
   log "$1, round $2: leanseq translates test2016"
@@ -204,7 +213,7 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), fairseq 0.12.2, $(date +%F), $(nproc) cores," \
-  "$threads threads, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type;" \
+  "$threads threads, leanseq training in $([ ${#train_precision[@]} = 0 ] && echo float32 || echo bfloat16), $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type;" \
   "leanseq: $blas (training products: oneDNN's sgemm; float32 decoding: oneDNN on weights packed once); fairseq installed: OpenBLAS kernels $installed_kernels;" \
   "fairseq tuned: env ${tuned[*]}"
 $py "$here/results.py" table "$results"

@@ -1,6 +1,6 @@
-# Sourced by ctranslate2.sh and argos.sh: for each round, batch size and compute type, runs
-# `decode ctranslate2 TYPE BATCH ROUND` and `decode leanseq TYPE BATCH ROUND` (the sourcing
-# script's function), alternating which goes first from one pair to the next.
+# Sourced by ctranslate2.sh and argos.sh. alternate_decodes: for each round, batch size and
+# compute type, runs `decode ctranslate2 TYPE BATCH ROUND` and `decode leanseq TYPE BATCH ROUND`
+# (the sourcing script's function), alternating which goes first from one pair to the next.
 alternate_decodes() {  # rounds "batch sizes" "compute types"
   local turn=0 round b t
   for round in $(seq 1 "$1"); do
@@ -12,4 +12,15 @@ alternate_decodes() {  # rounds "batch sizes" "compute types"
       done
     done
   done
+}
+
+# The CPU's model name and the flags that decide each tool's kernels, for a sitting's header line.
+cpu_summary() {
+  local name flags f have=()
+  name=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+  flags=" $(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -1) "
+  for f in avx2 avx512f avx512_vnni avx512_bf16 amx_tile amx_int8 amx_bf16; do
+    [[ "$flags" == *" $f "* ]] && have+=("$f")
+  done
+  echo "$name (${have[*]:-no AVX2}), $(nproc) cores"
 }
