@@ -69,10 +69,11 @@ nlohmann::json measure(int rounds, bool low_precision) {
                                {"int8_split_gops", Int8Activations::u8_split}}) {
         row[name] = rate(flops, rounds, [&, act = act] { int8_linear(a, q, torch::Tensor(), act); });
       }
-      if (int8_amx_in_use()) {  // int8_u8_gops ran on AMX tiles: the GEMM API's rate beside it
-        use_int8_amx(false);
+      if (packed_int8_in_use() && default_int8_activations() == Int8Activations::u8_shifted) {
+        // int8_u8_gops ran on the packed weight: the GEMM API's rate beside it
+        use_packed_int8(false);
         row["int8_u8_gemm_api_gops"] = rate(flops, rounds, [&] { int8_linear(a, q, torch::Tensor()); });
-        use_int8_amx(true);
+        use_packed_int8(true);
       }
       auto a16 = a.to(torch::kBFloat16), w16 = w.to(torch::kBFloat16);
       row["bf16_gflops"] = rate(flops, rounds, [&] { torch::linear(a16, w16); });

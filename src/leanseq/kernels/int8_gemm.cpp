@@ -143,12 +143,12 @@ torch::Tensor check_weight(const torch::Tensor& weight) {
 #ifdef LEANSEQ_WITH_DNNL
 // oneDNN's int8 matmul for [M, K] u8 activations and a [K, N] s8 weight into [M, N] s32, with the
 // weight in whatever layout the primitive asks for.
-struct AmxMatmul {
+struct Int8Matmul {
   dnnl::matmul primitive;
   dnnl::memory::desc weights;
 };
 
-dnnl::matmul::primitive_desc amx_primitive_desc(int64_t M, int64_t K, int64_t N) {
+dnnl::matmul::primitive_desc int8_matmul_desc(int64_t M, int64_t K, int64_t N) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const dnnl::memory::desc src({M, K}, dt::u8, tag::ab), weights({K, N}, dt::s8, tag::any), dst({M, N}, dt::s32, tag::ab);
@@ -157,20 +157,20 @@ dnnl::matmul::primitive_desc amx_primitive_desc(int64_t M, int64_t K, int64_t N)
 
 // The primitive for M rows (already rounded), made once per shape; the cache is emptied when it
 // holds 512, which a translation run does not reach.
-std::shared_ptr<const AmxMatmul> amx_matmul(int64_t M, int64_t K, int64_t N) {
-  static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t>, AmxMatmul> cache(512);
+std::shared_ptr<const Int8Matmul> int8_matmul(int64_t M, int64_t K, int64_t N) {
+  static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t>, Int8Matmul> cache(512);
   return cache.get(std::make_tuple(M, K, N), [&] {
-    const auto pd = amx_primitive_desc(M, K, N);
-    return AmxMatmul{dnnl::matmul(pd), pd.weights_desc()};
+    const auto pd = int8_matmul_desc(M, K, N);
+    return Int8Matmul{dnnl::matmul(pd), pd.weights_desc()};
   });
 }
 
 // Rows the primitive is made for: M up to 64, then M rounded up to a multiple of 16.
-int64_t amx_rows(int64_t M) { return M <= 64 ? M : (M + 15) / 16 * 16; }
+int64_t packed_rows(int64_t M) { return M <= 64 ? M : (M + 15) / 16 * 16; }
 
 bool probe_amx() {
   try {
-    return std::string(amx_primitive_desc(64, 256, 256).impl_info_str()).find("amx") != std::string::npos;
+    return std::string(int8_matmul_desc(64, 256, 256).impl_info_str()).find("amx") != std::string::npos;
   } catch (const std::exception&) {
     return false;
   }
@@ -179,7 +179,7 @@ bool probe_amx() {
 bool probe_amx() { return false; }
 #endif
 
-std::atomic<bool> amx_wanted{true};
+std::atomic<bool> packed_wanted{true};
 
 }  // namespace
 
@@ -210,11 +210,11 @@ const dnnl::memory* packed_weight(const Int8Weight& w, const dnnl::memory::desc&
   return p.weights.get_desc() == layout ? &p.weights : nullptr;
 }
 
-// acc[:M] = xq w^T on AMX (M rows of xq, which has rows = amx_rows(M)); false when the weight's
-// layout does not fit the primitive.
-bool amx_product(uint8_t* xq, int64_t M, int64_t rows, const Int8Weight& w, int32_t* acc) {
+// acc[:M] = xq w^T on the packed weight (M rows of xq, which has rows = packed_rows(M)); false
+// when the weight's layout does not fit the primitive.
+bool packed_product(uint8_t* xq, int64_t M, int64_t rows, const Int8Weight& w, int32_t* acc) {
   const int64_t K = w.in_features(), N = w.out_features();
-  const auto mm = amx_matmul(rows, K, N);
+  const auto mm = int8_matmul(rows, K, N);
   const dnnl::memory* weights = packed_weight(w, mm->weights);
   if (!weights) return false;
   if (rows > M) std::memset(xq + M * K, 128, (rows - M) * K);  // the padding rows: zeros once shifted
@@ -267,16 +267,18 @@ bool int8_amx_available() {
   return available;
 }
 
-bool int8_amx_in_use() { return amx_wanted.load() && int8_amx_available(); }
+bool packed_int8_in_use() { return packed_wanted.load(); }
 
-void use_int8_amx(bool on) { amx_wanted.store(on); }
+void use_packed_int8(bool on) { packed_wanted.store(on); }
 
 std::string int8_products_summary() {
   if (!int8_gemm_available()) return "no int8 products (a build without oneDNN)";
-  if (int8_amx_in_use()) return "int8 products: oneDNN matmul on AMX tiles";
-  return default_int8_activations() == Int8Activations::u8_split
-             ? "int8 products: oneDNN GEMM, activations split in two (no VNNI on this CPU)"
-             : "int8 products: oneDNN GEMM (VNNI)";
+  if (default_int8_activations() == Int8Activations::u8_split) {
+    return "int8 products: oneDNN GEMM, activations split in two (no VNNI on this CPU)";
+  }
+  if (!packed_int8_in_use()) return "int8 products: oneDNN GEMM (VNNI)";
+  return int8_amx_available() ? "int8 products: oneDNN matmul on packed weights, AMX tiles"
+                              : "int8 products: oneDNN matmul on packed weights (VNNI)";
 }
 
 bool int8_gemm_available() {
@@ -333,8 +335,8 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   (void)act, (void)relu;
   throw std::runtime_error("int8 products need oneDNN, which this build lacks");
 #else
-  const bool amx = act == Int8Activations::u8_shifted && int8_amx_in_use() && w.packed;
-  const int64_t acc_rows = amx ? amx_rows(M) : M;  // the AMX primitive's rows, padding included
+  const bool packed = act == Int8Activations::u8_shifted && packed_int8_in_use() && w.packed;
+  const int64_t acc_rows = packed ? packed_rows(M) : M;  // the matmul primitive's rows, padding included
   // The row scales, the accumulators and the quantized rows in this thread's scratch, reused by
   // the next product. The split form stacks its high halves over its low bits (2M x K) and its
   // accumulators the same way (2M x N).
@@ -350,13 +352,13 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   auto* acc = reinterpret_cast<int32_t*>(base + scale_bytes);
   auto* xq = base + scale_bytes + acc_bytes;  // u8 or s8 rows; the split form's high halves
   const int8_t* wq = w.q.data_ptr<int8_t>();
-  const int32_t* column_offset = nullptr;  // added while scaling back (the AMX product's compensation)
+  const int32_t* column_offset = nullptr;  // added while scaling back (the packed product's compensation)
   int32_t* acc_lo = nullptr;               // the split form's low-bit accumulators, combined while scaling back
   const float* x_in = in.data_ptr<float>();
   if (act == Int8Activations::u8_shifted) {
     quantize_rows(x_in, M, K, xq, xs, 128);
     // acc = xq * w^T + compensation[n] (per column): (x_s8 + 128) w = x_s8 w + 128 sum_k w.
-    if (amx && amx_product(xq, M, acc_rows, w, acc)) {
+    if (packed && packed_product(xq, M, acc_rows, w, acc)) {
       column_offset = w.compensation.data_ptr<int32_t>();
     } else {
       check(dnnl_gemm_u8s8s32('N', 'T', 'R', M, N, K, 1.f, xq, K, 0, wq, K, 0, 0.f, acc, N,

@@ -59,15 +59,20 @@ CpuVectorSupport onednn_cpu_support();
 // The form for this CPU as oneDNN runs on it (detected once).
 Int8Activations default_int8_activations();
 
-// Where oneDNN runs its int8 matmul primitive on AMX tiles (Sapphire Rapids and later; probed once),
-// int8_linear's u8_shifted products go through it: 3-5x its GEMM API on one core (which has no AMX
-// kernel in oneDNN 2.6; `leanseq-gemm-bench --low-precision`). The primitive is made per row count,
-// rounded up to 16 rows past 64 so that a decoding run needs few of them, and cached.
+// int8_linear's u8_shifted products (CPUs with VNNI or AMX) go through oneDNN's int8 matmul
+// primitive on the weight packed once in the layout the primitive asks for, rather than its GEMM
+// API, which packs the weight again at every call: on AMX tiles (Sapphire Rapids and later) 3-5x
+// the GEMM API on one core, which has no AMX kernel in oneDNN 2.6; with AVX-512 VNNI 2-3x at a
+// decoding step's few rows and as fast at many (docs/benchmarks/decoding.md). The primitive is
+// made per row count, rounded up to 16 rows past 64 so that a decoding run needs few of them, and
+// cached. The integers, and so the floats, are the GEMM API's.
+// Whether oneDNN runs that primitive on AMX tiles on this CPU (probed once).
 bool int8_amx_available();
-// Whether int8_linear uses it now (available, and not turned off); use_int8_amx(false) keeps the
-// GEMM API, for tests and benchmarks that compare the two in one process.
-bool int8_amx_in_use();
-void use_int8_amx(bool on);
+// Whether int8_linear's u8_shifted products use the packed weights now (not turned off);
+// use_packed_int8(false) keeps the GEMM API, for tests and benchmarks that compare the two in one
+// process.
+bool packed_int8_in_use();
+void use_packed_int8(bool on);
 // One line for logs: the oneDNN product int8_linear runs.
 std::string int8_products_summary();
 
