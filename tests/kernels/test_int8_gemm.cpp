@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "leanseq/core/threads.h"
@@ -146,6 +147,42 @@ TEST(Int8Gemm, TheMatmulOnPackedWeightsGivesTheGemmsProducts) {
   const auto summary = int8_products_summary();
   EXPECT_NE(summary.find("packed weights"), std::string::npos) << summary;
   EXPECT_EQ(summary.find("AMX") != std::string::npos, int8_amx_available()) << summary;
+}
+
+// Two decoders over one copy of a model (translate --workers, serve's workers) multiply by the same
+// weights at once: each thread's products are the ones it makes alone, in every exact form, at a
+// decoding step's row counts and at many.
+TEST(Int8Gemm, ThreadsMultiplyingByOneWeightAtOnceGetTheirOwnProducts) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  std::vector<Int8Activations> forms{Int8Activations::u8_split};
+  if (default_int8_activations() == Int8Activations::u8_shifted) forms.push_back(Int8Activations::u8_shifted);
+  torch::manual_seed(12);
+  const auto w = quantize_weight(torch::randn({1000, 256}) * 0.1);
+  const auto bias = torch::randn({1000});
+  const int before = torch::get_num_threads();
+  set_compute_threads(1);
+  for (auto act : forms) {
+    std::vector<torch::Tensor> inputs, alone;
+    for (int64_t M : {5, 320, 17, 5, 64, 640}) {
+      inputs.push_back(torch::randn({M, 256}));
+      alone.push_back(int8_linear(inputs.back(), w, bias, act));
+    }
+    std::vector<int> mismatches(2, 0);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 2; ++t) {
+      workers.emplace_back([&, t] {
+        for (int round = 0; round < 30; ++round) {
+          for (size_t i = 0; i < inputs.size(); ++i) {
+            const size_t k = t == 0 ? i : inputs.size() - 1 - i;  // the threads in another order
+            if (!torch::equal(int8_linear(inputs[k], w, bias, act), alone[k])) ++mismatches[t];
+          }
+        }
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    EXPECT_EQ(mismatches[0] + mismatches[1], 0) << "form " << static_cast<int>(act);
+  }
+  set_compute_threads(before);
 }
 
 // A decoding step makes some twenty products: after the first, each allocates its result and

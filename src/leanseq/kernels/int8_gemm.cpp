@@ -142,17 +142,21 @@ torch::Tensor check_weight(const torch::Tensor& weight) {
 
 #ifdef LEANSEQ_WITH_DNNL
 // oneDNN's int8 matmul for [M, K] u8 activations and a [K, N] s8 weight into [M, N] s32, with the
-// weight in whatever layout the primitive asks for.
+// weight in whatever layout the primitive asks for, and the scratchpad it needs: the caller's, as
+// one primitive runs on several threads at once (translate --workers, serve's workers), and
+// oneDNN's own scratchpad is one per primitive in Debian's build.
 struct Int8Matmul {
   dnnl::matmul primitive;
-  dnnl::memory::desc weights;
+  dnnl::memory::desc weights, scratchpad;
 };
 
 dnnl::matmul::primitive_desc int8_matmul_desc(int64_t M, int64_t K, int64_t N) {
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const dnnl::memory::desc src({M, K}, dt::u8, tag::ab), weights({K, N}, dt::s8, tag::any), dst({M, N}, dt::s32, tag::ab);
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), onednn_cpu_engine());
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, onednn_cpu_engine());
 }
 
 // The primitive for M rows (already rounded), made once per shape; the cache is emptied when it
@@ -161,7 +165,7 @@ std::shared_ptr<const Int8Matmul> int8_matmul(int64_t M, int64_t K, int64_t N) {
   static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t>, Int8Matmul> cache(512);
   return cache.get(std::make_tuple(M, K, N), [&] {
     const auto pd = int8_matmul_desc(M, K, N);
-    return Int8Matmul{dnnl::matmul(pd), pd.weights_desc()};
+    return Int8Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()};
   });
 }
 
@@ -220,10 +224,13 @@ bool packed_product(uint8_t* xq, int64_t M, int64_t rows, const Int8Weight& w, i
   if (rows > M) std::memset(xq + M * K, 128, (rows - M) * K);  // the padding rows: zeros once shifted
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
+  thread_local Scratch scratch;
   dnnl::memory src({{rows, K}, dt::u8, tag::ab}, onednn_cpu_engine(), xq);
   dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, onednn_cpu_engine(), acc);
+  dnnl::memory pad(mm->scratchpad, onednn_cpu_engine(), scratch.at(mm->scratchpad.get_size()));
   dnnl::stream stream(onednn_cpu_engine());
-  mm->primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}});
+  mm->primitive.execute(stream,
+                        {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
   stream.wait();
   return true;
 }
