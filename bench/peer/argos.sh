@@ -40,8 +40,6 @@ done
 for v in "$threads" "$rounds" "$beam" "$max_length" "$sentences" "$replicas" "$workers" $batch_sizes; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "'$v': --threads, --rounds, --beam, --max-length, --sentences, --ct2-replicas, --leanseq-workers and --batch-sizes take positive integers"
 done
-[ $((threads % replicas)) = 0 ] || die "--ct2-replicas $replicas does not divide --threads $threads"
-[ $((threads % workers)) = 0 ] || die "--leanseq-workers $workers does not divide --threads $threads"
 for t in $compute_types; do
   case "$t" in float32 | int8) ;; *) die "unknown compute type '$t' (float32, int8)" ;; esac
 done
@@ -49,6 +47,7 @@ done
 . "$here/fairseq_setup.sh"  # copy_tree, for ct2_setup.sh
 . "$here/ct2_setup.sh"
 . "$here/side_by_side.sh"
+check_layout "$threads" "$replicas" "$workers"
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 [ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"
 mkdir -p "$work"

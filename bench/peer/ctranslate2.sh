@@ -46,8 +46,6 @@ done
 for v in "$threads" "$rounds" "$replicas" "$workers"; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "'$v': --threads, --rounds, --ct2-replicas and --leanseq-workers take positive integers"
 done
-[ $((threads % replicas)) = 0 ] || die "--ct2-replicas $replicas does not divide --threads $threads"
-[ $((threads % workers)) = 0 ] || die "--leanseq-workers $workers does not divide --threads $threads"
 for b in $batch_sizes; do [[ "$b" =~ ^[1-9][0-9]*$ ]] || die "--batch-sizes: '$b' is not a positive integer"; done
 for t in $compute_types; do
   case "$t" in float32 | int8) ;; *) die "unknown compute type '$t' (float32, int8)" ;; esac
@@ -56,6 +54,7 @@ done
 . "$here/fairseq_setup.sh"
 . "$here/ct2_setup.sh"
 . "$here/side_by_side.sh"
+check_layout "$threads" "$replicas" "$workers"
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 check_fairseq
 [ -x "$leanseq" ] || die "no leanseq binary at $leanseq (build it first: bash scripts/build.sh)"

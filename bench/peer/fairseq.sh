@@ -37,12 +37,16 @@ root=$(cd "$here/../.." && pwd)
 minutes=6 threads=2 rounds=1 families="transformer dynamicconv fconv"
 work="$root/build/peer-fairseq" data="$root/../shared/data/multi30k" leanseq="$root/build/leanseq"
 beam=5 batch=64 py=/usr/bin/python3 decode_only=0 compute_type=float32 sides="leanseq installed tuned"
-train_precision=()
+train_precision=() training_type=float32 training_products="oneDNN's sgemm"
 
 die() { echo "fairseq.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   if [ "$1" = --decode-only ]; then decode_only=1; shift; continue; fi
-  if [ "$1" = --leanseq-bf16 ]; then train_precision=(--bf16); shift; continue; fi
+  if [ "$1" = --leanseq-bf16 ]; then
+    train_precision=(--bf16) training_type=bfloat16 training_products="bfloat16 on oneDNN under autocast"
+    shift
+    continue
+  fi
   [ $# -ge 2 ] || die "$1 needs a value (see the comment at the top of this script)"
   case "$1" in
     --minutes) minutes=$2 ;; --threads) threads=$2 ;; --rounds) rounds=$2 ;;
@@ -213,7 +217,7 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), fairseq 0.12.2, $(date +%F), $(nproc) cores," \
-  "$threads threads, leanseq training in $([ ${#train_precision[@]} = 0 ] && echo float32 || echo bfloat16), $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type;" \
-  "leanseq: $blas (training products: oneDNN's sgemm; float32 decoding: oneDNN on weights packed once); fairseq installed: OpenBLAS kernels $installed_kernels;" \
+  "$threads threads, leanseq training in $training_type, $([ "$decode_only" = 1 ] && echo "training from an earlier run" || echo "$minutes min of training"), beam $beam, batches of $batch, leanseq decoding in $compute_type;" \
+  "leanseq: $blas (training products: $training_products; float32 decoding: oneDNN on weights packed once); fairseq installed: OpenBLAS kernels $installed_kernels;" \
   "fairseq tuned: env ${tuned[*]}"
 $py "$here/results.py" table "$results"

@@ -14,6 +14,13 @@ alternate_decodes() {  # rounds "batch sizes" "compute types"
   done
 }
 
+# Each tool's layout for several cores: CTranslate2's replicas and leanseq's workers must divide
+# the threads between them evenly (the sourcing script's die() otherwise).
+check_layout() {  # threads replicas workers
+  [ $(($1 % $2)) = 0 ] || die "--ct2-replicas $2 does not divide --threads $1"
+  [ $(($1 % $3)) = 0 ] || die "--leanseq-workers $3 does not divide --threads $1"
+}
+
 # The CPU's model name and the flags that decide each tool's kernels, for a sitting's header line.
 cpu_summary() {
   local name flags f have=()

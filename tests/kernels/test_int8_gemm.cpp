@@ -102,17 +102,21 @@ TEST(Int8Gemm, ThreadsSharingAProductGiveOneThreadsFloats) {
     auto x = torch::randn({M, K}) * 2;
     auto w = quantize_weight(torch::randn({N, K}) * 0.1);
     auto bias = torch::randn({N});
+    set_compute_threads(1);
+    const auto one_relu = int8_linear_relu(x, w, bias);  // the CPU's own form
+    for (int threads : {2, 3}) {
+      set_compute_threads(threads);
+      EXPECT_TRUE(torch::equal(one_relu, int8_linear_relu(x, w, bias))) << M << "x" << K << "x" << N << ", ReLU";
+    }
     for (auto act : forms) {
       set_compute_threads(1);
       auto one = int8_linear(x, w, bias, act);
-      auto one_relu = int8_linear_relu(x, w, bias);
       for (int threads : {2, 3}) {
         set_compute_threads(threads);
         auto many = int8_linear(x, w, bias, act);
         EXPECT_TRUE(torch::equal(one, many)) << M << "x" << K << "x" << N << ", form " << static_cast<int>(act) << ", "
                                              << threads << " threads: max difference "
                                              << (one - many).abs().max().item<float>();
-        EXPECT_TRUE(torch::equal(one_relu, int8_linear_relu(x, w, bias))) << M << "x" << K << "x" << N;
       }
     }
   }
