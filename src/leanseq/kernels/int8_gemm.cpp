@@ -96,11 +96,12 @@ LEANSEQ_CLONES void relu_row(float* __restrict o, int64_t N) {
 // u8_split form (the high halves' product doubled plus the low bits'), plus offset[n]; then
 // o[n] = a * s * ws[n] + bias[n]. `lo`, `offset` and `bias` may be absent (nullptr); the integer
 // sum is exact (|a| < 2^31), so it gives the same floats as combining the accumulators first.
+// o may be acc itself (each number read before its own place is written, nothing else shared).
 template <bool Lo, bool Offset, bool Bias>
-__attribute__((always_inline)) inline void scale_row_with(const int32_t* __restrict acc, const int32_t* __restrict lo,
+__attribute__((always_inline)) inline void scale_row_with(const int32_t* acc, const int32_t* __restrict lo,
                                                           const int32_t* __restrict offset, float s,
                                                           const float* __restrict ws, const float* __restrict bias,
-                                                          float* __restrict o, int64_t N) {
+                                                          float* o, int64_t N) {
 #pragma omp simd
   for (int64_t n = 0; n < N; ++n) {
     int32_t a = Lo ? 2 * acc[n] + lo[n] : acc[n];
@@ -334,8 +335,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   const int64_t M = in.numel() / K;
   auto sizes = x.sizes().vec();
   sizes.back() = N;
-  auto out = torch::empty(sizes, torch::kFloat);
-  if (M == 0) return out;
+  if (M == 0) return torch::empty(sizes, torch::kFloat);
   count_product({'N', 'T', M, N, K, true});
 
 #ifndef LEANSEQ_WITH_DNNL
@@ -344,19 +344,24 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
 #else
   const bool packed = act == Int8Activations::u8_shifted && packed_int8_in_use() && w.packed;
   const int64_t acc_rows = packed ? packed_rows(M) : M;  // the matmul primitive's rows, padding included
-  // The row scales, the accumulators and the quantized rows in this thread's scratch, reused by
-  // the next product. The split form stacks its high halves over its low bits (2M x K) and its
-  // accumulators the same way (2M x N).
+  // The accumulators: where the output goes, each int32 scaled back over itself, so that a step's
+  // widest product (the output projection, megabytes) passes through one buffer, not two. The
+  // split form stacks its high halves over its low bits (2M x K) and its accumulators the same way
+  // (2M x N): those go to this thread's scratch, with the row scales and the quantized rows,
+  // reused by the next product.
   const bool split = act == Int8Activations::u8_split;
   const int64_t stacked = split ? 2 : 1;
+  static_assert(sizeof(int32_t) == sizeof(float), "accumulators are scaled back over themselves");
+  const auto held = torch::empty(split ? sizes : std::vector<int64_t>{acc_rows, N}, torch::kFloat);
+  const auto out = split ? held : held.narrow(0, 0, M).view(sizes);
   const size_t scale_bytes = aligned_size(M * sizeof(float)),
-               acc_bytes = aligned_size(stacked * acc_rows * N * sizeof(int32_t)),
+               acc_bytes = split ? aligned_size(stacked * acc_rows * N * sizeof(int32_t)) : 0,
                q_bytes = aligned_size(stacked * acc_rows * K), total = scale_bytes + acc_bytes + q_bytes;
   thread_local Scratch kept;
   Scratch own;
   auto* base = static_cast<uint8_t*>((total <= Scratch::kept_at_most ? kept : own).at(total));
   auto* xs = reinterpret_cast<float*>(base);
-  auto* acc = reinterpret_cast<int32_t*>(base + scale_bytes);
+  auto* acc = reinterpret_cast<int32_t*>(split ? base + scale_bytes : static_cast<void*>(held.data_ptr<float>()));
   auto* xq = base + scale_bytes + acc_bytes;  // u8 or s8 rows; the split form's high halves
   const int8_t* wq = w.q.data_ptr<int8_t>();
   const int32_t* column_offset = nullptr;  // added while scaling back (the packed product's compensation)
