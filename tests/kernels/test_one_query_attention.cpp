@@ -211,3 +211,36 @@ TEST(OneQueryAttention, KeysAndValuesThroughOriginTablesEqualTheGatheredRows) {
   EXPECT_FALSE(kernels::one_query_attention_applies(q, k, v, mask, k_origin, {})) << "both tables or neither";
   EXPECT_FALSE(kernels::one_query_attention_applies(q, k, v, mask, k_origin.narrow(1, 0, S - 1), v_origin));
 }
+
+// Heads of 64 numbers on AVX-512: the same bits as the general loops, for every number of keys
+// around a multiple of the 16 summed together, masked pads, beams sharing keys, and rows read
+// through origin tables; the weighted sum alone too.
+TEST(OneQueryAttention, HeadsOf64TakeTheGeneralLoopsBits) {
+  if (!kernels::heads_of_64_loops_available()) GTEST_SKIP() << "this CPU has no AVX-512";
+  torch::manual_seed(16);
+  torch::NoGradGuard no_grad;
+  struct Restore {
+    ~Restore() { kernels::use_heads_of_64_loops(true); }
+  } restore;
+  const int64_t B = 10, H = 4, d = 64, P = 7;
+  for (int64_t S : {1, 2, 5, 15, 16, 17, 30, 32, 33, 47}) {
+    auto q = torch::randn({B, 1, H, d}).transpose(1, 2) * 3;  // strided, as a projection passes it
+    auto k = torch::randn({B / 5, H, S, d}), v = torch::randn({B / 5, H, S, d});
+    auto mask = torch::zeros({B / 5, 1, 1, S});
+    mask.select(3, S - 1).fill_(-std::numeric_limits<float>::infinity());
+    auto table_k = torch::randn({P, H, S, d}), table_v = torch::randn({P, H, S, d});
+    auto origin = torch::randint(0, P, {B, S}, torch::kLong);
+    std::vector<torch::Tensor> got[2];
+    for (bool on : {false, true}) {
+      kernels::use_heads_of_64_loops(on);
+      auto [context, probs] = kernels::one_query_attention(q, k, v, S > 1 ? mask : torch::Tensor(), 0.125);
+      auto [t_context, t_probs] = kernels::one_query_attention(q, table_k, table_v, {}, 0.125, origin, origin);
+      got[on] = {context, probs, t_context, t_probs, kernels::one_query_scores(q, k),
+                 kernels::one_query_context(probs, v), kernels::one_query_context(t_probs, table_v, origin)};
+    }
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      ASSERT_TRUE(got[0][i].defined() && got[1][i].defined()) << S << " keys, output " << i;
+      EXPECT_TRUE(torch::equal(got[0][i], got[1][i])) << S << " keys, output " << i;
+    }
+  }
+}

@@ -1,8 +1,13 @@
 #include "leanseq/kernels/one_query_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "leanseq/kernels/parallel.h"
 #include "leanseq/kernels/softmax.h"
@@ -27,12 +32,103 @@ inline void prefetch_rows(const float* const* rows, int64_t s, int64_t n, int64_
 // How many keys ahead of the group being computed their rows are fetched.
 constexpr int64_t kPrefetchAhead = 8;
 
+#if defined(__x86_64__)
+// Heads of 64 numbers (most models' width per head) on AVX-512: the same sums in the same order as
+// the loops below compile to for AVX-512, in registers throughout. A score's 16 lanes are summed
+// for 16 keys together (one shuffle tree for all, not one per key), and a context's 64 numbers
+// stay in four registers across the keys rather than in memory between groups.
+std::atomic<bool> heads_of_64_wanted{true};
+
+bool use_heads_of_64(int64_t d) {
+  return d == 64 && heads_of_64_wanted.load(std::memory_order_relaxed) && heads_of_64_loops_available();
+}
+
+#define LEANSEQ_AVX512 __attribute__((target("avx512f")))
+// GCC 12 takes the shuffles' _mm512_undefined_ps() for an uninitialised variable.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// The 16 lanes of each a[i] summed as the loops' reduction sums one: lanes l and l + 8, then
+// l + 4, l + 2, l + 1; the 16 sums in key order.
+LEANSEQ_AVX512 inline __m512 lane_sums(__m512 a[16]) {
+  __m512 b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i) {
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
+  }
+  for (int i = 0; i < 4; ++i) {
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD));
+  }
+  for (int i = 0; i < 2; ++i) {
+    const __m512d x = _mm512_castps_pd(c[i]), y = _mm512_castps_pd(c[i + 2]);
+    d[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+  // e holds keys 0 2 1 3 8 10 9 11 4 6 5 7 12 14 13 15; the same table puts them back in order.
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15), e);
+}
+
+// The scores of keys [0, n) for the returned n: blocks of 16 while at least kFewestSummedTogether keys
+// are left (below that, fewer groups of 4 take fewer instructions than a block of 16).
+constexpr int64_t kFewestSummedTogether = 9;
+
+LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const float* const* __restrict k, int64_t S,
+                               float* __restrict out) {
+  if (S < kFewestSummedTogether) return 0;
+  const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16), q2 = _mm512_loadu_ps(q + 32),
+               q3 = _mm512_loadu_ps(q + 48);
+  prefetch_rows(k, 0, kPrefetchAhead, S, 64);
+  int64_t s = 0;
+  for (; S - s >= kFewestSummedTogether; s += 16) {
+    __m512 a[16];
+    for (int64_t i = 0; i < 16; ++i) {
+      if (i % 4 == 0) prefetch_rows(k, s + i + kPrefetchAhead, 4, S, 64);
+      const float* r = k[std::min(s + i, S - 1)];
+      __m512 t = _mm512_fmadd_ps(q0, _mm512_loadu_ps(r), _mm512_setzero_ps());
+      t = _mm512_fmadd_ps(q1, _mm512_loadu_ps(r + 16), t);
+      t = _mm512_fmadd_ps(q2, _mm512_loadu_ps(r + 32), t);
+      a[i] = _mm512_fmadd_ps(q3, _mm512_loadu_ps(r + 48), t);
+    }
+    const __mmask16 keep = S - s >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (S - s)) - 1);
+    _mm512_mask_storeu_ps(out + s, keep, lane_sums(a));
+  }
+  return std::min(s, S);
+}
+
+LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride, const float* const* __restrict v,
+                                    int64_t S, float* __restrict out) {
+  __m512 o[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t s = 0; s < S; s += 4) {
+    prefetch_rows(v, s + kPrefetchAhead, 4, S, 64);
+    __m512 w[4];
+    const float* r[4];
+    for (int64_t i = 0; i < 4; ++i) {
+      w[i] = _mm512_set1_ps(s + i < S ? p[(s + i) * p_stride] : 0.f);
+      r[i] = v[std::min(s + i, S - 1)];
+    }
+    for (int c = 0; c < 4; ++c) {  // (w0 v0 + w1 v1) + (w2 v2 + w3 v3), added to the sum so far
+      const __m512 x = _mm512_fmadd_ps(w[0], _mm512_loadu_ps(r[0] + 16 * c), _mm512_mul_ps(w[1], _mm512_loadu_ps(r[1] + 16 * c)));
+      const __m512 y = _mm512_fmadd_ps(w[2], _mm512_loadu_ps(r[2] + 16 * c), _mm512_mul_ps(w[3], _mm512_loadu_ps(r[3] + 16 * c)));
+      o[c] = _mm512_add_ps(_mm512_add_ps(x, y), o[c]);
+    }
+  }
+  for (int c = 0; c < 4; ++c) _mm512_storeu_ps(out + 16 * c, o[c]);
+}
+
+#pragma GCC diagnostic pop
+#undef LEANSEQ_AVX512
+#else
+std::atomic<bool> heads_of_64_wanted{true};
+bool use_heads_of_64(int64_t) { return false; }
+int64_t dots_64(const float*, const float* const*, int64_t, float*) { return 0; }
+void weighted_sum_64(const float*, int64_t, const float* const*, int64_t, float*) {}
+#endif
+
 // out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
 // chain of dependent additions, four independent ones keep the vector units busy (a decoding step's
 // keys are 64 numbers per head). The last 1-3 keys go through the same loop (the last key again in
 // the free places), so that a key's score is the same bits whatever the number of keys after it.
-LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
-                         float* __restrict out) {
+LEANSEQ_CLONES void dots_in_fours(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
+                                  float* __restrict out) {
   prefetch_rows(k, 0, kPrefetchAhead, S, d);
   for (int64_t s = 0; s < S; s += 4) {
     prefetch_rows(k, s + kPrefetchAhead, 4, S, d);
@@ -51,6 +147,13 @@ LEANSEQ_CLONES void dots(const float* __restrict q, const float* const* __restri
   }
 }
 
+// The keys' scores: heads of 64 in blocks of 16 where they apply, the rest in groups of 4 (each
+// key's score is the same bits either way).
+void dots(const float* q, const float* const* k, int64_t S, int64_t d, float* out) {
+  const int64_t done = use_heads_of_64(d) ? dots_64(q, k, S, out) : 0;
+  if (done < S) dots_in_fours(q, k + done, S - done, d, out + done);
+}
+
 // out += (w0 v0 + w1 v1) + (w2 v2 + w3 v3): one group of 4 keys, the one code every group runs
 // (not inlined: the last group is built with zero weights, and must round as the others do).
 __attribute__((noinline)) LEANSEQ_CLONES void add_group(const float* __restrict w, const float* const* __restrict v,
@@ -66,6 +169,7 @@ __attribute__((noinline)) LEANSEQ_CLONES void add_group(const float* __restrict 
 // context is the same bits alone and in a batch padded to more keys.
 void weighted_sum(const float* __restrict p, int64_t p_stride, const float* const* __restrict v, int64_t S, int64_t d,
                   float* __restrict out) {
+  if (use_heads_of_64(d)) return weighted_sum_64(p, p_stride, v, S, out);
   for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
   for (int64_t s = 0; s < S; s += 4) {
     prefetch_rows(v, s + kPrefetchAhead, 4, S, d);
@@ -144,6 +248,17 @@ void for_rows(int64_t B, int64_t H, int64_t work_per_row, F&& fn) {
 }
 
 }  // namespace
+
+bool heads_of_64_loops_available() {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512;
+#else
+  return false;
+#endif
+}
+
+void use_heads_of_64_loops(bool on) { heads_of_64_wanted.store(on); }
 
 torch::Tensor one_query_scores_reference(const torch::Tensor& q, const torch::Tensor& k) {
   return (q * per_row(q, k)).sum(-1).unsqueeze(-2);

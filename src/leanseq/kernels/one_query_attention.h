@@ -48,6 +48,12 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
                                                              double q_scale, const torch::Tensor& k_origin = {},
                                                              const torch::Tensor& v_origin = {});
 
+// Heads of 64 numbers go through loops written for AVX-512 where the CPU has it: the same sums in
+// the same order as the general loops, so the same bits, in fewer instructions. Off (tests and
+// benchmarks compare the two), every width takes the general loops.
+bool heads_of_64_loops_available();
+void use_heads_of_64_loops(bool on);
+
 // The composites of ATen operators (elementwise product and sum): the tests' reference.
 torch::Tensor one_query_scores_reference(const torch::Tensor& q, const torch::Tensor& k);
 torch::Tensor one_query_context_reference(const torch::Tensor& p, const torch::Tensor& v);
