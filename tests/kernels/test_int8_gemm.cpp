@@ -200,7 +200,8 @@ TEST(Int8Gemm, AfterTheFirstAProductAllocatesOnlyItsResult) {
   torch::manual_seed(9);
   auto w = quantize_weight(torch::randn({700, 96}) * 0.1);
   auto bias = torch::randn({700});
-  auto big = torch::randn({80, 96}), small = torch::randn({3, 96});
+  // wide: accumulators of over 1 MiB, scaled back where the result is (int8_gemm.cpp).
+  auto big = torch::randn({80, 96}), small = torch::randn({3, 96}), wide = torch::randn({2, 201, 96});
   // Tensors allocated on this thread while `allocations` counts (a captureless callback).
   static thread_local int64_t allocations = 0;
   auto product = [&](const torch::Tensor& x, Int8Activations form) {
@@ -217,9 +218,12 @@ TEST(Int8Gemm, AfterTheFirstAProductAllocatesOnlyItsResult) {
   };
   for (const auto form : forms) {
     product(big, form);
-    for (const auto& x : {small, big, small}) {
+    for (const auto& x : {small, big, wide, small}) {
       auto got = product(x, form);
-      const auto what = std::to_string(x.size(0)) + " rows, form " + std::to_string(static_cast<int>(form));
+      const auto what = std::to_string(x.numel() / 96) + " rows, form " + std::to_string(static_cast<int>(form));
+      auto sizes = x.sizes().vec();
+      sizes.back() = 700;
+      ASSERT_EQ(got.sizes().vec(), sizes) << what;
       EXPECT_EQ(allocations, 1) << what;
       EXPECT_LT(relative_error(got, int8_linear_reference(x, w, bias)), 1e-5) << what;
     }

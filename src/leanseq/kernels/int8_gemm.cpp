@@ -170,6 +170,10 @@ std::shared_ptr<const Int8Matmul> int8_matmul(int64_t M, int64_t K, int64_t N) {
   });
 }
 
+// Accumulators of at least this many bytes are scaled back in place (int8_product): above what
+// a core's nearest caches keep, where a second buffer of that size would be read from memory.
+constexpr int64_t kInPlaceFromBytes = int64_t{1} << 20;
+
 // Rows the primitive is made for: M up to 64, then M rounded up to a multiple of 16.
 int64_t packed_rows(int64_t M) { return M <= 64 ? M : (M + 15) / 16 * 16; }
 
@@ -344,24 +348,25 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
 #else
   const bool packed = act == Int8Activations::u8_shifted && packed_int8_in_use() && w.packed;
   const int64_t acc_rows = packed ? packed_rows(M) : M;  // the matmul primitive's rows, padding included
-  // The accumulators: where the output goes, each int32 scaled back over itself, so that a step's
-  // widest product (the output projection, megabytes) passes through one buffer, not two. The
-  // split form stacks its high halves over its low bits (2M x K) and its accumulators the same way
-  // (2M x N): those go to this thread's scratch, with the row scales and the quantized rows,
-  // reused by the next product.
+  // The accumulators of a wide product (the output projection at a batch's rows, megabytes) go
+  // where the output goes, each int32 scaled back over itself: one buffer passes through the
+  // caches, not two. A narrower one's go to this thread's scratch, reused by the next product and
+  // so already in cache, with the row scales and the quantized rows; so do the split form's, which
+  // stacks its high halves over its low bits (2M x K) and its accumulators the same way (2M x N).
   const bool split = act == Int8Activations::u8_split;
   const int64_t stacked = split ? 2 : 1;
   static_assert(sizeof(int32_t) == sizeof(float), "accumulators are scaled back over themselves");
-  const auto held = torch::empty(split ? sizes : std::vector<int64_t>{acc_rows, N}, torch::kFloat);
-  const auto out = split ? held : held.narrow(0, 0, M).view(sizes);
+  const bool in_place = !split && acc_rows * N * static_cast<int64_t>(sizeof(int32_t)) >= kInPlaceFromBytes;
+  const auto held = torch::empty(in_place ? std::vector<int64_t>{acc_rows, N} : sizes, torch::kFloat);
+  const auto out = in_place ? held.narrow(0, 0, M).view(sizes) : held;
   const size_t scale_bytes = aligned_size(M * sizeof(float)),
-               acc_bytes = split ? aligned_size(stacked * acc_rows * N * sizeof(int32_t)) : 0,
+               acc_bytes = in_place ? 0 : aligned_size(stacked * acc_rows * N * sizeof(int32_t)),
                q_bytes = aligned_size(stacked * acc_rows * K), total = scale_bytes + acc_bytes + q_bytes;
   thread_local Scratch kept;
   Scratch own;
   auto* base = static_cast<uint8_t*>((total <= Scratch::kept_at_most ? kept : own).at(total));
   auto* xs = reinterpret_cast<float*>(base);
-  auto* acc = reinterpret_cast<int32_t*>(split ? base + scale_bytes : static_cast<void*>(held.data_ptr<float>()));
+  auto* acc = reinterpret_cast<int32_t*>(in_place ? static_cast<void*>(held.data_ptr<float>()) : base + scale_bytes);
   auto* xq = base + scale_bytes + acc_bytes;  // u8 or s8 rows; the split form's high halves
   const int8_t* wq = w.q.data_ptr<int8_t>();
   const int32_t* column_offset = nullptr;  // added while scaling back (the packed product's compensation)
