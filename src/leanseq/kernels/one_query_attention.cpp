@@ -106,8 +106,10 @@ LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride,
       r[i] = v[std::min(s + i, S - 1)];
     }
     for (int c = 0; c < 4; ++c) {  // (w0 v0 + w1 v1) + (w2 v2 + w3 v3), added to the sum so far
-      const __m512 x = _mm512_fmadd_ps(w[0], _mm512_loadu_ps(r[0] + 16 * c), _mm512_mul_ps(w[1], _mm512_loadu_ps(r[1] + 16 * c)));
-      const __m512 y = _mm512_fmadd_ps(w[2], _mm512_loadu_ps(r[2] + 16 * c), _mm512_mul_ps(w[3], _mm512_loadu_ps(r[3] + 16 * c)));
+      const __m512 v0 = _mm512_loadu_ps(r[0] + 16 * c), v1 = _mm512_loadu_ps(r[1] + 16 * c),
+                   v2 = _mm512_loadu_ps(r[2] + 16 * c), v3 = _mm512_loadu_ps(r[3] + 16 * c);
+      const __m512 x = _mm512_fmadd_ps(w[0], v0, _mm512_mul_ps(w[1], v1));
+      const __m512 y = _mm512_fmadd_ps(w[2], v2, _mm512_mul_ps(w[3], v3));
       o[c] = _mm512_add_ps(_mm512_add_ps(x, y), o[c]);
     }
   }
