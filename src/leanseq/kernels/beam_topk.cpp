@@ -1,5 +1,6 @@
 #include "leanseq/kernels/beam_topk.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -43,36 +44,31 @@ struct Best {
 
 constexpr int64_t kBlock = 64;
 
-// The largest value of a block and how many NaNs it holds (a NaN is never the max).
-__attribute__((target_clones("avx512f", "avx2", "default"))) float block_max(const float* __restrict x, int64_t n,
-                                                                    int* nan_count) {
-  float m = -std::numeric_limits<float>::infinity();
-  int nans = 0;
-#pragma omp simd reduction(max : m) reduction(+ : nans)
-  for (int64_t j = 0; j < n; ++j) {
-    m = x[j] > m ? x[j] : m;
-    nans += is_nan(x[j]);
+// One row's candidates x + s offered in index order (indices from `first`), blocks of kBlock
+// entries skipped where none of them could enter: once the list is full, a block goes on only if
+// one of its sums ranks above the last kept (a NaN always goes on; offer() decides). The test is
+// a vector pass in the clone chosen for the CPU, and the whole row runs in that one call.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void select_row(const float* __restrict row, int64_t V,
+                                                                           float s, int64_t first, Best& best) {
+  for (int64_t v0 = 0; v0 < V; v0 += kBlock) {
+    const int64_t n = std::min(kBlock, V - v0);
+    if (best.count == best.k) {
+      const float last = best.value[best.k - 1];
+      int above = 0;
+#pragma omp simd reduction(| : above)
+      for (int64_t j = 0; j < n; ++j) {
+        const float x = row[v0 + j] + s;
+        above |= static_cast<int>(x > last) | static_cast<int>(is_nan(x));
+      }
+      if (!above) continue;
+    }
+    for (int64_t j = 0; j < n; ++j) best.offer(row[v0 + j] + s, first + v0 + j);
   }
-  *nan_count = nans;
-  return m;
 }
 
 // One sentence's rows: beam rows of V log-probabilities, row b at lp + b * row_stride.
 void select_group(const float* lp, int64_t row_stride, const float* scores, int64_t beam, int64_t V, Best& best) {
-  for (int64_t b = 0; b < beam; ++b) {
-    const float* row = lp + b * row_stride;
-    const float s = scores ? scores[b] : 0.f;
-    for (int64_t v0 = 0; v0 < V; v0 += kBlock) {
-      const int64_t n = std::min(kBlock, V - v0);
-      if (best.count == best.k) {
-        int nans = 0;
-        const float m = block_max(row + v0, n, &nans);
-        // Addition is monotonic, so max(x) + s bounds every x + s of the block.
-        if (nans == 0 && !ranks_above(m + s, best.value[best.k - 1])) continue;
-      }
-      for (int64_t j = 0; j < n; ++j) best.offer(row[v0 + j] + s, b * V + v0 + j);
-    }
-  }
+  for (int64_t b = 0; b < beam; ++b) select_row(lp + b * row_stride, V, scores ? scores[b] : 0.f, b * V, best);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "leanseq/kernels/exp_avx512.h"
 #include "leanseq/kernels/parallel.h"
 
 namespace leanseq::kernels {
@@ -24,9 +25,7 @@ __attribute__((noinline, target_clones("avx512f", "avx2", "default"))) void exp_
   }
 }
 
-}  // namespace
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_row(float* __restrict x, int64_t n) {
+__attribute__((target_clones("avx2", "default"))) void softmax_row_any(float* __restrict x, int64_t n) {
   float max = x[0];
 #pragma omp simd reduction(max : max)
   for (int64_t j = 0; j < n; ++j) max = x[j] > max ? x[j] : max;
@@ -44,6 +43,51 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void softmax_row(fl
   const float inv = 1.f / sum;
 #pragma omp simd
   for (int64_t k = 0; k < n; ++k) x[k] *= inv;
+}
+
+#if defined(__x86_64__)
+#define LEANSEQ_AVX512 __attribute__((target("avx512f")))
+// GCC 12 takes the reductions' _mm512_undefined_ps() for an uninitialised variable.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// The same on AVX-512 in blocks of 16 (exp_avx512.h inline): entry 16 j + l in lane l, the last
+// block masked with -inf.
+LEANSEQ_AVX512 void softmax_row_avx512(float* __restrict x, int64_t n) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  const int64_t whole = n - n % 16;
+  __m512 m = lowest;
+  for (int64_t j = 0; j < whole; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
+  if (tail) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(lowest, tail, x + whole));
+  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+  __m512 lanes = _mm512_setzero_ps();
+  for (int64_t j = 0; j < whole; j += 16) {
+    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + j), max));
+    _mm512_storeu_ps(x + j, e);
+    lanes = _mm512_add_ps(lanes, e);
+  }
+  if (tail) {
+    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_mask_loadu_ps(lowest, tail, x + whole), max));
+    _mm512_mask_storeu_ps(x + whole, tail, e);
+    lanes = _mm512_add_ps(lanes, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(lanes));
+  for (int64_t j = 0; j < whole; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), inv));
+  if (tail) _mm512_mask_storeu_ps(x + whole, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + whole), inv));
+}
+#pragma GCC diagnostic pop
+#undef LEANSEQ_AVX512
+#endif
+
+}  // namespace
+
+void softmax_row(float* __restrict x, int64_t n) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return softmax_row_avx512(x, n);
+#endif
+  softmax_row_any(x, n);
 }
 
 torch::Tensor fixed_order_softmax(const torch::Tensor& x) {

@@ -11,9 +11,9 @@
 namespace leanseq::kernels {
 
 // x = softmax(x) over n entries (n >= 1): exp(x - max), then times 1 / sum, as ATen computes it.
-// Every block of 8 entries takes one compiled vector exponential, each value added to its own
-// lane; the last entries make a block with -inf (exp 0), as masked pads do, and the 8 lanes are
-// added in a fixed order.
+// Every block of 8 entries (16 where the CPU has AVX-512) takes one compiled vector exponential,
+// each value added to its own lane; the last entries make a block with -inf (exp 0), as masked
+// pads do, and the lanes are added in a fixed order.
 void softmax_row(float* x, int64_t n);
 
 // softmax over the last dimension, each row by softmax_row, for a float32 CPU tensor unless
