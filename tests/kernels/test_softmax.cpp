@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "leanseq/core/threads.h"
+#include "leanseq/kernels/exp_avx512.h"
 #include "leanseq/kernels/softmax.h"
 
 using namespace leanseq;
@@ -60,3 +62,30 @@ TEST(FixedOrderSoftmax, LeavesOtherTensorsToTheCaller) {
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(kernels::fixed_order_softmax(torch::randn({2, 5}, torch::requires_grad())).defined());
 }
+
+#if defined(__x86_64__)
+// The inline AVX-512 exponential of the softmax rows: within two units of float32 rounding of
+// double-precision exp over the range a shifted row takes (x - max <= 0), 1 at 0, and exactly 0
+// at -inf and far below, where masked entries must add nothing.
+__attribute__((target("avx512f"))) static void exp16(const float* x, float* out) {
+  _mm512_storeu_ps(out, kernels::exp_avx512(_mm512_loadu_ps(x)));
+}
+
+TEST(ExpAvx512, WithinTwoRoundingsOfExp) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const float inf = std::numeric_limits<float>::infinity();
+  float x[16], got[16];
+  double worst = 0;
+  for (int i = 0; i < 200000; i += 16) {
+    for (int l = 0; l < 16; ++l) x[l] = -87.f * static_cast<float>(i + l) / 200000.f;
+    exp16(x, got);
+    for (int l = 0; l < 16; ++l) worst = std::max(worst, std::abs(got[l] / std::exp(static_cast<double>(x[l])) - 1));
+  }
+  EXPECT_LT(worst, 2 * std::numeric_limits<float>::epsilon());
+  const float edges[16] = {0.f, -inf, -110.f, -200.f, -1e30f, 0.5f, -0.5f, 1.f, -1.f, 10.f, -10.f, -50.f, 3.f, -3.f, 0.f, -inf};
+  exp16(edges, got);
+  EXPECT_EQ(got[0], 1.f);
+  for (int l : {1, 2, 3, 4, 15}) EXPECT_EQ(got[l], 0.f) << edges[l];
+  for (int l = 5; l < 14; ++l) EXPECT_NEAR(got[l] / std::exp(static_cast<double>(edges[l])), 1, 3e-7) << edges[l];
+}
+#endif
