@@ -229,6 +229,28 @@ TEST(IncrementalState, AppendBufferHoldsWhatCatAndIndexSelectWould) {
   EXPECT_TRUE(torch::equal(buffer.tensor(), expected));
 }
 
+// Once sentences of a batch have finished, the buffer stores more rows than are live; growing past
+// its room keeps only the live ones (a long last sentence of a large batch allocated and copied
+// room for every row it started with, hundreds of megabytes, at each growth), and holds the same.
+TEST(IncrementalState, AppendBufferGrowsOnlyTheLiveRows) {
+  torch::manual_seed(33);
+  nn::AppendBuffer buffer;
+  auto expected = torch::randn({40, 2, 1, 5});
+  buffer.append(expected);
+  const int64_t room = buffer.stored().size(0);
+  EXPECT_EQ(room, 40);
+  auto order = torch::tensor(std::vector<int64_t>{7, 7, 3}, torch::kLong);
+  buffer.reorder(order);
+  expected = expected.index_select(0, order);
+  for (int step = 0; step < 20; ++step) {
+    auto x = torch::randn({3, 2, 1, 5});
+    buffer.append(x);
+    expected = torch::cat({expected, x}, 2);
+  }
+  EXPECT_EQ(buffer.stored().size(0), 3) << "rows stored after growing";
+  EXPECT_TRUE(torch::equal(buffer.tensor(), expected));
+}
+
 // Encoder-decoder attention keeps one copy of a source's keys and values for the rows that decode
 // it (a sentence's beams): the same results as one copy per row, also after a reorder that drops a
 // sentence (the groups stay) and one that breaks the groups (one copy per row from then on).

@@ -54,6 +54,10 @@ void AppendBuffer::append(const torch::Tensor& x) {
   TORCH_CHECK(!defined() || rows == (origin_.defined() ? origin_.size(0) : buffer_.size(0)),
               "AppendBuffer::append: ", rows, " rows after ", view_.size(0));
   if (!defined() || buffer_.size(2) < T + n) {  // room for as many positions again
+    // Only the rows in use move to the larger buffer: after sentences of a batch have finished,
+    // the stored rows are many more than the live ones, and a long sentence's growth would
+    // allocate and copy room for all of them.
+    if (origin_.defined()) gather();
     auto sizes = x.sizes().vec();
     if (defined()) sizes[0] = buffer_.size(0);
     sizes[2] = std::max<int64_t>(2 * (T + n), 8);
