@@ -1,13 +1,16 @@
-// exp over the 16 floats of an AVX-512 register, inline: the exponentials of a softmax row
-// without a call into the vector maths library per 16 numbers. exp(x) = 2^n e^r with
-// n = round(x log2 e) and r = x - n ln 2 (ln 2 in two parts, the first exact in float), e^r by a
-// polynomial of degree 7 about 0 (relative error about 1e-7, a unit or two of float32 rounding,
-// as libm's). exp(0) is 1 and exp(-inf) is 0 exactly (x is first raised to -110, whose 2^n is
-// far below the smallest float), so masked entries add nothing.
+// exp over the 16 floats of an AVX-512 register, inline, and a row's maximum before it: the
+// exponentials of a softmax row without a call into the vector maths library per 16 numbers.
+// exp(x) = 2^n e^r with n = round(x log2 e) and r = x - n ln 2 (ln 2 in two parts, the first exact
+// in float), e^r by a polynomial of degree 7 about 0 (relative error about 1e-7, a unit or two of
+// float32 rounding, as libm's). exp(0) is 1 and exp(-inf) is 0 exactly (x is first raised to
+// -110, whose 2^n is far below the smallest float), so masked entries add nothing.
 #pragma once
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include <cstdint>
+#include <limits>
 
 namespace leanseq::kernels {
 
@@ -25,6 +28,19 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 exp_avx512(__m51
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   return _mm512_scalef_ps(p, n);
+}
+
+// The largest of n floats (n >= 1), the row's last n % 16 read under a mask (-inf elsewhere).
+__attribute__((target("avx512f"), always_inline)) inline float row_max_avx512(const float* x, int64_t n) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const int64_t whole = n - n % 16;
+  __m512 m = lowest;
+  for (int64_t j = 0; j < whole; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
+  if (whole < n) {
+    const auto tail = static_cast<__mmask16>((1u << (n % 16)) - 1);
+    m = _mm512_max_ps(m, _mm512_mask_loadu_ps(lowest, tail, x + whole));
+  }
+  return _mm512_reduce_max_ps(m);
 }
 
 }  // namespace leanseq::kernels

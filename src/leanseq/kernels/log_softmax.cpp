@@ -36,10 +36,7 @@ LEANSEQ_AVX512 void log_softmax_row_avx512(const float* x, int64_t n, float* o) 
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __mmask16 tail = static_cast<__mmask16>((1u << (n % 16)) - 1);
   const int64_t whole = n - n % 16;
-  __m512 m = lowest;
-  for (int64_t j = 0; j < whole; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
-  if (tail) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(lowest, tail, x + whole));
-  const float max = _mm512_reduce_max_ps(m);
+  const float max = row_max_avx512(x, n);
   const __m512 shift = _mm512_set1_ps(max);
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   int64_t j = 0;

@@ -57,10 +57,7 @@ LEANSEQ_AVX512 void softmax_row_avx512(float* __restrict x, int64_t n) {
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const __mmask16 tail = static_cast<__mmask16>((1u << (n % 16)) - 1);
   const int64_t whole = n - n % 16;
-  __m512 m = lowest;
-  for (int64_t j = 0; j < whole; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(x + j));
-  if (tail) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(lowest, tail, x + whole));
-  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+  const __m512 max = _mm512_set1_ps(row_max_avx512(x, n));
   __m512 lanes = _mm512_setzero_ps();
   for (int64_t j = 0; j < whole; j += 16) {
     const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + j), max));
