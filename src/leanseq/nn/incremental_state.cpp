@@ -44,26 +44,30 @@ bool copy_positions(const torch::Tensor& x, torch::Tensor& buffer, int64_t T) {
 }  // namespace
 
 const torch::Tensor& AppendBuffer::tensor() {
-  if (origin_.defined()) gather();
+  if (origin_.defined()) gather(buffer_.size(2));
   return view_;
 }
 
 void AppendBuffer::append(const torch::Tensor& x) {
   const int64_t T = length(), n = x.size(2), rows = x.size(0);
-  if (origin_.defined() && origin_.size(0) != rows) gather();
+  if (origin_.defined() && origin_.size(0) != rows) gather(buffer_.size(2));
   TORCH_CHECK(!defined() || rows == (origin_.defined() ? origin_.size(0) : buffer_.size(0)),
               "AppendBuffer::append: ", rows, " rows after ", view_.size(0));
   if (!defined() || buffer_.size(2) < T + n) {  // room for as many positions again
-    // Only the rows in use move to the larger buffer: after sentences of a batch have finished,
-    // the stored rows are many more than the live ones, and a long sentence's growth would
-    // allocate and copy room for all of them.
-    if (origin_.defined()) gather();
-    auto sizes = x.sizes().vec();
-    if (defined()) sizes[0] = buffer_.size(0);
-    sizes[2] = std::max<int64_t>(2 * (T + n), 8);
-    auto grown = torch::empty(sizes, x.options());
-    if (T > 0) grown.narrow(2, 0, T).copy_(view_);
-    buffer_ = grown;
+    const int64_t room = std::max<int64_t>(2 * (T + n), 8);
+    if (origin_.defined()) {
+      // Only the rows in use move to the larger buffer: after sentences of a batch have finished,
+      // the stored rows are many more than the live ones, and a long sentence's growth would
+      // allocate and copy room for all of them.
+      gather(room);
+    } else {
+      auto sizes = x.sizes().vec();
+      if (defined()) sizes[0] = buffer_.size(0);
+      sizes[2] = room;
+      auto grown = torch::empty(sizes, x.options());
+      if (T > 0) grown.narrow(2, 0, T).copy_(view_);
+      buffer_ = grown;
+    }
   }
   // Row b's new positions in stored row b.
   if (!copy_positions(x, buffer_, T)) buffer_.narrow(0, 0, rows).narrow(2, T, n).copy_(x);
@@ -83,7 +87,7 @@ void AppendBuffer::append(const torch::Tensor& x) {
 void AppendBuffer::reorder(const torch::Tensor& order) {
   if (!defined()) return;
   if (!table_on_cpu(buffer_, order)) {
-    if (origin_.defined()) gather();
+    if (origin_.defined()) gather(buffer_.size(2));
     auto sizes = buffer_.sizes().vec();
     sizes[0] = order.size(0);
     auto gathered = torch::empty(sizes, buffer_.options());  // with the same room
@@ -112,18 +116,20 @@ void AppendBuffer::reorder(const torch::Tensor& order) {
   origin_ = table;
   // More rows than are stored (the first step's rows repeated for the beams): their next positions
   // need rows of their own.
-  if (rows > buffer_.size(0)) gather();
+  if (rows > buffer_.size(0)) gather(buffer_.size(2));
 }
 
-void AppendBuffer::gather() {
+void AppendBuffer::gather(int64_t room) {
   const int64_t rows = origin_.size(0), T = length();
   auto sizes = buffer_.sizes().vec();
   sizes[0] = rows;
+  sizes[2] = room;
   auto gathered = torch::empty(sizes, buffer_.options());
   // Each (row, head) holds its positions contiguously: runs of positions from one stored row are
   // one copy, split over the compute threads when there are megabytes to move.
   const int64_t heads = buffer_.size(1), elem = buffer_.element_size();
-  const int64_t position_bytes = buffer_.size(3) * elem, head_bytes = buffer_.stride(1) * elem;
+  const int64_t position_bytes = buffer_.size(3) * elem, head_bytes = buffer_.stride(1) * elem,
+                to_head_bytes = gathered.stride(1) * elem;
   const auto* from = static_cast<const char*>(buffer_.data_ptr());
   auto* to = static_cast<char*>(gathered.data_ptr());
   const int64_t* origin = origin_.data_ptr<int64_t>();
@@ -134,7 +140,7 @@ void AppendBuffer::gather() {
         int64_t run = 1;
         while (t + run < T && o[t + run] == o[t]) ++run;
         for (int64_t h = 0; h < heads; ++h) {
-          std::memcpy(to + (i * heads + h) * head_bytes + t * position_bytes,
+          std::memcpy(to + (i * heads + h) * to_head_bytes + t * position_bytes,
                       from + (o[t] * heads + h) * head_bytes + t * position_bytes, run * position_bytes);
         }
         t += run;

@@ -34,8 +34,9 @@ class AppendBuffer {
   void reorder(const torch::Tensor& order);  // rows `order` of the batch dimension
 
  private:
-  // Copies the rows into a new buffer in the order of origin_ (which it then drops).
-  void gather();
+  // Copies the rows into a new buffer with room for `room` positions, in the order of origin_
+  // (which it then drops).
+  void gather(int64_t room);
   torch::Tensor buffer_, view_, origin_;
 };
 
