@@ -1,9 +1,10 @@
-// exp over the 16 floats of an AVX-512 register, inline, and a row's maximum before it: the
-// exponentials of a softmax row without a call into the vector maths library per 16 numbers.
-// exp(x) = 2^n e^r with n = round(x log2 e) and r = x - n ln 2 (ln 2 in two parts, the first exact
-// in float), e^r by a polynomial of degree 7 about 0 (relative error about 1e-7, a unit or two of
-// float32 rounding, as libm's). exp(0) is 1 and exp(-inf) is 0 exactly (x is first raised to
-// -110, whose 2^n is far below the smallest float), so masked entries add nothing.
+// exp over the 16 floats of an AVX-512 register, inline, a row's maximum before it, and whether
+// the CPU runs them: the exponentials of a softmax row without a call into the vector maths
+// library per 16 numbers. exp(x) = 2^n e^r with n = round(x log2 e) and r = x - n ln 2 (ln 2 in
+// two parts, the first exact in float), e^r by a polynomial of degree 7 about 0 (relative error
+// about 1e-7, a unit or two of float32 rounding, as libm's). exp(0) is 1 and exp(-inf) is 0
+// exactly (x is first raised to -110, whose 2^n is far below the smallest float), so masked
+// entries add nothing.
 #pragma once
 
 #if defined(__x86_64__)
@@ -13,6 +14,13 @@
 #include <limits>
 
 namespace leanseq::kernels {
+
+// Whether this CPU runs AVX-512 code (AVX512F, as the compiler and the operating system see it),
+// asked once: what the kernels' AVX-512 loops are chosen by.
+inline bool avx512_available() {
+  static const bool available = __builtin_cpu_supports("avx512f");
+  return available;
+}
 
 __attribute__((target("avx512f"), always_inline)) inline __m512 exp_avx512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-110.f), x);

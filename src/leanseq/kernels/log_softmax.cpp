@@ -62,8 +62,7 @@ LEANSEQ_AVX512 void log_softmax_row_avx512(const float* x, int64_t n, float* o) 
 #undef LEANSEQ_AVX512
 
 void log_softmax_row(const float* x, int64_t n, float* o) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return log_softmax_row_avx512(x, n, o);
+  if (avx512_available()) return log_softmax_row_avx512(x, n, o);
   log_softmax_row_any(x, n, o);
 }
 #else

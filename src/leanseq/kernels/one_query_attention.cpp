@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "leanseq/kernels/exp_avx512.h"
 #include "leanseq/kernels/parallel.h"
 #include "leanseq/kernels/softmax.h"
 
@@ -253,8 +254,7 @@ void for_rows(int64_t B, int64_t H, int64_t work_per_row, F&& fn) {
 
 bool heads_of_64_loops_available() {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512;
+  return avx512_available();
 #else
   return false;
 #endif

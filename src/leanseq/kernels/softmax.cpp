@@ -81,8 +81,7 @@ LEANSEQ_AVX512 void softmax_row_avx512(float* __restrict x, int64_t n) {
 
 void softmax_row(float* __restrict x, int64_t n) {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return softmax_row_avx512(x, n);
+  if (avx512_available()) return softmax_row_avx512(x, n);
 #endif
   softmax_row_any(x, n);
 }
