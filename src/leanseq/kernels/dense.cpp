@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "leanseq/core/error.h"
+#include "leanseq/kernels/bf16_products.h"
 #include "leanseq/kernels/packed_products.h"
 #include "leanseq/kernels/parallel.h"
 #include "leanseq/kernels/product_flops.h"
@@ -255,15 +256,18 @@ torch::Tensor inference_product(const torch::Tensor& x, const torch::Tensor& wei
   return onednn_linear(x, weight, bias);
 }
 
-// A recorded product through oneDNN (TrainedLinear) when training_products() says so and the
-// operands are float32 CPU tensors of matching shapes, outside CPU autocast (train --bf16, whose
-// products ATen's linear casts); an undefined tensor otherwise.
+// A recorded product through oneDNN when training_products() says so: under CPU autocast in
+// bfloat16 (train --bf16) on bfloat16 operands (kernels/bf16_products.h), outside it (TrainedLinear)
+// when the operands are float32 CPU tensors of matching shapes; an undefined tensor otherwise
+// (ATen's linear, which autocast casts).
 torch::Tensor training_product(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
 #ifdef LEANSEQ_WITH_DNNL
-  if (training_products() != TrainingProducts::onednn || at::autocast::is_cpu_enabled() ||
-      !onednn_operands(x, weight, bias)) {
-    return {};
+  if (training_products() != TrainingProducts::onednn) return {};
+  if (at::autocast::is_cpu_enabled()) {
+    return at::autocast::get_autocast_cpu_dtype() == at::kBFloat16 ? bf16_trained_linear(x, weight, bias)
+                                                                    : torch::Tensor();
   }
+  if (!onednn_operands(x, weight, bias)) return {};
   RECORD_FUNCTION("leanseq::onednn_linear", std::vector<c10::IValue>());
   const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
   const auto w = weight.contiguous();
@@ -303,7 +307,7 @@ std::string dense_products_summary() {
 
 std::string training_products_summary() {
   return training_products() == TrainingProducts::onednn
-             ? "linear layers' products and gradients in training: oneDNN's sgemm"
+             ? "linear layers' products and gradients in training: oneDNN's sgemm (its bfloat16 matmul under --bf16)"
              : "linear layers' products and gradients in training: ATen's";
 }
 

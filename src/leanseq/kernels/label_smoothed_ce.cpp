@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "leanseq/kernels/bf16_rows.h"
 #include "leanseq/kernels/parallel.h"
 
 namespace leanseq::kernels {
@@ -41,28 +42,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) RowOut row_kernel(c
   const double nll = lse - static_cast<double>(x[t]);
   const double smooth = static_cast<double>(V) * lse - static_cast<double>(sum_x);
   return {(1.0 - eps - eps_i) * nll + eps_i * smooth, nll};
-}
-
-// A bfloat16 row widened to float32 (the high half of its bits), and a float32 row rounded to
-// bfloat16 to the nearest even as c10::BFloat16 rounds (NaN to its quiet NaN); vectorised.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void widen_row(const uint16_t* __restrict in,
-                                                                           float* __restrict out, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
-    std::memcpy(out + i, &bits, sizeof(float));
-  }
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void narrow_row(const float* __restrict in,
-                                                                            uint16_t* __restrict out, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, in + i, sizeof(float));
-    const uint32_t rounded = (bits + (((bits >> 16) & 1u) + 0x7FFFu)) >> 16;
-    out[i] = in[i] != in[i] ? uint16_t{0x7FC0} : static_cast<uint16_t>(rounded);
-  }
 }
 
 class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
@@ -101,11 +80,11 @@ class LabelSmoothedCE : public torch::autograd::Function<LabelSmoothedCE> {
         const float* row = reinterpret_cast<const float*>(xp + i * row_bytes);
         float* g = reinterpret_cast<float*>(out);
         if (bf16) {
-          widen_row(reinterpret_cast<const uint16_t*>(xp + i * row_bytes), widened.data(), V);
+          widen_bf16_row(reinterpret_cast<const uint16_t*>(xp + i * row_bytes), widened.data(), V);
           row = widened.data(), g = narrowed.data();
         }
         const RowOut r = row_kernel(row, g, V, tp[i], e, ei);
-        if (bf16) narrow_row(g, reinterpret_cast<uint16_t*>(out), V);
+        if (bf16) round_to_bf16_row(g, reinterpret_cast<uint16_t*>(out), V);
         loss[w] += r.loss;
         nll[w] += r.nll;
       }

@@ -19,13 +19,15 @@ void count_product_flops(int64_t m, int64_t n, int64_t k, int64_t batch = 1);
 uint64_t product_flops();
 
 // One sgemm product: c [m, n] = op(a) op(b), op transposing where its flag is 'T', k the inner size;
-// or (int8) one int8_linear of m rows of k features by a weight of n outputs (ta 'N', tb 'T').
+// the same on bfloat16 operands (bf16: onednn_bf16_gemm, kernels/bf16_products.h); or (int8) one
+// int8_linear of m rows of k features by a weight of n outputs (ta 'N', tb 'T').
 struct ProductShape {
   char ta = 'N', tb = 'N';
   int64_t m = 0, n = 0, k = 0;
   bool int8 = false;
+  bool bf16 = false;
   bool operator<(const ProductShape& o) const {
-    return std::tie(int8, ta, tb, m, n, k) < std::tie(o.int8, o.ta, o.tb, o.m, o.n, o.k);
+    return std::tie(int8, bf16, ta, tb, m, n, k) < std::tie(o.int8, o.bf16, o.ta, o.tb, o.m, o.n, o.k);
   }
 };
 

@@ -1,0 +1,34 @@
+#include "leanseq/kernels/bf16_rows.h"
+
+#include <cstring>
+
+namespace leanseq::kernels {
+
+namespace {
+
+inline uint16_t rounded(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(float));
+  const uint32_t r = (bits + (((bits >> 16) & 1u) + 0x7FFFu)) >> 16;
+  return x != x ? uint16_t{0x7FC0} : static_cast<uint16_t>(r);
+}
+
+}  // namespace
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void widen_bf16_row(const uint16_t* __restrict in,
+                                                                                 float* __restrict out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(out + i, &bits, sizeof(float));
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void round_to_bf16_row(const float* __restrict in,
+                                                                                    uint16_t* __restrict out,
+                                                                                    int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = rounded(in[i]);
+}
+
+}  // namespace leanseq::kernels

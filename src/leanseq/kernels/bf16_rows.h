@@ -1,0 +1,13 @@
+// Rows of float32 and bfloat16 converted on the CPU, one thread each call: widening (a bfloat16's
+// bits are a float32's high half) and rounding to the nearest even as c10::BFloat16 rounds (NaN
+// to its quiet NaN), so that a kernel's own conversion gives the bits ATen's cast would.
+// Vectorised for AVX-512 and AVX2 (chosen when the program starts).
+#pragma once
+#include <cstdint>
+
+namespace leanseq::kernels {
+
+void widen_bf16_row(const uint16_t* in, float* out, int64_t n);
+void round_to_bf16_row(const float* in, uint16_t* out, int64_t n);
+
+}  // namespace leanseq::kernels
