@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "leanseq/kernels/batched_matmul.h"
+#include "leanseq/kernels/bf16_products.h"
 #include "support/fixtures.h"
 
 using namespace leanseq;
@@ -76,4 +79,31 @@ TEST(BatchedMatmul, OtherOperandsTakeATensMatmul) {
   EXPECT_TRUE(torch::equal(kernels::batched_matmul(grad(x), y), torch::matmul(x, y)));
   EXPECT_EQ(kernels::batched_matmul(grad(torch::randn({0, 4, 5})), torch::randn({0, 5, 2})).sizes(),
             (std::vector<int64_t>{0, 4, 2}));
+}
+
+// Under `train --bf16` attention's operands are bfloat16: the product and both gradients are
+// bfloat16, each the float32 sum of the bfloat16 operands rounded once (within half a unit in the
+// last of its 8 significant bits of the exact product), and where the CPU multiplies bfloat16
+// natively they go to oneDNN in one call (no ATen bmm, which makes one call per matrix).
+TEST(BatchedMatmul, Bfloat16OperandsGiveTheirProductRoundedOnce) {
+  auto within_one_rounding = [](const torch::Tensor& got, const torch::Tensor& exact_product) {
+    EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+    const auto err = (got.to(torch::kDouble) - exact_product).abs();
+    const auto bound = exact_product.abs() * std::ldexp(1.0, -8) + 1e-5;
+    EXPECT_TRUE(err.le(bound).all().item<bool>()) << (err - bound).max().item<double>();
+  };
+  auto as_double = [](const torch::Tensor& t) { return t.detach().to(torch::kDouble); };
+  for (const auto& [a0, b0] : operands()) {
+    auto a = a0.to(torch::kBFloat16).requires_grad_(), b = b0.to(torch::kBFloat16).requires_grad_();
+    auto g = torch::randn(exact(a0, b0).sizes()).to(torch::kBFloat16);
+    torch::Tensor c;
+    const int64_t bmm_calls = test::calls_of("aten::bmm", [&] {
+      c = kernels::batched_matmul(a, b);
+      c.backward(g);
+    });
+    if (kernels::bf16_products_native()) EXPECT_EQ(bmm_calls, 0) << a0.sizes() << " x " << b0.sizes();
+    within_one_rounding(c, torch::matmul(as_double(a), as_double(b)));
+    within_one_rounding(a.grad(), torch::matmul(as_double(g), as_double(b).transpose(-1, -2)));
+    within_one_rounding(b.grad(), torch::matmul(as_double(a).transpose(-1, -2), as_double(g)));
+  }
 }

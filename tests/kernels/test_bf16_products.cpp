@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "leanseq/core/threads.h"
 #include "leanseq/kernels/bf16_products.h"
 #include "leanseq/kernels/bf16_rows.h"
 #include "leanseq/kernels/dense.h"
@@ -72,6 +73,9 @@ TEST(Bf16Rows, RoundAsAtenCastsAndWidenExactly) {
   kernels::widen_bf16_row(reinterpret_cast<const uint16_t*>(aten.data_ptr()), wide.data_ptr<float>(), n);
   EXPECT_TRUE(torch::equal(wide.isnan(), aten.to(torch::kFloat).isnan()));
   EXPECT_TRUE(torch::equal(wide.nan_to_num(0), aten.to(torch::kFloat).nan_to_num(0)));
+  auto sums = torch::full({n}, 0.5f);
+  kernels::add_bf16_row(reinterpret_cast<const uint16_t*>(aten.data_ptr()), sums.data_ptr<float>(), n);
+  EXPECT_TRUE(torch::equal(sums.nan_to_num(0), (aten.to(torch::kFloat) + 0.5f).nan_to_num(0)));
 }
 
 TEST(Bf16Products, RefusesWhatItCannotMultiply) {
@@ -140,6 +144,14 @@ TEST(Bf16Products, TrainedLinearsGradientsAreThoseOfItsRoundedOperands) {
   expect_close_to_product(b.grad(), g64.sum(0), g64.abs().sum(0), 123, "db");
   EXPECT_EQ(w.grad().scalar_type(), torch::kFloat);
   EXPECT_EQ(x.grad().scalar_type(), torch::kFloat);
+  // The bias's gradient adds the rows in one order whatever the threads.
+  const auto db = b.grad().clone();
+  const int threads = compute_threads();
+  set_compute_threads(1);
+  b.mutable_grad().reset();
+  kernels::bf16_trained_linear(x, w, b).backward(g);
+  set_compute_threads(threads);
+  EXPECT_TRUE(torch::equal(b.grad(), db));
   // An input in bfloat16 (another autocast operator's result) gets its gradient in bfloat16.
   auto x16 = torch::randn({5, k}).to(torch::kBFloat16).requires_grad_();
   kernels::bf16_trained_linear(x16, w, {}).sum().backward();

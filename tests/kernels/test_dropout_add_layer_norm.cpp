@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/dropout_add_layer_norm.h"
@@ -95,4 +97,45 @@ TEST(DropoutAddLayerNorm, DoesNotDependOnTheThreadCountAndNeedsNoRecording) {
                            [&] { out = kernels::dropout_add_layer_norm(residual, y, 0.3, false, weight, bias, 1e-5); }),
             0);
   EXPECT_LT(test::max_abs_diff(out, torch::layer_norm(residual + y, {96}, weight, bias, 1e-5)), 1e-5);
+}
+
+// Under `train --bf16` y is a linear layer's bfloat16 result: the fused operator reads it widened
+// (exactly) and returns float32, so everything but y's gradient equals the float32 composite on
+// the widened y; y's gradient is that composite's, rounded once to bfloat16.
+TEST(DropoutAddLayerNorm, TakesABfloat16YAndRoundsOnlyItsGradient) {
+  const int64_t C = 96;
+  torch::manual_seed(5);
+  auto residual = torch::randn({3, 7, C}), y = (torch::randn({3, 7, C}) * 2).to(torch::kBFloat16);
+  auto weight = torch::randn({C}), bias = torch::randn({C}), g = torch::randn({3, 7, C});
+  for (double p : {0.0, 0.2}) {
+    const std::string what = "p=" + std::to_string(p);
+    Result fused;
+    EXPECT_EQ(test::calls_of("leanseq::dropout_add_layer_norm",
+                             [&] {
+                               fused = run(
+                                   [&](auto& r, auto& x, auto& w, auto& b) {
+                                     return kernels::dropout_add_layer_norm(r, x, p, true, w, b, 1e-5);
+                                   },
+                                   residual, y, weight, bias, g);
+                             }),
+              1)
+        << what;
+    auto wide = run(
+        [&](auto& r, auto& x, auto& w, auto& b) {
+          return torch::layer_norm(r + kernels::dropout(x, p, true), {C}, w, b, 1e-5);
+        },
+        residual, y.to(torch::kFloat), weight, bias, g);
+    EXPECT_EQ(fused.out.scalar_type(), torch::kFloat) << what;
+    ASSERT_EQ(fused.d_y.scalar_type(), torch::kBFloat16) << what;
+    EXPECT_LT(test::max_abs_diff(fused.out, wide.out), 1e-5) << what;
+    EXPECT_LT(test::max_abs_diff(fused.d_residual, wide.d_residual), 1e-5) << what;
+    EXPECT_LT(test::max_abs_diff(fused.d_weight, wide.d_weight), 1e-4) << what;
+    EXPECT_LT(test::max_abs_diff(fused.d_bias, wide.d_bias), 1e-4) << what;
+    // One rounding to bfloat16 (8 significant bits) of a float32 value itself within 1e-5 of the
+    // composite's: at most half a unit in the last place, plus that 1e-5.
+    const auto err = (fused.d_y.to(torch::kFloat) - wide.d_y).abs();
+    const auto bound = wide.d_y.abs() * std::ldexp(1.0, -8) + 1e-5;
+    EXPECT_TRUE(err.le(bound).all().item<bool>()) << what << ": " << (err - bound).max().item<float>();
+    EXPECT_GT(fused.d_y.to(torch::kFloat).ne(wide.d_y).sum().item<int64_t>(), 0) << what << ": not rounded";
+  }
 }

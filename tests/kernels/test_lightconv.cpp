@@ -200,6 +200,34 @@ TEST(Lightconv, AutoPicksTheDedicatedKernelOnCpu) {
   EXPECT_FALSE(kernels::lightconv_cuda_available() && !torch::cuda::is_available());
 }
 
+// Training under `--bf16`: bfloat16 operands take the float32 kernel widened, and the result and
+// both gradients are the float32 kernel's, rounded once to bfloat16, bit for bit (no band of
+// bfloat16 products, one per sentence and head).
+TEST(Lightconv, AutoTrainsBfloat16OperandsThroughTheFloat32Kernel) {
+  torch::manual_seed(8);
+  const int64_t B = 3, T = 9, C = 8, H = 2, K = 5;
+  auto x0 = torch::randn({B, T, C}).to(torch::kBFloat16);
+  auto w0 = torch::softmax(torch::randn({B, H, T, K}), -1).to(torch::kBFloat16);
+  auto g = torch::randn({B, T, C}).to(torch::kBFloat16);
+  auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+  torch::Tensor y;
+  EXPECT_EQ(test::calls_of("aten::bmm", [&] {
+              y = kernels::lightconv(x, w, K - 1);
+              y.backward(g);
+            }),
+            0);
+  auto xf = x0.to(torch::kFloat).requires_grad_(), wf = w0.to(torch::kFloat).requires_grad_();
+  auto yf = kernels::lightconv_cpu(xf, wf, K - 1);
+  yf.backward(g.to(torch::kFloat));
+  ASSERT_EQ(y.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(y, yf.to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(x.grad(), xf.grad().to(torch::kBFloat16)));
+  EXPECT_TRUE(torch::equal(w.grad(), wf.grad().to(torch::kBFloat16)));
+  // Outside training the band of bfloat16 products, as before.
+  torch::NoGradGuard no_grad;
+  EXPECT_GT(test::calls_of("aten::bmm", [&] { (void)kernels::lightconv(x0, w0, K - 1); }), 0);
+}
+
 TEST(Lightconv, HeadToChannelMappingIsContiguousBlocks) {
   // With H = 2 heads over C = 4 channels, channels 0-1 use head 0 and channels 2-3 head 1.
   auto x = torch::ones({1, 3, 4});

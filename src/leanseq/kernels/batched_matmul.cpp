@@ -1,6 +1,7 @@
 #include "leanseq/kernels/batched_matmul.h"
 
 #ifdef LEANSEQ_WITH_DNNL
+#include "leanseq/kernels/bf16_products.h"
 #include "leanseq/kernels/onednn_engine.h"
 #include "leanseq/kernels/product_flops.h"
 #endif
@@ -9,12 +10,15 @@ namespace leanseq::kernels {
 
 namespace {
 
-// Whether a and b can go to oneDNN: float32 CPU tensors of one batch shape, none empty.
+// Whether a and b can go to oneDNN: CPU tensors of one batch shape, none empty, both float32 or
+// (under `train --bf16`) both bfloat16 where the CPU multiplies bfloat16 natively.
 bool onednn_operands(const torch::Tensor& a, const torch::Tensor& b) {
 #ifdef LEANSEQ_WITH_DNNL
   if (a.dim() < 3 || a.dim() > 12 || a.dim() != b.dim()) return false;
   if (!a.device().is_cpu() || !b.device().is_cpu()) return false;
-  if (a.scalar_type() != torch::kFloat || b.scalar_type() != torch::kFloat) return false;
+  const auto type = a.scalar_type();
+  if (b.scalar_type() != type) return false;
+  if (type != torch::kFloat && !(type == torch::kBFloat16 && bf16_products_native())) return false;
   if (a.numel() == 0 || b.numel() == 0 || a.size(-1) != b.size(-2)) return false;
   for (int64_t d = 0; d + 2 < a.dim(); ++d) {
     if (a.size(d) != b.size(d)) return false;
@@ -27,14 +31,17 @@ bool onednn_operands(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 #ifdef LEANSEQ_WITH_DNNL
-// A tensor as oneDNN sees it: sizes and strides, any strides (zero ones of expanded tensors too).
+// A tensor as oneDNN sees it: sizes, type and strides, any strides (zero ones of expanded tensors
+// too).
 dnnl::memory::desc describe(const torch::Tensor& t) {
-  return dnnl::memory::desc(dnnl::memory::dims(t.sizes().begin(), t.sizes().end()), dnnl::memory::data_type::f32,
+  const auto type = t.scalar_type() == torch::kBFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+  return dnnl::memory::desc(dnnl::memory::dims(t.sizes().begin(), t.sizes().end()), type,
                             dnnl::memory::dims(t.strides().begin(), t.strides().end()));
 }
 
-// c = a b through one oneDNN matmul (its primitive cache keeps the compiled kernel of each shape);
-// ATen's product where oneDNN has no implementation for the layouts.
+// c = a b through one oneDNN matmul (its primitive cache keeps the compiled kernel of each shape),
+// in the operands' type (bfloat16 products summed in float32, rounded once); ATen's product where
+// oneDNN has no implementation for the layouts.
 torch::Tensor onednn_matmul(const torch::Tensor& a, const torch::Tensor& b) {
   const dnnl::engine& engine = onednn_cpu_engine();
   auto sizes = a.sizes().vec();

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -134,6 +135,23 @@ torch::Tensor rounded_to_bf16(const torch::Tensor& t) {
   return out;
 }
 
+// The sums of a bfloat16 gradient's rows [m, n] in float32 (a bias's gradient), without a float32
+// copy of it: blocks of 16 columns split over the threads, each adding its rows in order, so
+// that the sums do not depend on the number of threads.
+torch::Tensor column_sums(const torch::Tensor& grad) {
+  const auto g = grad.contiguous();
+  const int64_t m = g.size(0), n = g.size(1), blocks = (n + 15) / 16;
+  auto sums = torch::zeros({n}, g.options().dtype(torch::kFloat));
+  const auto* in = reinterpret_cast<const uint16_t*>(g.data_ptr());
+  float* out = sums.data_ptr<float>();
+  const int workers = static_cast<int>(std::min<int64_t>(workers_for(m * n, 1 << 15), blocks));
+  parallel_chunks(blocks, workers, [&](int, int64_t begin, int64_t end) {
+    const int64_t c0 = begin * 16, width = std::min(end * 16, n) - c0;
+    for (int64_t r = 0; r < m; ++r) add_bf16_row(in + r * n + c0, out + c0, width);
+  });
+  return sums;
+}
+
 // The layer's product, in bfloat16 as autocast's linear gives it; x's rows and the weight are kept
 // in bfloat16 for the backward pass (x as it came when it was bfloat16 already), and the type x
 // came in, which its gradient takes.
@@ -148,7 +166,7 @@ torch::Tensor bf16_forward(torch::autograd::AutogradContext* ctx, const torch::T
 }
 
 // The output's gradient comes in bfloat16 (its type); x's gradient is written in x's type and the
-// weight's in float32 by the products themselves, the bias's summed in float32.
+// weight's in float32 by the products themselves, the bias's summed in float32 (column_sums).
 torch::autograd::variable_list bf16_gradients(torch::autograd::AutogradContext* ctx, const torch::Tensor& grad,
                                               bool bias) {
   const auto saved = ctx->get_saved_variables();
@@ -164,7 +182,7 @@ torch::autograd::variable_list bf16_gradients(torch::autograd::AutogradContext* 
     gw = torch::empty({wb.size(0), wb.size(1)}, grad.options().dtype(torch::kFloat));
     TORCH_CHECK(onednn_bf16_gemm('T', 'N', gb, xb, gw), "oneDNN refused a linear layer's bfloat16 weight gradient");
   }
-  if (bias && ctx->needs_input_grad(2)) gbias = grad.sum(0, false, torch::kFloat);
+  if (bias && ctx->needs_input_grad(2)) gbias = column_sums(gb);
   torch::autograd::variable_list out{gx, gw};
   if (bias) out.push_back(gbias);
   return out;

@@ -31,4 +31,15 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void round_to_bf16_
   for (int64_t i = 0; i < n; ++i) out[i] = rounded(in[i]);
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void add_bf16_row(const uint16_t* __restrict in,
+                                                                              float* __restrict sums, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    float x;
+    std::memcpy(&x, &bits, sizeof(float));
+    sums[i] += x;
+  }
+}
+
 }  // namespace leanseq::kernels

@@ -9,5 +9,7 @@ namespace leanseq::kernels {
 
 void widen_bf16_row(const uint16_t* in, float* out, int64_t n);
 void round_to_bf16_row(const float* in, uint16_t* out, int64_t n);
+// sums[i] += in[i] widened: a bfloat16 row added into float32 sums.
+void add_bf16_row(const uint16_t* in, float* sums, int64_t n);
 
 }  // namespace leanseq::kernels

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "leanseq/kernels/add_layer_norm.h"
+#include "leanseq/kernels/bf16_rows.h"
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/parallel.h"
 
@@ -93,20 +94,24 @@ class DropoutAddLayerNorm : public torch::autograd::Function<DropoutAddLayerNorm
     const Drop d{p > 0 ? dropout_seed() : 0, p};
     const int64_t C = y.size(-1), rows = y.numel() / C;
     const auto r = residual.contiguous(), yc = y.contiguous(), w = weight.contiguous(), b = bias.contiguous();
-    auto out = torch::empty_like(yc), xhat = torch::empty({rows, C}, yc.options());
-    auto rstd = torch::empty({rows}, yc.options());
-    const float *rp = r.data_ptr<float>(), *yp = yc.data_ptr<float>(), *wp = w.data_ptr<float>(),
-                *bp = b.data_ptr<float>();
+    auto out = torch::empty_like(r), xhat = torch::empty({rows, C}, r.options());
+    auto rstd = torch::empty({rows}, r.options());
+    const float *rp = r.data_ptr<float>(), *wp = w.data_ptr<float>(), *bp = b.data_ptr<float>();
+    const bool y16 = yc.scalar_type() == torch::kBFloat16;
+    const float* yp = y16 ? nullptr : yc.data_ptr<float>();
+    const auto* yh = y16 ? reinterpret_cast<const uint16_t*>(yc.data_ptr()) : nullptr;
     float *op = out.data_ptr<float>(), *xp = xhat.data_ptr<float>(), *sp = rstd.data_ptr<float>();
     parallel_chunks(rows, workers_for_rows(rows, C), [&](int, int64_t begin, int64_t end) {
-      std::vector<float> m(C);
+      std::vector<float> m(C), wide(y16 ? C : 0);
       for (int64_t i = begin; i < end; ++i) {
         d.fill(i * C, C, m.data());
-        sp[i] = forward_row(C, rp + i * C, yp + i * C, m.data(), wp, bp, static_cast<float>(eps), xp + i * C,
-                            op + i * C);
+        const float* yrow = yp ? yp + i * C : wide.data();
+        if (y16) widen_bf16_row(yh + i * C, wide.data(), C);
+        sp[i] = forward_row(C, rp + i * C, yrow, m.data(), wp, bp, static_cast<float>(eps), xp + i * C, op + i * C);
       }
     });
     ctx->save_for_backward({xhat, rstd, w});
+    ctx->saved_data["y_bf16"] = y16;
     ctx->saved_data["seed"] = static_cast<int64_t>(d.seed);
     ctx->saved_data["p"] = p;
     return out;
@@ -119,7 +124,8 @@ class DropoutAddLayerNorm : public torch::autograd::Function<DropoutAddLayerNorm
     const Drop d{static_cast<uint64_t>(ctx->saved_data["seed"].toInt()), ctx->saved_data["p"].toDouble()};
     const int64_t rows = xhat.size(0), C = xhat.size(1);
     const auto g = grad[0].contiguous();
-    auto dres = torch::empty_like(g), dy = torch::empty_like(g);
+    const bool y16 = ctx->saved_data["y_bf16"].toBool();
+    auto dres = torch::empty_like(g), dy = torch::empty_like(g, g.options().dtype(y16 ? torch::kBFloat16 : torch::kFloat));
     // The weight's and the bias's gradients are summed over blocks of kRowsPerBlock rows, each
     // block's share on its own, then the shares in block order: the blocks do not depend on the
     // number of threads, and so neither do the sums, to the bit.
@@ -128,14 +134,18 @@ class DropoutAddLayerNorm : public torch::autograd::Function<DropoutAddLayerNorm
     auto partial = torch::zeros({std::max<int64_t>(blocks, 1), 2, C}, g.options());
     const float *gp = g.data_ptr<float>(), *xp = xhat.data_ptr<float>(), *sp = rstd.data_ptr<float>(),
                 *wp = w.data_ptr<float>();
-    float *rp = dres.data_ptr<float>(), *yp = dy.data_ptr<float>(), *pp = partial.data_ptr<float>();
+    float *rp = dres.data_ptr<float>(), *pp = partial.data_ptr<float>();
+    float* yp = y16 ? nullptr : dy.data_ptr<float>();
+    auto* yh = y16 ? reinterpret_cast<uint16_t*>(dy.data_ptr()) : nullptr;
     parallel_chunks(blocks, workers, [&](int, int64_t first_block, int64_t end_block) {
-      std::vector<float> m(C);
+      std::vector<float> m(C), narrow(y16 ? C : 0);
       for (int64_t block = first_block; block < end_block; ++block) {
         float* dw = pp + block * 2 * C;
         for (int64_t i = block * kRowsPerBlock; i < std::min(rows, (block + 1) * kRowsPerBlock); ++i) {
           d.fill(i * C, C, m.data());
-          backward_row(C, gp + i * C, xp + i * C, wp, sp[i], m.data(), rp + i * C, yp + i * C, dw, dw + C);
+          float* dyrow = yp ? yp + i * C : narrow.data();
+          backward_row(C, gp + i * C, xp + i * C, wp, sp[i], m.data(), rp + i * C, dyrow, dw, dw + C);
+          if (y16) round_to_bf16_row(narrow.data(), yh + i * C, C);
         }
       }
     });
@@ -154,7 +164,8 @@ bool fused(const torch::Tensor& residual, const torch::Tensor& y, const torch::T
   if (!torch::GradMode::is_enabled()) return false;
   bool records = false;
   for (const auto* t : {&residual, &y, &weight, &bias}) {
-    if (!t->defined() || !t->device().is_cpu() || t->scalar_type() != torch::kFloat) return false;
+    const bool type_ok = t->scalar_type() == torch::kFloat || (t == &y && t->scalar_type() == torch::kBFloat16);
+    if (!t->defined() || !t->device().is_cpu() || !type_ok) return false;
     records = records || t->requires_grad();
   }
   const int64_t C = y.dim() >= 1 ? y.size(-1) : 0;

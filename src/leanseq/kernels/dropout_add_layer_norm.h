@@ -14,7 +14,10 @@ namespace leanseq::kernels {
 // residual, y: [..., C], one shape; weight, bias: [C]; p: y's dropout probability, applied when
 // `training`. When autograd records and all four are float32 CPU tensors, the fused operator
 // (once differentiable; profilers see `leanseq::dropout_add_layer_norm`); otherwise
-// add_layer_norm(residual, dropout(y, p, training), ...), the same result.
+// add_layer_norm(residual, dropout(y, p, training), ...), the same result. y may also be bfloat16
+// (a linear layer's result under `train --bf16`): the fused operator widens its rows as it reads
+// them (where ATen would round y times the mask to bfloat16 first) and returns float32; y's
+// gradient is computed in float32 and rounded to bfloat16 once.
 torch::Tensor dropout_add_layer_norm(const torch::Tensor& residual, const torch::Tensor& y, double p, bool training,
                                      const torch::Tensor& weight, const torch::Tensor& bias, double eps);
 

@@ -49,6 +49,13 @@ torch::Tensor lightconv(const torch::Tensor& x, const torch::Tensor& weights, in
   TORCH_CHECK(x.dim() == 3, "lightconv: x must be [B, T, C], got ", x.sizes());
   TORCH_CHECK(weights.dim() == 2 || weights.dim() == 4, "lightconv: weights must be [H, K] or [B, H, T, K], got ",
               weights.sizes());
+  if (impl == LightconvImpl::kAuto && x.is_cpu() && x.scalar_type() == torch::kBFloat16 &&
+      weights.scalar_type() == torch::kBFloat16 && torch::GradMode::is_enabled() &&
+      (x.requires_grad() || weights.requires_grad())) {
+    // Training under `--bf16`: the float32 kernel on the widened operands (exact), its result
+    // rounded back, rather than the band's bfloat16 products, one per (sentence, head).
+    return lightconv_cpu(x.to(torch::kFloat), weights.to(torch::kFloat), padding_l).to(torch::kBFloat16);
+  }
   if (impl == LightconvImpl::kAuto) {
     const bool has_kernel = kernel_dtype(x) && (x.is_cpu() || (x.is_cuda() && lightconv_cuda_available()));
     impl = has_kernel ? LightconvImpl::kKernel : LightconvImpl::kBand;

@@ -27,6 +27,8 @@ LightconvImpl parse_lightconv_impl(const std::string& name, const std::string& k
 const char* lightconv_impl_name(LightconvImpl impl);
 
 // x: [B, T, C]; weights: [H, K] or [B, H, T, K]. Differentiable in x and weights on every path.
+// kAuto in training on bfloat16 CPU tensors (`train --bf16`) runs the float32 kernel on them
+// widened and rounds its result (and the gradients) back to bfloat16.
 torch::Tensor lightconv(const torch::Tensor& x, const torch::Tensor& weights, int64_t padding_l,
                         LightconvImpl impl = LightconvImpl::kAuto);
 
