@@ -101,7 +101,9 @@ TEST(BatchedMatmul, Bfloat16OperandsGiveTheirProductRoundedOnce) {
       c = kernels::batched_matmul(a, b);
       c.backward(g);
     });
-    if (kernels::bf16_products_native()) EXPECT_EQ(bmm_calls, 0) << a0.sizes() << " x " << b0.sizes();
+    if (kernels::bf16_products_native()) {
+      EXPECT_EQ(bmm_calls, 0) << a0.sizes() << " x " << b0.sizes();
+    }
     within_one_rounding(c, torch::matmul(as_double(a), as_double(b)));
     within_one_rounding(a.grad(), torch::matmul(as_double(g), as_double(b).transpose(-1, -2)));
     within_one_rounding(b.grad(), torch::matmul(as_double(a).transpose(-1, -2), as_double(g)));

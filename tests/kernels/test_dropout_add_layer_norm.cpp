@@ -27,6 +27,32 @@ Result run(Op op, const torch::Tensor& residual, const torch::Tensor& y, const t
   return {out.detach(), r.grad(), x.grad(), w.grad(), b.grad()};
 }
 
+// The fused operator and the composite it replaces, each through run().
+Result fused_op(const torch::Tensor& residual, const torch::Tensor& y, double p, bool training,
+                const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& g, const std::string& what) {
+  Result out;
+  EXPECT_EQ(test::calls_of("leanseq::dropout_add_layer_norm",
+                           [&] {
+                             out = run(
+                                 [&](auto& r, auto& x, auto& w, auto& b) {
+                                   return kernels::dropout_add_layer_norm(r, x, p, training, w, b, 1e-5);
+                                 },
+                                 residual, y, weight, bias, g);
+                           }),
+            1)
+      << what;
+  return out;
+}
+
+Result composite_op(const torch::Tensor& residual, const torch::Tensor& y, double p, bool training,
+                    const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& g) {
+  return run(
+      [&](auto& r, auto& x, auto& w, auto& b) {
+        return torch::layer_norm(r + kernels::dropout(x, p, training), {y.size(-1)}, w, b, 1e-5);
+      },
+      residual, y, weight, bias, g);
+}
+
 void expect_close(const Result& a, const Result& b, double tol, const std::string& what) {
   EXPECT_LT(test::max_abs_diff(a.out, b.out), tol) << what << ": output";
   EXPECT_LT(test::max_abs_diff(a.d_residual, b.d_residual), tol) << what << ": residual's gradient";
@@ -48,22 +74,8 @@ TEST(DropoutAddLayerNorm, EqualsTheCompositeWithTheSameMask) {
       for (bool training : {true, false}) {
         const std::string what = "C=" + std::to_string(C) + " p=" + std::to_string(p) + " training=" +
                                  std::to_string(training);
-        Result fused;
-        EXPECT_EQ(test::calls_of("leanseq::dropout_add_layer_norm",
-                                 [&] {
-                                   fused = run(
-                                       [&](auto& r, auto& x, auto& w, auto& b) {
-                                         return kernels::dropout_add_layer_norm(r, x, p, training, w, b, 1e-5);
-                                       },
-                                       residual, y, weight, bias, g);
-                                 }),
-                  1)
-            << what;
-        auto composite = run(
-            [&](auto& r, auto& x, auto& w, auto& b) {
-              return torch::layer_norm(r + kernels::dropout(x, p, training), {C}, w, b, 1e-5);
-            },
-            residual, y, weight, bias, g);
+        const auto fused = fused_op(residual, y, p, training, weight, bias, g, what);
+        const auto composite = composite_op(residual, y, p, training, weight, bias, g);
         expect_close(fused, composite, 1e-5, what);
         if (training && p >= 0.5) {  // the mask is there: some of y's gradient is exactly 0
           EXPECT_GT(fused.d_y.eq(0).sum().item<int64_t>(), C) << what;
@@ -109,22 +121,8 @@ TEST(DropoutAddLayerNorm, TakesABfloat16YAndRoundsOnlyItsGradient) {
   auto weight = torch::randn({C}), bias = torch::randn({C}), g = torch::randn({3, 7, C});
   for (double p : {0.0, 0.2}) {
     const std::string what = "p=" + std::to_string(p);
-    Result fused;
-    EXPECT_EQ(test::calls_of("leanseq::dropout_add_layer_norm",
-                             [&] {
-                               fused = run(
-                                   [&](auto& r, auto& x, auto& w, auto& b) {
-                                     return kernels::dropout_add_layer_norm(r, x, p, true, w, b, 1e-5);
-                                   },
-                                   residual, y, weight, bias, g);
-                             }),
-              1)
-        << what;
-    auto wide = run(
-        [&](auto& r, auto& x, auto& w, auto& b) {
-          return torch::layer_norm(r + kernels::dropout(x, p, true), {C}, w, b, 1e-5);
-        },
-        residual, y.to(torch::kFloat), weight, bias, g);
+    const auto fused = fused_op(residual, y, p, true, weight, bias, g, what);
+    const auto wide = composite_op(residual, y.to(torch::kFloat), p, true, weight, bias, g);
     EXPECT_EQ(fused.out.scalar_type(), torch::kFloat) << what;
     ASSERT_EQ(fused.d_y.scalar_type(), torch::kBFloat16) << what;
     EXPECT_LT(test::max_abs_diff(fused.out, wide.out), 1e-5) << what;
