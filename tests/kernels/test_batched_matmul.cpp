@@ -86,6 +86,11 @@ TEST(BatchedMatmul, OtherOperandsTakeATensMatmul) {
 // last of its 8 significant bits of the exact product), and where the CPU multiplies bfloat16
 // natively they go to oneDNN in one call (no ATen bmm, which makes one call per matrix).
 TEST(BatchedMatmul, Bfloat16OperandsGiveTheirProductRoundedOnce) {
+  if (!kernels::bf16_products_native()) {
+    // Training stays in float32 there; and under an ONEDNN_MAX_CPU_ISA cap below the CPU's own
+    // bfloat16 instructions ATen's bfloat16 bmm itself fails to find a oneDNN kernel.
+    GTEST_SKIP() << "this CPU (or its oneDNN cap) has no native bfloat16 products";
+  }
   auto within_one_rounding = [](const torch::Tensor& got, const torch::Tensor& exact_product) {
     EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
     const auto err = (got.to(torch::kDouble) - exact_product).abs();
@@ -101,9 +106,7 @@ TEST(BatchedMatmul, Bfloat16OperandsGiveTheirProductRoundedOnce) {
       c = kernels::batched_matmul(a, b);
       c.backward(g);
     });
-    if (kernels::bf16_products_native()) {
-      EXPECT_EQ(bmm_calls, 0) << a0.sizes() << " x " << b0.sizes();
-    }
+    EXPECT_EQ(bmm_calls, 0) << a0.sizes() << " x " << b0.sizes();
     within_one_rounding(c, torch::matmul(as_double(a), as_double(b)));
     within_one_rounding(a.grad(), torch::matmul(as_double(g), as_double(b).transpose(-1, -2)));
     within_one_rounding(b.grad(), torch::matmul(as_double(a).transpose(-1, -2), as_double(g)));
