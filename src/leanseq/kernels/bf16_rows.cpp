@@ -13,15 +13,20 @@ inline uint16_t rounded(float x) {
   return x != x ? uint16_t{0x7FC0} : static_cast<uint16_t>(r);
 }
 
+// A bfloat16 value as the float32 it is exactly: its bits as the upper half.
+inline float widened(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof(float));
+  return x;
+}
+
 }  // namespace
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void widen_bf16_row(const uint16_t* __restrict in,
                                                                                  float* __restrict out, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
-    std::memcpy(out + i, &bits, sizeof(float));
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = widened(in[i]);
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void round_to_bf16_row(const float* __restrict in,
@@ -34,12 +39,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void round_to_bf16_
 __attribute__((target_clones("avx512f", "avx2", "default"))) void add_bf16_row(const uint16_t* __restrict in,
                                                                               float* __restrict sums, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
-    float x;
-    std::memcpy(&x, &bits, sizeof(float));
-    sums[i] += x;
-  }
+  for (int64_t i = 0; i < n; ++i) sums[i] += widened(in[i]);
 }
 
 }  // namespace leanseq::kernels
