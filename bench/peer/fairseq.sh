@@ -23,8 +23,9 @@
 # fairseq runs twice per family: as installed (in this shell's environment, OPENBLAS_* included),
 # and tuned: with the best OpenBLAS kernels this CPU runs correctly (those OpenBLAS or leanseq
 # picks with no OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE from the environment, after a check that torch's
-# float32 products agree with float64 under them; else the environment's) and leanseq's idle-thread
-# settings, so the table tells leanseq's own merit apart. The header line says which kernels each
+# float32 products agree with float64 under them; else the environment's), leanseq's idle-thread
+# settings and its allocator (jemalloc keeping freed memory, preloaded), so the table tells
+# leanseq's own merit apart. The header line says which kernels each
 # side ran. Data: Multi30k (https://github.com/multi30k/dataset, data/task1/raw: train, val and
 # test_2016_flickr, de and en, gunzipped and renamed train.*, valid.*, test2016.*). Each fairseq model is also
 # imported (leanseq import-fairseq) and decoded by leanseq: the same model decoded by both tools,
@@ -125,6 +126,16 @@ if [ -n "$best" ] && products_right "$best"; then
 elif [ -n "${OPENBLAS_CORETYPE:-}" ]; then
   tuned=("${idle[@]}")  # the environment's kernels, L2 size included
   log "fairseq tuned: ${best:-no} kernels without the environment's settings fail the product check; keeping ${OPENBLAS_CORETYPE}"
+fi
+# leanseq keeps freed memory for reuse (jemalloc, dirty_decay_ms:-1); glibc's malloc hands a
+# tensor's pages back and faults them in again on every update, which costs twice the training
+# time on some virtual machines. Tuned fairseq gets the same allocator and policy, preloaded.
+if "$leanseq" --version | grep -q '^allocator: jemalloc'; then
+  if LD_PRELOAD=libjemalloc.so.2 "$py" -c "raise SystemExit('libjemalloc' not in open('/proc/self/maps').read())" 2>/dev/null; then
+    tuned+=("LD_PRELOAD=libjemalloc.so.2" "MALLOC_CONF=dirty_decay_ms:-1")
+  else
+    log "fairseq tuned: no loadable libjemalloc.so.2; fairseq keeps glibc's malloc"
+  fi
 fi
 installed_kernels="${OPENBLAS_CORETYPE:-chosen by OpenBLAS}"
 log "leanseq: $blas"
