@@ -61,11 +61,12 @@ fi
 
 results="$work/results"
 rm -rf "$results" && mkdir -p "$results"
+kept_memory_env  # CTranslate2 keeps freed memory as leanseq does
 decode() {  # tool type batch round
   local hyp="$work/hyp.$1.$2.b$3" logf="$work/decode.$1.$2.b$3.log"
   log "round $4: $1 translates ($2, batches of $3)"
   if [ "$1" = ctranslate2 ]; then
-    CT2_VERBOSE=1 $py "$here/ct2_translate.py" translate --model "$work/package.$2/model" --pieces "$work/input.txt" \
+    env "${kept_memory[@]}" CT2_VERBOSE=1 $py "$here/ct2_translate.py" translate --model "$work/package.$2/model" --pieces "$work/input.txt" \
       --out "$hyp" --compute-type "$2" --threads $((threads / replicas)) --inter-threads "$replicas" \
       --beam "$beam" --batch-size "$3" \
       --max-length "$max_length" --lenpen 1 >"$logf" 2>&1 || die "CTranslate2 failed; see $logf"
@@ -83,7 +84,7 @@ alternate_decodes "$rounds" "$batch_sizes" "$compute_types"
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
   "$(date +%F), $(cpu_summary), $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), Argos-shaped model (6+6 layers, 512, 32k vocabulary, random weights)," \
   "$sentences sentences of 12-40 tokens, beam $beam, $max_length steps each, medians of $rounds alternated rounds;" \
-  "CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}"
+  "CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}; CTranslate2's allocator: ${kept_memory[*]:-glibc malloc}"
 $py "$here/ct2_translate.py" table "$results"
 for b in $batch_sizes; do
   for t in $compute_types; do

@@ -22,8 +22,9 @@
 # /usr/bin/python3 (`pip install ctranslate2`, or a build of your own on PYTHONPATH). The table
 # names CTranslate2's version and, from its load-time log (CT2_VERBOSE=1), the ISA and backends it
 # picked: CTranslate2 runs its own kernels with AVX-512 only on Intel CPUs; on others, run once more
-# with CT2_FORCE_CPU_ISA=AVX512 in the environment and report both. README.md beside this file has
-# the details.
+# with CT2_FORCE_CPU_ISA=AVX512 in the environment and report both. CTranslate2 runs with leanseq's
+# allocator and policy preloaded (kept_memory_env, fairseq_setup.sh). README.md beside this file
+# has the details.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -88,11 +89,12 @@ fi
 
 results="$out/results"
 rm -rf "$results" && mkdir -p "$results"
+kept_memory_env  # CTranslate2 keeps freed memory as leanseq does
 decode() {  # tool type batch round
   local name="$1.$2.b$3" hyp="$out/hyp.$1.$2.b$3.en" logf="$out/decode.$1.$2.b$3.log"
   log "round $4: $1 translates test2016 ($2, batches of $3)"
   if [ "$1" = ctranslate2 ]; then
-    CT2_VERBOSE=1 $py "$here/ct2_translate.py" translate --model "$out/model.$2" --pieces "$work/text/test.de" \
+    env "${kept_memory[@]}" CT2_VERBOSE=1 $py "$here/ct2_translate.py" translate --model "$out/model.$2" --pieces "$work/text/test.de" \
       --spm "$work/data/spm.model" --out "$hyp" --compute-type "$2" --threads $((threads / replicas)) --inter-threads "$replicas" \
       --beam "$beam" --batch-size "$3" --max-length "$max_length" --lenpen "$lenpen" >"$logf" 2>&1 || die "CTranslate2 failed; see $logf"
   else
@@ -133,5 +135,5 @@ else
 fi
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
   "$(date +%F), $(cpu_summary), $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), model $run, beam $beam, max length $max_length, length penalty $lenpen," \
-  "medians of $rounds alternated rounds; CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}"
+  "medians of $rounds alternated rounds; CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}; CTranslate2's allocator: ${kept_memory[*]:-glibc malloc}"
 $py "$here/ct2_translate.py" table "$results" --limits "$limits"

@@ -127,16 +127,8 @@ elif [ -n "${OPENBLAS_CORETYPE:-}" ]; then
   tuned=("${idle[@]}")  # the environment's kernels, L2 size included
   log "fairseq tuned: ${best:-no} kernels without the environment's settings fail the product check; keeping ${OPENBLAS_CORETYPE}"
 fi
-# leanseq keeps freed memory for reuse (jemalloc, dirty_decay_ms:-1); glibc's malloc hands a
-# tensor's pages back and faults them in again on every update, which costs twice the training
-# time on some virtual machines. Tuned fairseq gets the same allocator and policy, preloaded.
-if "$leanseq" --version | grep -q '^allocator: jemalloc'; then
-  if LD_PRELOAD=libjemalloc.so.2 "$py" -c "raise SystemExit('libjemalloc' not in open('/proc/self/maps').read())" 2>/dev/null; then
-    tuned+=("LD_PRELOAD=libjemalloc.so.2" "MALLOC_CONF=dirty_decay_ms:-1")
-  else
-    log "fairseq tuned: no loadable libjemalloc.so.2; fairseq keeps glibc's malloc"
-  fi
-fi
+kept_memory_env  # tuned fairseq keeps freed memory as leanseq does
+tuned+=("${kept_memory[@]}")
 installed_kernels="${OPENBLAS_CORETYPE:-chosen by OpenBLAS}"
 log "leanseq: $blas"
 log "fairseq installed: OpenBLAS kernels: $installed_kernels; tuned: env ${tuned[*]}"
