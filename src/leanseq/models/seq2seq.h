@@ -15,11 +15,26 @@ struct EncoderOut {
   torch::Tensor out;           // [B, S, C]
   torch::Tensor padding_mask;  // [B, S] bool, true at pads
   torch::Tensor values;        // [B, S, C'] attention values when they differ from `out` (ConvS2S)
-  // Selects rows `order` of every tensor (beam expansion, dropping finished sentences).
-  void reorder(const torch::Tensor& order) {
+  // Consecutive rows that are copies of one source's (a sentence's beams after their expansion).
+  int64_t rows = 1;
+  // Selects rows `order` of every tensor (beam expansion, dropping finished sentences); after it
+  // every rows_after consecutive rows are copies of one another where `order` takes each such group
+  // from one group of copies. Sentences that leave a batch of beams are dropped in place
+  // (nn::keep_rows_in_place): the rows of the others move up, with nothing allocated.
+  void reorder(const torch::Tensor& order, int64_t rows_after = 1) {
+    const auto sources = nn::grouped_sources(order, rows, rows_after);
+    if (sources.defined() && rows_after == rows && nn::rows_movable_in_place(out, sources, rows) &&
+        nn::rows_movable_in_place(padding_mask, sources, rows) &&
+        (!values.defined() || nn::rows_movable_in_place(values, sources, rows))) {
+      for (auto* t : {&out, &padding_mask, &values}) {
+        if (t->defined()) nn::keep_rows_in_place(*t, sources, rows);
+      }
+      return;
+    }
     out = out.index_select(0, order);
     padding_mask = padding_mask.index_select(0, order);
     if (values.defined()) values = values.index_select(0, order);
+    rows = sources.defined() ? rows_after : 1;
   }
 };
 
@@ -46,7 +61,7 @@ class Seq2SeqModel : public torch::nn::Module {
   // the same for all beams of a sentence (encoder output, encoder-side caches) stays as it is.
   virtual void reorder(EncoderOut& enc, nn::IncrementalState& state, const torch::Tensor& order,
                        bool within_sentence) {
-    if (!within_sentence) enc.reorder(order);
+    if (!within_sentence) enc.reorder(order, state.rows_per_source);
     state.reorder(order, within_sentence);
   }
   virtual int64_t max_target_positions() const = 0;

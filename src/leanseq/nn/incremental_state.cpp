@@ -157,12 +157,8 @@ void AppendBuffer::gather(int64_t room) {
 
 void StaticAttentionCache::reorder(const torch::Tensor& order, bool within_sentence, int64_t rows_after) {
   if (within_sentence || !k.defined()) return;
-  torch::Tensor sources;  // the source row of each new group, when the new rows are grouped
-  if (rows_after > 1 && order.size(0) % rows_after == 0) {
-    auto groups = torch::div(order, rows, "floor").view({-1, rows_after});
-    auto first = groups.select(1, 0);
-    if (groups.eq(first.unsqueeze(1)).all().item<bool>()) sources = first.contiguous();
-  }
+  // the source row of each new group, when the new rows are grouped
+  auto sources = grouped_sources(order, rows, rows_after);
   if (sources.defined()) {
     rows = rows_after;
   } else if (rows > 1) {  // one copy per row from here on
@@ -171,10 +167,63 @@ void StaticAttentionCache::reorder(const torch::Tensor& order, bool within_sente
     }
     rows = 1;
   }
-  const auto& select = sources.defined() ? sources : order;
+  const auto select = sources.defined() ? sources.to(k.device()) : order;
   for (auto* t : {&k, &v, &mask}) {
-    if (t->defined()) *t = t->index_select(0, select);
+    if (t->defined() && !keep_rows_in_place(*t, select)) *t = t->index_select(0, select);
   }
 }
+
+torch::Tensor grouped_sources(const torch::Tensor& order, int64_t rows_before, int64_t rows_after) {
+  if (rows_after <= 1 || rows_before < 1 || order.dim() != 1 || order.size(0) % rows_after != 0) return {};
+  const auto o = order.to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t* p = o.data_ptr<int64_t>();
+  const int64_t groups = o.size(0) / rows_after;
+  auto sources = torch::empty({groups}, o.options());
+  int64_t* to = sources.data_ptr<int64_t>();
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t first = p[g * rows_after] / rows_before;
+    for (int64_t r = 1; r < rows_after; ++r) {
+      if (p[g * rows_after + r] / rows_before != first) return {};
+    }
+    to[g] = first;
+  }
+  return sources;
+}
+
+bool rows_movable_in_place(const torch::Tensor& t, const torch::Tensor& rows, int64_t group) {
+  if (!t.defined() || !t.is_cpu() || t.dim() == 0 || group < 1 || t.size(0) == 0 || t.size(0) % group != 0 ||
+      !rows.is_cpu() || rows.scalar_type() != torch::kLong || rows.dim() != 1 || rows.size(0) * group > t.size(0) ||
+      t.requires_grad()) {
+    return false;
+  }
+  // The tensor alone on its storage, each row one dense block of stride(0) elements.
+  if (t.use_count() != 1 || t.storage().use_count() != 1 || t.numel() / t.size(0) != t.stride(0) ||
+      !t.select(0, 0).is_non_overlapping_and_dense()) {
+    return false;
+  }
+  const auto idx = rows.contiguous();
+  const int64_t* r = idx.data_ptr<int64_t>();
+  const int64_t blocks = t.size(0) / group;
+  for (int64_t i = 0; i < idx.size(0); ++i) {
+    if (r[i] < i || r[i] >= blocks || (i > 0 && r[i] <= r[i - 1])) return false;
+  }
+  return true;
+}
+
+bool keep_rows_in_place(torch::Tensor& t, const torch::Tensor& rows, int64_t group) {
+  if (!rows_movable_in_place(t, rows, group)) return false;
+  const auto idx = rows.contiguous();
+  const int64_t* r = idx.data_ptr<int64_t>();
+  const int64_t n = idx.size(0);
+  // Blocks move only toward the front, in order: each is read before anything is written over it.
+  const int64_t bytes = group * t.stride(0) * static_cast<int64_t>(t.element_size());
+  auto* base = static_cast<char*>(t.data_ptr());
+  for (int64_t i = 0; i < n; ++i) {
+    if (r[i] != i) std::memmove(base + i * bytes, base + r[i] * bytes, static_cast<size_t>(bytes));
+  }
+  t = t.narrow(0, 0, n * group);
+  return true;
+}
+
 
 }  // namespace leanseq::nn

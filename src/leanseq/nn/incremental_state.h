@@ -40,6 +40,20 @@ class AppendBuffer {
   torch::Tensor buffer_, view_, origin_;
 };
 
+// Keeps blocks `rows` ([n] int64, strictly increasing) of `group` consecutive rows of t's first
+// dimension by moving them to the front of t's own storage, and narrows t to them: what
+// index_select gives, without allocating or copying the rows that do not move (sentences that
+// finished leave a batch). False, changing nothing, where t is not a CPU tensor alone on its
+// storage whose rows are dense blocks, or the rows are not increasing.
+bool keep_rows_in_place(torch::Tensor& t, const torch::Tensor& rows, int64_t group = 1);
+// Whether keep_rows_in_place(t, rows, group) would move them (it then returns true).
+bool rows_movable_in_place(const torch::Tensor& t, const torch::Tensor& rows, int64_t group = 1);
+
+// Where a reorder `order` ([B'] int64 rows of a batch) takes every group of rows_after
+// consecutive new rows from one group of rows_before consecutive old rows: that old group for each
+// new group ([B' / rows_after] int64, on the CPU); otherwise undefined.
+torch::Tensor grouped_sources(const torch::Tensor& order, int64_t rows_before, int64_t rows_after);
+
 // Keys/values of decoder self-attention so far (a layer that reuses another layer's attention
 // distribution keeps only v).
 struct SelfAttentionCache {
