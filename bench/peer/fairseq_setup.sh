@@ -3,18 +3,23 @@
 # it is; copy_tree serves ct2_setup.sh too). Needs $py, $here, $work and die(), log() from the
 # script that sources it; sets $fs to the built copy.
 
-# leanseq keeps freed memory for reuse (jemalloc, dirty_decay_ms:-1). glibc's malloc hands a large
-# buffer's pages back and faults them in again when it is next allocated, which on some virtual
-# machines costs a Python-hosted peer (fairseq's training, CTranslate2's batches) a third to half
-# of its speed. kept_memory_env sets the array kept_memory to the same allocator and policy for a
-# peer, preloaded (LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1), or to nothing with
-# one log line where leanseq does not use jemalloc or $py cannot preload it. Needs $leanseq.
+# leanseq keeps freed memory for reuse (jemalloc, dirty_decay_ms:-1), in transparent huge pages
+# (thp:always, metadata_thp:always). glibc's malloc hands a large buffer's pages back and faults
+# them in again when it is next allocated, which on some virtual machines costs a Python-hosted
+# peer (fairseq's training, CTranslate2's batches) a third to half of its speed. kept_memory_env
+# sets the array kept_memory to the same allocator and policy for a peer, preloaded
+# (LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=...), the policy read from leanseq's own start-up line,
+# or to nothing with one log line where leanseq does not use jemalloc or $py cannot preload it.
+# Needs $leanseq.
 kept_memory_env() {
   kept_memory=()
-  if ! "$leanseq" --version | grep -q '^allocator: jemalloc'; then
+  local line conf=dirty_decay_ms:-1
+  line=$("$leanseq" --version | grep '^allocator: ' || true)
+  case "$line" in *"huge pages"*) conf="$conf,thp:always,metadata_thp:always" ;; esac
+  if [ "${line#allocator: jemalloc}" = "$line" ]; then
     log "peers keep their own allocator: $leanseq does not use jemalloc"
   elif LD_PRELOAD=libjemalloc.so.2 "$py" -c "raise SystemExit('libjemalloc' not in open('/proc/self/maps').read())" 2>/dev/null; then
-    kept_memory=(LD_PRELOAD=libjemalloc.so.2 MALLOC_CONF=dirty_decay_ms:-1)
+    kept_memory=(LD_PRELOAD=libjemalloc.so.2 "MALLOC_CONF=$conf")
   else
     log "peers keep glibc's malloc: $py cannot preload libjemalloc.so.2"
   fi

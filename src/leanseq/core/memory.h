@@ -11,9 +11,10 @@ namespace leanseq {
 // of them pays its page faults again (measured: a fresh 64 MiB buffer costs ~165 ms of faults
 // on the 2-core reference machine, a reused one ~2 ms). Call once, before any tensor work.
 // Where a program allocates through jemalloc (CMake's LEANSEQ_JEMALLOC), jemalloc keeps freed
-// memory the same way: this file sets its malloc_conf ("dirty_decay_ms:-1"), which MALLOC_CONF in
-// the environment overrides (e.g. MALLOC_CONF=dirty_decay_ms:10000 hands freed pages back after
-// ten seconds).
+// memory the same way, in transparent huge pages: this file sets its malloc_conf
+// ("dirty_decay_ms:-1,thp:always,metadata_thp:always"), whose settings MALLOC_CONF in the
+// environment overrides one by one (e.g. MALLOC_CONF=dirty_decay_ms:10000 hands freed pages back
+// after ten seconds, MALLOC_CONF=thp:default leaves pages to the kernel's policy).
 void retain_freed_memory();
 
 // Hands the freed memory retain_freed_memory keeps back to the kernel now (jemalloc's arenas
@@ -21,7 +22,7 @@ void retain_freed_memory();
 // process serves, so that the peak does not stay resident.
 void return_freed_memory();
 
-// "allocator: jemalloc 5.3.0 (freed memory kept for reuse)" or "allocator: the C library's malloc":
+// "allocator: jemalloc 5.3.0 (freed memory kept for reuse, huge pages)" or "allocator: the C library's malloc":
 // the malloc this process runs on, for the programs' start-up log.
 std::string allocator_summary();
 
