@@ -19,8 +19,8 @@
 // Its memory, and its own bookkeeping, is asked for in transparent huge pages (madvise
 // MADV_HUGEPAGE, which the kernel honours in its "always" and "madvise" modes): memory a process
 // touches for the first time then faults in 2 MiB at a time, not 4 KiB. On a virtual machine whose
-// page faults trap to the host this took test2016's int8 translation from 314-324 to 356-389
-// sentences/s, and the whole run from 4.8 s to 3.6-3.9 s (docs/benchmarks/decoding.md).
+// page faults trap to the host this made test2016's int8 translation 1.17x faster in batches of
+// 64 (docs/benchmarks/decoding.md#huge-pages-2026-12-05).
 extern "C" {
 [[gnu::used]] const char* malloc_conf = "dirty_decay_ms:-1,thp:always,metadata_thp:always";
 }
