@@ -22,18 +22,13 @@ struct EncoderOut {
   // from one group of copies. Sentences that leave a batch of beams are dropped in place
   // (nn::keep_rows_in_place): the rows of the others move up, with nothing allocated.
   void reorder(const torch::Tensor& order, int64_t rows_after = 1) {
+    // Within a group the rows are copies, so a tensor left to index_select holds what moving its
+    // groups would have given.
     const auto sources = nn::grouped_sources(order, rows, rows_after);
-    if (sources.defined() && rows_after == rows && nn::rows_movable_in_place(out, sources, rows) &&
-        nn::rows_movable_in_place(padding_mask, sources, rows) &&
-        (!values.defined() || nn::rows_movable_in_place(values, sources, rows))) {
-      for (auto* t : {&out, &padding_mask, &values}) {
-        if (t->defined()) nn::keep_rows_in_place(*t, sources, rows);
-      }
-      return;
+    const bool drop = sources.defined() && rows_after == rows;
+    for (auto* t : {&out, &padding_mask, &values}) {
+      if (t->defined() && !(drop && nn::keep_rows_in_place(*t, sources, rows))) *t = t->index_select(0, order);
     }
-    out = out.index_select(0, order);
-    padding_mask = padding_mask.index_select(0, order);
-    if (values.defined()) values = values.index_select(0, order);
     rows = sources.defined() ? rows_after : 1;
   }
 };

@@ -190,7 +190,7 @@ torch::Tensor grouped_sources(const torch::Tensor& order, int64_t rows_before, i
   return sources;
 }
 
-bool rows_movable_in_place(const torch::Tensor& t, const torch::Tensor& rows, int64_t group) {
+bool keep_rows_in_place(torch::Tensor& t, const torch::Tensor& rows, int64_t group) {
   if (!t.defined() || !t.is_cpu() || t.dim() == 0 || group < 1 || t.size(0) == 0 || t.size(0) % group != 0 ||
       !rows.is_cpu() || rows.scalar_type() != torch::kLong || rows.dim() != 1 || rows.size(0) * group > t.size(0) ||
       t.requires_grad()) {
@@ -203,18 +203,10 @@ bool rows_movable_in_place(const torch::Tensor& t, const torch::Tensor& rows, in
   }
   const auto idx = rows.contiguous();
   const int64_t* r = idx.data_ptr<int64_t>();
-  const int64_t blocks = t.size(0) / group;
-  for (int64_t i = 0; i < idx.size(0); ++i) {
+  const int64_t n = idx.size(0), blocks = t.size(0) / group;
+  for (int64_t i = 0; i < n; ++i) {
     if (r[i] < i || r[i] >= blocks || (i > 0 && r[i] <= r[i - 1])) return false;
   }
-  return true;
-}
-
-bool keep_rows_in_place(torch::Tensor& t, const torch::Tensor& rows, int64_t group) {
-  if (!rows_movable_in_place(t, rows, group)) return false;
-  const auto idx = rows.contiguous();
-  const int64_t* r = idx.data_ptr<int64_t>();
-  const int64_t n = idx.size(0);
   // Blocks move only toward the front, in order: each is read before anything is written over it.
   const int64_t bytes = group * t.stride(0) * static_cast<int64_t>(t.element_size());
   auto* base = static_cast<char*>(t.data_ptr());
@@ -224,6 +216,5 @@ bool keep_rows_in_place(torch::Tensor& t, const torch::Tensor& rows, int64_t gro
   t = t.narrow(0, 0, n * group);
   return true;
 }
-
 
 }  // namespace leanseq::nn

@@ -46,8 +46,6 @@ class AppendBuffer {
 // finished leave a batch). False, changing nothing, where t is not a CPU tensor alone on its
 // storage whose rows are dense blocks, or the rows are not increasing.
 bool keep_rows_in_place(torch::Tensor& t, const torch::Tensor& rows, int64_t group = 1);
-// Whether keep_rows_in_place(t, rows, group) would move them (it then returns true).
-bool rows_movable_in_place(const torch::Tensor& t, const torch::Tensor& rows, int64_t group = 1);
 
 // Where a reorder `order` ([B'] int64 rows of a batch) takes every group of rows_after
 // consecutive new rows from one group of rows_before consecutive old rows: that old group for each
