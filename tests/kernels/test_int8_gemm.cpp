@@ -9,6 +9,7 @@
 #include "leanseq/core/threads.h"
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/kernels/int8_gemm.h"
+#include "leanseq/kernels/log_softmax.h"
 
 namespace leanseq::kernels {
 namespace {
@@ -242,6 +243,28 @@ TEST(Int8Gemm, TheReluFormIsTheReluOfTheProduct) {
     EXPECT_TRUE(torch::equal(got, torch::relu(int8_linear(x, w, bias))));
     EXPECT_GT((got == 0).sum().item<int64_t>(), 0);
   }
+}
+
+// An output layer's product with its log-probabilities taken row by row as it is scaled back:
+// bit-equal to kernels::log_softmax of the product, at a step's few rows and at a batch's many
+// (accumulators scaled back over themselves), with and without a bias, at 1 and 2 threads.
+TEST(Int8Gemm, TheLogSoftmaxFormIsTheLogSoftmaxOfTheProduct) {
+  if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  torch::manual_seed(12);
+  const int before = torch::get_num_threads();
+  auto w = quantize_weight(torch::randn({8003, 128}) * 0.2);
+  for (int64_t M : {int64_t{5}, int64_t{320}}) {
+    auto x = torch::randn({M, 1, 128});
+    for (const auto& bias : {torch::randn({8003}), torch::Tensor()}) {
+      for (int threads : {1, 2}) {
+        set_compute_threads(threads);
+        auto got = int8_linear_log_softmax(x, w, bias);
+        ASSERT_EQ(got.sizes(), (std::vector<int64_t>{M, 1, 8003}));
+        EXPECT_TRUE(torch::equal(got, log_softmax(int8_linear(x, w, bias)))) << M << " rows, " << threads << " threads";
+      }
+    }
+  }
+  set_compute_threads(before);
 }
 
 // The form is chosen by the CPU: one product with VNNI (either kind), the split form without.

@@ -6,9 +6,11 @@
 
 #include "leanseq/kernels/compute_type.h"
 #include "leanseq/kernels/int8_gemm.h"
+#include "leanseq/kernels/log_softmax.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/nn/attention.h"
 #include "leanseq/nn/linear.h"
+#include "leanseq/nn/output_rows.h"
 #include "leanseq/nn/packed_weight.h"
 
 using namespace leanseq;
@@ -72,6 +74,47 @@ TEST(ComputeTypes, EveryFamilyRunsItsProductsInInt8AndBfloat16) {
     const auto back = run(*model, src, prev);
     EXPECT_TRUE(torch::equal(back.full, f32.full));
     EXPECT_TRUE(torch::equal(back.steps, f32.steps));
+  }
+}
+
+// A step whose state asks for log-probabilities: the families whose output layer gives them
+// (transformer, LightConv: taken row by row as an int8 layer scales its product back) return the
+// same floats as kernels::log_softmax of their logits, bit for bit, in int8 and float32, over
+// the whole vocabulary and over a shortlist; the others return logits and say so.
+TEST(ComputeTypes, StepsAskedForLogProbabilitiesGiveThoseOfTheirLogits) {
+  if (!kernels::int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
+  for (const char* arch : {"transformer_tiny", "lightconv_tiny", "fconv_tiny", "pervasive_tiny"}) {
+    const bool fused = std::string(arch).rfind("transformer", 0) == 0 || std::string(arch).rfind("lightconv", 0) == 0;
+    torch::manual_seed(5);
+    auto model = models::build_model(*models::registry().preset_config(arch), {40, 40, true});
+    model->eval();
+    auto src = torch::randint(4, 40, {3, 7}), prev = torch::randint(4, 40, {3, 4});
+    prev.select(1, 0).fill_(2);
+    c10::InferenceMode guard;
+    auto enc = model->encode(src, torch::full({3}, 7, torch::kLong));
+    for (auto type : {ComputeType::int8, ComputeType::float32}) {
+      nn::set_compute_type(*model, type);
+      for (bool shortlist : {false, true}) {
+        SCOPED_TRACE(std::string(arch) + (type == ComputeType::int8 ? ", int8" : ", float32") +
+                     (shortlist ? ", shortlist" : ""));
+        auto logits_state = model->init_state(enc), probs_state = model->init_state(enc);
+        probs_state.log_probs = true;
+        if (shortlist) {
+          for (auto* st : {&logits_state, &probs_state}) {
+            st->output_rows = std::make_shared<nn::OutputRows>();
+            st->output_rows->ids = torch::arange(0, 40, 3);
+          }
+        }
+        for (int64_t t = 0; t < prev.size(1); ++t) {
+          auto logits = model->step(prev.narrow(1, t, 1), enc, logits_state, false);
+          auto probs = model->step(prev.narrow(1, t, 1), enc, probs_state, false);
+          EXPECT_FALSE(logits.log_probs);
+          EXPECT_EQ(probs.log_probs, fused);
+          EXPECT_EQ(probs.logits.size(-1), shortlist ? 14 : 40);
+          EXPECT_TRUE(torch::equal(probs.logits, fused ? kernels::log_softmax(logits.logits) : logits.logits)) << t;
+        }
+      }
+    }
   }
 }
 

@@ -411,6 +411,7 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
   // One row per sentence until the first reorder, or a step with beam rows, expands them.
   enc_ = model.encode(src, src_lengths);
   state_ = model.init_state(enc_);
+  state_.log_probs = temperature == 1.0;  // without a temperature the output layer may give them
   if (output_ids.defined()) {
     output_ids_ = output_ids.to(enc_.out.device());
     state_.output_rows = std::make_shared<nn::OutputRows>();
@@ -433,6 +434,7 @@ torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Te
   if (attn) *attn = out.attn.squeeze(1);
   auto logits = out.logits.squeeze(1);
   out.logits.reset();  // the step's logits are then overwritten by their log-probabilities
+  if (out.log_probs) return logits.scalar_type() == torch::kFloat ? logits : logits.to(torch::kFloat);
   return log_probs(std::move(logits), temperature_);
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 
+#include "leanseq/kernels/log_softmax.h"
 #include "leanseq/kernels/parallel.h"
 #include "leanseq/kernels/scratch.h"
 
@@ -327,8 +328,11 @@ torch::Tensor dequantize(const Int8Weight& w) { return w.q.to(torch::kFloat) * w
 
 namespace {
 
+// What the pass that scales a row back does to it next, while the row is in cache.
+enum class Epilogue { none, relu, log_softmax };
+
 torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias, Int8Activations act,
-                           bool relu) {
+                           Epilogue then) {
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat, "int8_linear takes float32 CPU input");
   const int64_t K = w.in_features(), N = w.out_features();
   TORCH_CHECK(x.size(-1) == K, "int8_linear: input has ", x.size(-1), " features, the weight ", K);
@@ -343,7 +347,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   count_product({'N', 'T', M, N, K, true});
 
 #ifndef LEANSEQ_WITH_DNNL
-  (void)act, (void)relu;
+  (void)act, (void)then;
   throw std::runtime_error("int8 products need oneDNN, which this build lacks");
 #else
   const bool packed = act == Int8Activations::u8_shifted && packed_int8_in_use() && w.packed;
@@ -415,7 +419,8 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   auto rows = [&](int, int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       scale_row(acc + m * N, acc_lo ? acc_lo + m * N : nullptr, column_offset, xs[m], ws, bp, o + m * N, N);
-      if (relu) relu_row(o + m * N, N);
+      if (then == Epilogue::relu) relu_row(o + m * N, N);
+      if (then == Epilogue::log_softmax) log_softmax_row(o + m * N, N, o + m * N);
     }
   };
   parallel_chunks(M, workers_for(M * N, 1 << 16), rows);
@@ -426,11 +431,15 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
 }  // namespace
 
 torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias, Int8Activations act) {
-  return int8_product(x, w, bias, act, false);
+  return int8_product(x, w, bias, act, Epilogue::none);
 }
 
 torch::Tensor int8_linear_relu(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias) {
-  return int8_product(x, w, bias, default_int8_activations(), true);
+  return int8_product(x, w, bias, default_int8_activations(), Epilogue::relu);
+}
+
+torch::Tensor int8_linear_log_softmax(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias) {
+  return int8_product(x, w, bias, default_int8_activations(), Epilogue::log_softmax);
 }
 
 torch::Tensor int8_linear_reference(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias) {

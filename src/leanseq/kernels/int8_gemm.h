@@ -82,6 +82,10 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Weight& w, const tor
 // relu(int8_linear(x, w, bias)), the relu applied while scaling back (a feed-forward layer's first
 // product).
 torch::Tensor int8_linear_relu(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias);
+// log_softmax(int8_linear(x, w, bias), -1), each row's log-probabilities taken as soon as it is
+// scaled back (kernels::log_softmax_row, in cache), not in a second pass over the whole product:
+// the same floats. A decoding step's output layer at a batch's rows is megabytes.
+torch::Tensor int8_linear_log_softmax(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias);
 // The same quantization and the integer product in float64 with ATen: the reference.
 torch::Tensor int8_linear_reference(const torch::Tensor& x, const Int8Weight& w, const torch::Tensor& bias);
 

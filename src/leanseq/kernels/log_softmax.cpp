@@ -61,15 +61,16 @@ LEANSEQ_AVX512 void log_softmax_row_avx512(const float* x, int64_t n, float* o) 
 #pragma GCC diagnostic pop
 #undef LEANSEQ_AVX512
 
-void log_softmax_row(const float* x, int64_t n, float* o) {
-  if (avx512_available()) return log_softmax_row_avx512(x, n, o);
-  log_softmax_row_any(x, n, o);
-}
-#else
-void log_softmax_row(const float* x, int64_t n, float* o) { log_softmax_row_any(x, n, o); }
 #endif
 
 }  // namespace
+
+void log_softmax_row(const float* x, int64_t n, float* o) {
+#if defined(__x86_64__)
+  if (avx512_available()) return log_softmax_row_avx512(x, n, o);
+#endif
+  log_softmax_row_any(x, n, o);
+}
 
 torch::Tensor log_softmax(torch::Tensor x) {
   const bool loop = x.is_cpu() && x.scalar_type() == torch::kFloat && x.dim() >= 1 && x.size(-1) > 0 &&

@@ -13,4 +13,9 @@ namespace leanseq::kernels {
 // vocabulary], megabytes that a fresh result would write once more.
 torch::Tensor log_softmax(torch::Tensor x);
 
+// One row of n finite floats: o = x - (max + log(sum(exp(x - max)))), the loop log_softmax runs
+// per row (on AVX-512 where the CPU has it); o may be x. For kernels that make a row and take its
+// log-probabilities while it is in cache (int8_linear_log_softmax).
+void log_softmax_row(const float* x, int64_t n, float* o);
+
 }  // namespace leanseq::kernels

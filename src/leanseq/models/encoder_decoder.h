@@ -19,14 +19,15 @@ namespace leanseq::models {
 using DecoderLayerFn = std::function<nn::AttentionResult(size_t, const torch::Tensor&, bool)>;
 
 // The decoder stack after the embeddings: `layers` layers, then the optional final LayerNorm and
-// the output projection with its bias when it has one (over `rows`' ids only, when given). Like fairseq (alignment_layer), the
-// attention returned is the encoder attention of the last layer.
+// the output projection with its bias when it has one (over `rows`' ids only, when given; its
+// log-probabilities with log_probs). Like fairseq (alignment_layer), the attention returned is the
+// encoder attention of the last layer.
 inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const DecoderLayerFn& layer, bool need_attn,
                                     torch::nn::LayerNorm& layer_norm, const torch::Tensor& output_weight,
                                     const nn::PackedWeight& output_packed,
                                     const torch::Tensor& project_out = torch::Tensor(),
                                     nn::OutputRows* rows = nullptr,
-                                    const torch::Tensor& output_bias = torch::Tensor()) {
+                                    const torch::Tensor& output_bias = torch::Tensor(), bool log_probs = false) {
   DecoderOut out;
   for (size_t i = 0; i < layers; ++i) {
     auto r = layer(i, x, need_attn && i + 1 == layers);
@@ -35,7 +36,8 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
   }
   if (layer_norm) x = layer_norm(x);
   if (project_out.defined()) x = kernels::linear(x, project_out, {});
-  out.logits = nn::output_logits(x, output_weight, output_bias, output_packed, rows);
+  out.logits = nn::output_logits(x, output_weight, output_bias, output_packed, rows, log_probs);
+  out.log_probs = log_probs;
   return out;
 }
 

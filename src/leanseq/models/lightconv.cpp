@@ -245,7 +245,7 @@ DecoderOut LightConvDecoderImpl::step(const torch::Tensor& tokens, const Encoder
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed, {}, state.output_rows.get());
+      need_attn, layer_norm, output_weight, output_packed, {}, state.output_rows.get(), {}, state.log_probs);
   state.steps += n;
   return out;
 }

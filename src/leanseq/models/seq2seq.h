@@ -36,6 +36,9 @@ struct EncoderOut {
 struct DecoderOut {
   torch::Tensor logits;  // [B, T, V]
   torch::Tensor attn;    // [B, T, S] encoder attention (averaged over heads), when asked for
+  // `logits` hold log-probabilities (log_softmax over V): a step asked for them through its state
+  // (IncrementalState::log_probs) and the model's output layer gave them.
+  bool log_probs = false;
 };
 
 // Language models implement the same interface with an empty encoder output, so that the trainer,
@@ -48,7 +51,8 @@ class Seq2SeqModel : public torch::nn::Module {
   virtual DecoderOut decode(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn = false) = 0;
   // A fresh incremental state for `enc`.
   virtual nn::IncrementalState init_state(const EncoderOut& enc) = 0;
-  // Feeds n new target tokens ([B, n]) and returns their logits [B, n, V]; advances `state`.
+  // Feeds n new target tokens ([B, n]) and returns their logits [B, n, V]; advances `state`. With
+  // state.log_probs, a model may return their log-probabilities instead, and says so in the result.
   virtual DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state,
                           bool need_attn = false) = 0;
   // Reorders the batch rows of the encoder output and the state (order: [B'] int64). With

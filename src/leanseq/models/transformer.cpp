@@ -339,7 +339,8 @@ DecoderOut TransformerDecoderImpl::step(const torch::Tensor& tokens, const Encod
         r.out = step_a2(a2, i, r.out, state, token_padding);
         return r;
       },
-      need_attn, layer_norm, output_weight, output_packed, project_out, state.output_rows.get(), output_bias);
+      need_attn, layer_norm, output_weight, output_packed, project_out, state.output_rows.get(), output_bias,
+      state.log_probs);
   state.steps += n;
   return out;
 }

@@ -121,6 +121,9 @@ class IncrementalState {
   int64_t rows_per_source = 1;
   // A vocabulary shortlist: the output layer's logits are those of its ids only (null: all).
   std::shared_ptr<OutputRows> output_rows;
+  // The caller takes log-probabilities: an output layer that can take them while it makes its
+  // logits (an int8 layer, row by row in cache) returns them instead (DecoderOut::log_probs).
+  bool log_probs = false;
 
   // The cache of type T named `name`, empty on its first use. A name holds one type for the
   // state's life: asking for it as another is a programming error (std::logic_error).

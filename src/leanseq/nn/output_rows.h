@@ -17,7 +17,9 @@ struct OutputRows {
 
 // x times the output layer (`weight` [V, C], `bias` [V] or undefined, `packed` its packed copy):
 // the logits [..., V] of the whole vocabulary, or [..., V'] of `rows`' ids when rows is given.
+// With log_probs, their log_softmax over the last dimension (float32) instead: the same floats as
+// kernels::log_softmax of the logits, taken row by row as an int8 layer scales its product back.
 torch::Tensor output_logits(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                            const PackedWeight& packed, OutputRows* rows);
+                            const PackedWeight& packed, OutputRows* rows, bool log_probs = false);
 
 }  // namespace leanseq::nn

@@ -1,5 +1,7 @@
 #include "leanseq/nn/packed_weight.h"
 
+#include "leanseq/kernels/log_softmax.h"
+
 namespace leanseq::nn {
 
 void PackedWeight::pack(const torch::Tensor& weight, const torch::Tensor& bias, kernels::ComputeType type) {
@@ -33,6 +35,11 @@ torch::Tensor PackedWeight::forward(const torch::Tensor& x) const {
 torch::Tensor PackedWeight::forward_relu(const torch::Tensor& x) const {
   if (type_ == kernels::ComputeType::int8) return kernels::int8_linear_relu(x, int8_, bias_);
   return torch::relu(forward(x));
+}
+
+torch::Tensor PackedWeight::forward_log_softmax(const torch::Tensor& x) const {
+  if (type_ == kernels::ComputeType::int8) return kernels::int8_linear_log_softmax(x, int8_, bias_);
+  return kernels::log_softmax(forward(x));
 }
 
 int64_t set_compute_type(torch::nn::Module& model, kernels::ComputeType type) {

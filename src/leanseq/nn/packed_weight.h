@@ -21,6 +21,9 @@ class PackedWeight {
   torch::Tensor forward(const torch::Tensor& x) const;
   // relu(forward(x)); int8 applies the relu while scaling its product back.
   torch::Tensor forward_relu(const torch::Tensor& x) const;
+  // kernels::log_softmax(forward(x)) in float32; int8 takes each row's log-probabilities while
+  // scaling it back.
+  torch::Tensor forward_log_softmax(const torch::Tensor& x) const;
 
  private:
   kernels::ComputeType type_ = kernels::ComputeType::float32;
