@@ -69,10 +69,14 @@ std::vector<std::vector<decode::TranslationHyp>> TranslatorPool::translate(const
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lines[a].size() < lines[b].size(); });
   }
   std::vector<std::vector<decode::TranslationHyp>> out(n);
-  std::vector<decode::TranslationStats> part_stats((n + part - 1) / part);
+  const size_t parts = (n + part - 1) / part;
+  std::vector<decode::TranslationStats> part_stats(parts);
   std::vector<std::future<void>> done;
-  for (size_t begin = 0, k = 0; begin < n; begin += part, ++k) {
-    const size_t end = std::min(n, begin + part);
+  // The longest parts are queued first: the workers that finish early take the short ones, and
+  // the call does not wait on one worker decoding the longest lines while the others are idle.
+  // Which lines make each part does not change, nor does any translation.
+  for (size_t k = parts; k-- > 0;) {
+    const size_t begin = k * part, end = std::min(n, begin + part);
     auto task = std::make_shared<std::packaged_task<void()>>([&, begin, end, k] {
       std::vector<std::string> these, their_prefixes;
       std::vector<decode::Constraints> their_constraints;
