@@ -434,7 +434,7 @@ torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Te
   if (attn) *attn = out.attn.squeeze(1);
   auto logits = out.logits.squeeze(1);
   out.logits.reset();  // the step's logits are then overwritten by their log-probabilities
-  if (out.log_probs) return logits.scalar_type() == torch::kFloat ? logits : logits.to(torch::kFloat);
+  if (out.log_probs) return logits;  // already float32 (nn::output_logits)
   return log_probs(std::move(logits), temperature_);
 }
 
