@@ -3,8 +3,8 @@
 # it is; copy_tree serves ct2_setup.sh too). Needs $py, $here, $work and die(), log() from the
 # script that sources it; sets $fs to the built copy.
 
-# leanseq keeps freed memory for reuse (jemalloc, dirty_decay_ms:-1), in transparent huge pages
-# (thp:always, metadata_thp:always). glibc's malloc hands a large buffer's pages back and faults
+# leanseq keeps freed memory for reuse (jemalloc, dirty_decay_ms:-1), for requests of any size
+# (lg_extent_max_active_fit:30), in transparent huge pages (thp:always, metadata_thp:always). glibc's malloc hands a large buffer's pages back and faults
 # them in again when it is next allocated, which on some virtual machines costs a Python-hosted
 # peer (fairseq's training, CTranslate2's batches) a third to half of its speed. kept_memory_env
 # sets the array kept_memory to the same allocator and policy for a peer, preloaded
@@ -13,7 +13,7 @@
 # Needs $leanseq.
 kept_memory_env() {
   kept_memory=()
-  local line conf=dirty_decay_ms:-1
+  local line conf=dirty_decay_ms:-1,lg_extent_max_active_fit:30
   line=$("$leanseq" --version | grep '^allocator: ' || true)
   case "$line" in *"huge pages"*) conf="$conf,thp:always,metadata_thp:always" ;; esac
   if [ "${line#allocator: jemalloc}" = "$line" ]; then

@@ -21,8 +21,15 @@
 // touches for the first time then faults in 2 MiB at a time, not 4 KiB. On a virtual machine whose
 // page faults trap to the host this made test2016's int8 translation 1.17x faster in batches of
 // 64 (docs/benchmarks/decoding.md#huge-pages-2026-12-05).
+// Kept memory must also serve later requests whatever their size: by default jemalloc reuses a
+// freed region only for a request at least 1/64 of its size, and freed neighbours merge into
+// regions of tens of megabytes that no decoding step's buffer reaches. The process then mapped
+// fresh memory without end: int8 translation one sentence at a time grew by about 40 MiB a
+// second (2.3 GiB resident after 9000 sentences, 47 MiB of them in use). lg_extent_max_active_fit
+// lifts that limit (any kept region is split for any request).
 extern "C" {
-[[gnu::used]] const char* malloc_conf = "dirty_decay_ms:-1,thp:always,metadata_thp:always";
+[[gnu::used]] const char* malloc_conf =
+    "dirty_decay_ms:-1,lg_extent_max_active_fit:30,thp:always,metadata_thp:always";
 }
 
 namespace leanseq {

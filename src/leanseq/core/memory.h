@@ -12,7 +12,8 @@ namespace leanseq {
 // on the 2-core reference machine, a reused one ~2 ms). Call once, before any tensor work.
 // Where a program allocates through jemalloc (CMake's LEANSEQ_JEMALLOC), jemalloc keeps freed
 // memory the same way, in transparent huge pages: this file sets its malloc_conf
-// ("dirty_decay_ms:-1,thp:always,metadata_thp:always"), whose settings MALLOC_CONF in the
+// ("dirty_decay_ms:-1,lg_extent_max_active_fit:30,thp:always,metadata_thp:always": kept memory
+// serves requests of any size, so that it bounds what the process maps), whose settings MALLOC_CONF in the
 // environment overrides one by one (e.g. MALLOC_CONF=dirty_decay_ms:10000 hands freed pages back
 // after ten seconds, MALLOC_CONF=thp:default leaves pages to the kernel's policy).
 void retain_freed_memory();
