@@ -11,6 +11,7 @@
 #include "leanseq/kernels/add_layer_norm.h"
 #include "leanseq/kernels/batched_matmul.h"
 #include "leanseq/kernels/dropout.h"
+#include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
@@ -200,6 +201,25 @@ void BM_InferenceAttention(benchmark::State& state) {
 }
 BENCHMARK(BM_InferenceAttention)
     ->Args({0, 16})->Args({1, 16})->Args({0, 32})->Args({1, 32})->Args({0, 100})->Args({1, 100})
+    ->Unit(benchmark::kMicrosecond);
+
+// One int8 product of a decoding step at range(0) rows (a sentence's beam of 5, or a batch's
+// 320) by a K x N weight (transformer_small's: 256 x 768 its self-attention's three projections,
+// 1024 x 256 a second feed-forward product, 256 x 8000 an output layer), on one thread: at a few
+// rows the time outside the product itself (quantizing, the primitive's call, scaling back) shows.
+void BM_Int8Linear(benchmark::State& state) {
+  const int threads = leanseq::compute_threads();
+  leanseq::set_compute_threads(1);
+  const int64_t M = state.range(0), K = state.range(1), N = state.range(2);
+  torch::NoGradGuard g;
+  const auto w = leanseq::kernels::quantize_weight(torch::randn({N, K}) * 0.05);
+  const auto bias = torch::randn({N}), x = torch::randn({M, K});
+  for (auto _ : state) benchmark::DoNotOptimize(leanseq::kernels::int8_linear(x, w, bias).data_ptr());
+  state.SetItemsProcessed(state.iterations() * M * N * K);
+  leanseq::set_compute_threads(threads);
+}
+BENCHMARK(BM_Int8Linear)
+    ->Args({5, 256, 768})->Args({5, 1024, 256})->Args({5, 256, 8000})->Args({320, 256, 768})->Args({320, 256, 8000})
     ->Unit(benchmark::kMicrosecond);
 
 // A beam reorder of one self-attention cache of a decoding step at batch 64, beam 5 (320 rows,
