@@ -109,14 +109,15 @@ def show(summary, key):
     return "-" if not summary or summary[key] is None else summary[key]
 
 
-def products_alone(limits, batch, ctype):
-    """Seconds per sentence that leanseq-decode-bench's weight products take alone, or None."""
+def products_alone(limits, batch, ctype, decoders=1):
+    """Seconds per sentence that leanseq-decode-bench's weight products take alone, or None: timed
+    at one decoder's threads, and divided by the decoders that run side by side (--decoders)."""
     path = os.path.join(limits or "", "%s.b%d.json" % (ctype, batch))
     if not limits or not os.path.exists(path):
         return None
     with open(path, encoding="utf-8") as f:
         ms = json.load(f)["contenders"][0].get("products_alone_ms_per_sentence")
-    return ms / 1e3 if ms else None
+    return ms / 1e3 / decoders if ms else None
 
 
 def fraction(alone, summary):
@@ -144,8 +145,10 @@ def table(args):
         for ctype in sorted(set(ct2) | set(ours), key=lambda t: (t != "float32", t)):
             a, b = ct2.get(ctype), ours.get(ctype)
             ratio = "%.2fx" % (b["sentences_per_second"] / a["sentences_per_second"]) if a and b else ""
-            alone = products_alone(args.limits, batch, ctype)
-            shares = {"ctranslate2": fraction(alone, a), "leanseq": fraction(alone, b)}
+            alone = products_alone(args.limits, batch, ctype, args.decoders)
+            # CTranslate2's fraction only where its replicas are the layout the limit was timed for.
+            shares = {"ctranslate2": fraction(alone, a) if args.ct2_replicas == args.decoders else None,
+                      "leanseq": fraction(alone, b)}
             if alone:
                 fractions.setdefault(batch, {})[ctype] = dict(shares, products_alone_seconds_per_sentence=alone)
             print("| %d | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |" % (
@@ -195,6 +198,10 @@ def main():
     p = sub.add_parser("table")
     p.add_argument("dir")
     p.add_argument("--limits", help="leanseq-decode-bench's outputs, TYPE.bBATCH.json (default: no fractions)")
+    p.add_argument("--decoders", type=int, default=1,
+                   help="leanseq's workers, the decoders side by side that the limits' threads are one of (default 1)")
+    p.add_argument("--ct2-replicas", type=int, default=1,
+                   help="CTranslate2's replicas: its fraction is given where they equal --decoders (default 1)")
     args = parser.parse_args()
     return {"convert": convert, "translate": translate, "record": record, "table": table}[args.command](args)
 

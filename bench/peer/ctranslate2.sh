@@ -112,8 +112,10 @@ alternate_decodes "$rounds" "$batch_sizes" "$compute_types"
 
 # The products' limit of each batch size and type: leanseq-decode-bench times the weight products a
 # model of this shape (transformer_small's: fairseq.sh's recipe) makes per sentence, each shape
-# alone at --threads threads, for this vocabulary, the test set's mean source length and leanseq's
-# mean output length; the table divides that time by each tool's time per sentence.
+# alone at one decoder's threads (--threads over --leanseq-workers), for this vocabulary, the test
+# set's mean source length and leanseq's mean output length; the table divides that time by the
+# decoders side by side, then by each tool's time per sentence (CTranslate2's where its replicas
+# are as many as leanseq's workers).
 limits="$out/limits"
 rm -rf "$limits" && mkdir -p "$limits"
 bench="$(dirname "$leanseq")/bench/leanseq-decode-bench"
@@ -126,7 +128,7 @@ if [ -x "$bench" ]; then
       length=$(awk -v t="$tokens" -v n="$(wc -l <"$data/test2016.en")" 'BEGIN {printf "%d", t / n - 0.5}')
       log "the products' limit: $t, batches of $b, $source_length source and $length target tokens"
       "$bench" --arch "transformer_small:compute_type=$t" --vocab "$vocab" --source-length "$source_length" \
-        --length "$length" --batch-size "$b" --sentences $((b < 64 ? 64 : b)) --rounds 1 --threads "$threads" \
+        --length "$length" --batch-size "$b" --sentences $((b < 64 ? 64 : b)) --rounds 1 --threads $((threads / workers)) \
         >"$limits/$t.b$b.json" 2>"$limits/$t.b$b.log" || die "leanseq-decode-bench failed; see $limits/$t.b$b.log"
     done
   done
@@ -136,4 +138,4 @@ fi
 echo "leanseq $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), CTranslate2 $($py -c 'import ctranslate2; print(ctranslate2.__version__)')," \
   "$(date +%F), $(cpu_summary), $threads threads (CTranslate2: $replicas replica(s), leanseq: $workers worker(s)), model $run, beam $beam, max length $max_length, length penalty $lenpen," \
   "medians of $rounds alternated rounds; CT2_FORCE_CPU_ISA=${CT2_FORCE_CPU_ISA:-unset}; CTranslate2's allocator: ${kept_memory[*]:-glibc malloc}"
-$py "$here/ct2_translate.py" table "$results" --limits "$limits"
+$py "$here/ct2_translate.py" table "$results" --limits "$limits" --decoders "$workers" --ct2-replicas "$replicas"
