@@ -35,6 +35,27 @@ TEST(Int8Gemm, WeightRoundTripIsWithinHalfAStepPerRow) {
   EXPECT_TRUE(torch::equal(quantize_weight(back).q, q.q));
 }
 
+// Rows are quantized by one loop whichever vector unit runs it (AVX-512's own above 16 lanes): scale
+// max|r| / 127, values r * (1 / scale) rounded to the nearest integer, ties to even, at every row
+// length (whole registers, a tail, neither), as ATen rounds the same products.
+TEST(Int8Gemm, RowsRoundToTheNearestEvenIntegerAtEveryLength) {
+  torch::manual_seed(4);
+  for (int64_t K : {1, 7, 16, 33, 64, 100, 255, 256, 1024, 1029}) {
+    auto w = torch::randn({9, K}) * 3;
+    // A row whose scale is 1: ties at every half, both signs, where truncation or rounding away
+    // from zero would differ.
+    w[0] = (torch::arange(K, torch::kFloat) % 16 - 8) * 0.5;
+    w[0][0] = 127;
+    w[1].zero_();
+    auto q = quantize_weight(w);
+    const auto scale = std::get<0>(w.abs().max(1)) / 127;
+    // (The kernels divide by 127 as a product with its reciprocal: an ulp apart at most.)
+    EXPECT_TRUE(torch::allclose(q.scale, torch::where(scale > 0, scale, torch::ones_like(scale)), 2e-7, 0)) << K;
+    auto want = (w * (1 / q.scale).unsqueeze(1)).round().to(torch::kChar);
+    EXPECT_TRUE(torch::equal(q.q, want)) << K << ": " << (q.q.to(torch::kInt) - want.to(torch::kInt)).abs().max().item<int>();
+  }
+}
+
 TEST(Int8Gemm, MatchesTheExactIntegerReference) {
   if (!int8_gemm_available()) GTEST_SKIP() << "this build has no oneDNN";
   torch::manual_seed(2);
