@@ -212,6 +212,16 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       std::min<int64_t>(static_cast<int64_t>(opt.max_len_a * static_cast<double>(src_len)) + opt.max_len_b,
                         max_positions - 1);
   std::vector<std::vector<Hypothesis>> finalized(bsz);
+  // Without a length penalty a score only falls as its hypothesis grows (log-probabilities are at
+  // most 0), so once a step's best candidate ends in </s> no later hypothesis beats it: the sentence
+  // ends there, with nbest hypotheses (CTranslate2's early exit, its search's where length_penalty
+  // is 0). fairseq's search goes on to `beam` of them and picks the same best: with its search
+  // only when one hypothesis is asked for. Not where candidates are ranked otherwise (constraints,
+  // sampling, diverse groups) or a negative <unk> penalty raises a log-probability above 0.
+  const bool early_exit = opt.lenpen == 0 && (opt.nbest == 1 || opt.max_len_cuts) && opt.unk_penalty >= 0 &&
+                          opt.constraint_order == ConstraintOrder::none && !opt.sampling &&
+                          opt.diverse_beam_groups <= 1 && opt.diversity_rate <= -1;
+  std::vector<bool> best_ended(bsz, false);  // early_exit: a step's best candidate of the sentence ended
   std::vector<int64_t> active(bsz);  // original sentence index of each active group
   for (int64_t b = 0; b < bsz; ++b) active[b] = b;
 
@@ -330,6 +340,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
       auto& fin = finalized[active[g]];
       for (int64_t j = 0; j < beam && j < k2; ++j) {
         if (ci[g][j] % vocab != kEos || cs[g][j] == kNegInf) continue;
+        if (j == 0) best_ended[static_cast<size_t>(active[g])] = true;
         // (CTranslate2 keeps every one of a step's top `beam` that ends, and picks the best.)
         if (static_cast<int64_t>(fin.size()) >= beam && !opt.max_len_cuts) break;
         const int64_t row = g * beam + ci[g][j] / vocab;
@@ -356,7 +367,9 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
         }
         fin.push_back(std::move(h));
       }
-      done[g] = static_cast<int64_t>(fin.size()) >= beam || step == max_len;
+      done[g] = static_cast<int64_t>(fin.size()) >= beam || step == max_len ||
+                (early_exit && best_ended[static_cast<size_t>(active[g])] &&
+                 static_cast<int64_t>(fin.size()) >= opt.nbest);
     }
     std::vector<int64_t> keep;
     for (int64_t g = 0; g < groups; ++g) {
