@@ -225,9 +225,10 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
   std::vector<int64_t> active(bsz);  // original sentence index of each active group
   for (int64_t b = 0; b < bsz; ++b) active[b] = b;
 
-  auto tokens = torch::full({bsz * beam, max_len + 2}, kPad, torch::kLong);
-  tokens.select(1, 0).fill_(kEos);
-  auto scores = torch::zeros({bsz * beam, max_len + 1}, torch::kFloat);
+  // Each row's tokens so far, </s> first ([N, step + 1] before a step), and its scores after each
+  // token ([N, step]): a column more per step, so a reorder copies what the rows hold, not max_len.
+  auto tokens = torch::full({bsz * beam, 1}, kEos, torch::kLong);
+  auto scores = torch::zeros({bsz * beam, 0}, torch::kFloat);
   std::vector<torch::Tensor> attn_steps;  // per step [N, S] for the rows alive at that step
   torch::Tensor attn_hist;                // [N, step, S] aligned with the current rows
   // Constrained search: each sentence's constraints, and the state of each row of each active group
@@ -400,10 +401,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
     }
     if (constrained) states = std::move(next_states);
     auto order_t = torch::tensor(order, torch::kLong);
-    tokens = tokens.index_select(0, order_t);
-    scores = scores.index_select(0, order_t);
-    tokens.select(1, step + 1).copy_(torch::tensor(next_tok, torch::kLong));
-    scores.select(1, step).copy_(torch::tensor(next_score, torch::kFloat));
+    tokens = torch::cat({tokens.index_select(0, order_t), torch::tensor(next_tok, torch::kLong).unsqueeze(1)}, 1);
+    scores = torch::cat({scores.index_select(0, order_t), torch::tensor(next_score, torch::kFloat).unsqueeze(1)}, 1);
     if (attn_hist.defined()) attn_hist = attn_hist.index_select(0, order_t);
     const bool within = static_cast<int64_t>(keep.size()) == groups;
     decoder.reorder(order_t, within);
@@ -420,13 +419,14 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
                                    const torch::Tensor& src_lengths, int64_t beam, double temperature,
                                    const torch::Tensor& output_ids)
-    : model_(model), temperature_(temperature), sentences_(src.size(0)), beam_(beam) {
+    : model_(model), temperature_(temperature), sentences_(src.size(0)), beam_(beam), device_(src.device()) {
   // One row per sentence until the first reorder, or a step with beam rows, expands them.
   enc_ = model.encode(src, src_lengths);
+  device_ = enc_.out.device();
   state_ = model.init_state(enc_);
   state_.log_probs = temperature == 1.0;  // without a temperature the output layer may give them
   if (output_ids.defined()) {
-    output_ids_ = output_ids.to(enc_.out.device());
+    output_ids_ = output_ids.to(device_);
     state_.output_rows = std::make_shared<nn::OutputRows>();
     state_.output_rows->ids = output_ids_;
   }
@@ -434,16 +434,19 @@ ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Ten
 
 void ModelStepDecoder::expand(const torch::Tensor& rows) {
   state_.rows_per_source = beam_;  // the beam rows of a sentence follow each other (expanded())
-  model_.reorder(enc_, state_, rows.to(enc_.out.device()), false);
+  model_.reorder(enc_, state_, rows.to(device_), false);
 }
 
 torch::Tensor ModelStepDecoder::step(const torch::Tensor& last_tokens, torch::Tensor* attn) {
   if (!expanded() && last_tokens.size(0) != sentences_) {
     expand(torch::arange(sentences_, torch::kLong).repeat_interleave(beam_));
   }
-  auto tokens = last_tokens.to(enc_.out.device());
+  auto tokens = last_tokens.to(device_);
   if (output_ids_.defined()) tokens = output_ids_.index_select(0, tokens);  // columns -> token ids
   auto out = model_.step(tokens.unsqueeze(1), enc_, state_, attn != nullptr);
+  // The state holds what later steps read of the encoder output: the batch's copies of it (one per
+  // beam after the expansion) need not be made, or moved up as sentences finish.
+  if (model_.steps_read_encoder_out_once()) enc_ = models::EncoderOut{};
   if (attn) *attn = out.attn.squeeze(1);
   auto logits = out.logits.squeeze(1);
   out.logits.reset();  // the step's logits are then overwritten by their log-probabilities
@@ -469,7 +472,7 @@ torch::Tensor ensemble_log_probs(const std::vector<torch::Tensor>& lprobs) {
 
 void ModelStepDecoder::reorder(const torch::Tensor& order, bool within_sentence) {
   if (!expanded()) return expand(torch::div(order, beam_, "floor"));
-  model_.reorder(enc_, state_, order.to(enc_.out.device()), within_sentence);
+  model_.reorder(enc_, state_, order.to(device_), within_sentence);
 }
 
 EnsembleStepDecoder::EnsembleStepDecoder(const std::vector<models::Seq2SeqModel*>& models, const torch::Tensor& src,

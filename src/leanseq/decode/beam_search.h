@@ -133,9 +133,10 @@ class ModelStepDecoder : public StepDecoder {
   models::Seq2SeqModel& model_;
   double temperature_;
   int64_t sentences_, beam_;
-  models::EncoderOut enc_;
+  models::EncoderOut enc_;  // let go after the first step where the model reads it only then
   nn::IncrementalState state_;
   torch::Tensor output_ids_;
+  torch::Device device_;  // the model's
 };
 
 // Several models decoding together (fairseq's EnsembleModel): each with its own encoder output

@@ -4,6 +4,7 @@
 // and the language model made of such a decoder alone.
 #pragma once
 #include <functional>
+#include <type_traits>
 
 #include "leanseq/models/seq2seq.h"
 #include "leanseq/nn/attention.h"
@@ -44,6 +45,14 @@ inline DecoderOut run_decoder_stack(torch::Tensor x, size_t layers, const Decode
 // Config: encoder/decoder sides with embed_dim, share_all_embeddings, max_target_positions.
 // Encoder(cfg, embedding) -> EncoderOut; Decoder(cfg, embedding, vocab) with forward(prev, enc,
 // need_attn), step(tokens, enc, state, need_attn) and `layers`.
+// A decoder (its Impl) with `static constexpr bool kStepsReadEncoderOutOnce = true` reads the
+// encoder output on its first step only (its layers' StaticAttentionCache).
+template <class D, class = void>
+struct StepsReadEncoderOutOnce : std::false_type {};
+template <class D>
+struct StepsReadEncoderOutOnce<D, std::void_t<decltype(D::kStepsReadEncoderOutOnce)>>
+    : std::bool_constant<D::kStepsReadEncoderOutOnce> {};
+
 template <class Config, class Encoder, class Decoder>
 class EncoderDecoderModel : public Seq2SeqModel {
  public:
@@ -65,6 +74,9 @@ class EncoderDecoderModel : public Seq2SeqModel {
     return decoder->step(tokens, enc, state, need_attn);
   }
   int64_t max_target_positions() const override { return cfg_.max_target_positions; }
+  bool steps_read_encoder_out_once() const override {
+    return StepsReadEncoderOutOnce<typename Decoder::ContainedType>::value;
+  }
 
   Encoder encoder{nullptr};
   Decoder decoder{nullptr};

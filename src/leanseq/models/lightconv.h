@@ -80,6 +80,8 @@ class LightConvDecoderImpl : public torch::nn::Module, public nn::LowPrecision {
   LightConvDecoderImpl(const LightConvConfig& cfg, torch::nn::Embedding embed_tokens, int64_t vocab);
   DecoderOut forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn);
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state, bool need_attn);
+  // step() reads `enc` only through its layers' StaticAttentionCache, filled on the first step.
+  static constexpr bool kStepsReadEncoderOutOnce = true;
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;

@@ -64,6 +64,9 @@ class Seq2SeqModel : public torch::nn::Module {
     state.reorder(order, within_sentence);
   }
   virtual int64_t max_target_positions() const = 0;
+  // Whether step() reads the encoder output only on a state's first step (to fill the state's
+  // caches of it): a decoder may then let it go after that step, and reorders no longer move it.
+  virtual bool steps_read_encoder_out_once() const { return false; }
 
   // Convenience: encode + teacher-forced decode.
   DecoderOut forward(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& prev_tokens,

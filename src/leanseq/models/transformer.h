@@ -108,6 +108,8 @@ class TransformerDecoderImpl : public torch::nn::Module, public nn::LowPrecision
   DecoderOut forward(const torch::Tensor& prev_tokens, const EncoderOut& enc, bool need_attn,
                      AttentionMaps* maps = nullptr);
   DecoderOut step(const torch::Tensor& tokens, const EncoderOut& enc, nn::IncrementalState& state, bool need_attn);
+  // step() reads `enc` only through its layers' StaticAttentionCache, filled on the first step.
+  static constexpr bool kStepsReadEncoderOutOnce = true;
   torch::nn::Embedding embed_tokens{nullptr};
   nn::PositionalEmbedding embed_positions{nullptr};
   torch::nn::ModuleList layers;
