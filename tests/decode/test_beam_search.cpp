@@ -14,37 +14,14 @@
 #include "leanseq/nn/packed_weight.h"
 #include "support/fairseq_models.h"
 #include "support/fixtures.h"
+#include "support/scripted_decoder.h"
 
 using namespace leanseq;
 using namespace leanseq::decode;
 using kernels::ComputeType;
 
-namespace {
-// A decoder whose next-token distribution depends only on the last token, from a fixed table.
-class ScriptedDecoder : public StepDecoder {
- public:
-  explicit ScriptedDecoder(torch::Tensor table) : table_(std::move(table)) {}
-  torch::Tensor step(const torch::Tensor& last, torch::Tensor*) override {
-    ++steps;
-    return table_.index_select(0, last);
-  }
-  void reorder(const torch::Tensor& order, bool within) override {
-    last_order = order;
-    if (!within) ++shrinks;
-  }
-  int steps = 0, shrinks = 0;
-  torch::Tensor last_order;
-
- private:
-  torch::Tensor table_;
-};
-
-torch::Tensor log_table(const std::vector<std::vector<float>>& probs) {
-  std::vector<float> flat;
-  for (const auto& r : probs) flat.insert(flat.end(), r.begin(), r.end());
-  return torch::tensor(flat).view({static_cast<int64_t>(probs.size()), -1}).log();
-}
-}  // namespace
+using test::log_table;
+using test::ScriptedDecoder;
 
 // A server's request that timed out stops its batch: the search asks before each step.
 TEST(BeamSearch, StopsBeforeTheNextStepWhenCancelled) {

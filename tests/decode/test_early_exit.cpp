@@ -5,25 +5,13 @@
 #include <cmath>
 
 #include "leanseq/decode/beam_search.h"
+#include "support/scripted_decoder.h"
 
 using namespace leanseq;
 using namespace leanseq::decode;
 
 namespace {
-// Next-token log-probabilities that depend only on the last token; counts the steps.
-class TableDecoder : public StepDecoder {
- public:
-  explicit TableDecoder(torch::Tensor table) : table_(std::move(table)) {}
-  torch::Tensor step(const torch::Tensor& last, torch::Tensor*) override {
-    ++steps;
-    return table_.index_select(0, last);
-  }
-  void reorder(const torch::Tensor&, bool) override {}
-  int steps = 0;
-
- private:
-  torch::Tensor table_;
-};
+using test::ScriptedDecoder;
 
 // Vocabulary: 0 <s>, 1 <pad>, 2 </s>, 3 <unk>, 4 a, 5 b, 6 c. After the first </s> (the start):
 // a 0.7, b 0.3; after a: </s> 0.6, c 0.4; after b: c 0.98; after c: </s> 0.99. At beam 2 the
@@ -36,9 +24,7 @@ torch::Tensor table() {
       {0.f, 0.f, 0.6f, 0.f, 0.f, 0.f, 0.4f},         {0.f, 0.f, 0.02f, 0.f, 0.f, 0.f, 0.98f},
       {0.f, 0.f, 0.99f, 0.f, 0.f, 0.f, 0.01f},
   };
-  std::vector<float> flat;
-  for (const auto& r : p) flat.insert(flat.end(), r.begin(), r.end());
-  return torch::tensor(flat).view({7, 7}).log();
+  return test::log_table(p);
 }
 
 SearchOptions beam2(double lenpen) {
@@ -53,7 +39,7 @@ SearchOptions beam2(double lenpen) {
 // Without a length penalty, "a </s>" (log 0.42) beats anything longer: the search ends at the step
 // it ends, with the best hypothesis the full search finds (nbest 2 makes it go on).
 TEST(EarlyExit, WithoutALengthPenaltyTheSearchEndsWhereTheBestCandidateEnds) {
-  TableDecoder early(table()), full(table());
+  ScriptedDecoder early(table()), full(table());
   const auto cut = beam_search(early, 1, 3, 1024, 7, beam2(0));
   auto two = beam2(0);
   two.nbest = 2;
@@ -71,7 +57,7 @@ TEST(EarlyExit, WithoutALengthPenaltyTheSearchEndsWhereTheBestCandidateEnds) {
 
 // With one, a longer hypothesis can win once normalized: the search goes on until beam have ended.
 TEST(EarlyExit, WithALengthPenaltyTheSearchGoesOn) {
-  TableDecoder dec(table());
+  ScriptedDecoder dec(table());
   const auto res = beam_search(dec, 1, 3, 1024, 7, beam2(1));
   ASSERT_EQ(res[0].size(), 2u);
   EXPECT_EQ(res[0][0].tokens, (std::vector<int64_t>{5, 6, 2}));  // b c </s>
@@ -85,21 +71,21 @@ TEST(EarlyExit, CTranslate2sSearchWaitsForNbestAndANegativeUnkPenaltyGoesOn) {
   auto opt = beam2(0);
   opt.max_len_cuts = true;
   opt.nbest = 2;
-  TableDecoder ct2(table());
+  ScriptedDecoder ct2(table());
   const auto res = beam_search(ct2, 1, 3, 1024, 7, opt);
   ASSERT_GE(res[0].size(), 2u);
   EXPECT_EQ(res[0][0].tokens, (std::vector<int64_t>{4, 2}));
   EXPECT_EQ(ct2.steps, 3);
   opt = beam2(0);
   opt.unk_penalty = -1;
-  TableDecoder unk(table());
+  ScriptedDecoder unk(table());
   beam_search(unk, 1, 3, 1024, 7, opt);
   EXPECT_EQ(unk.steps, 3);
 }
 
 // A sentence in a batch ends on its own, with what it gets searched alone.
 TEST(EarlyExit, EachSentenceOfABatchEndsOnItsOwn) {
-  TableDecoder batch(table()), alone(table());
+  ScriptedDecoder batch(table()), alone(table());
   const auto together = beam_search(batch, 2, 3, 1024, 7, beam2(0));
   const auto one = beam_search(alone, 1, 3, 1024, 7, beam2(0));
   for (const auto& hyps : together) {
