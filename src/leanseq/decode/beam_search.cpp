@@ -419,10 +419,12 @@ std::vector<std::vector<Hypothesis>> beam_search(StepDecoder& decoder, int64_t b
 ModelStepDecoder::ModelStepDecoder(models::Seq2SeqModel& model, const torch::Tensor& src,
                                    const torch::Tensor& src_lengths, int64_t beam, double temperature,
                                    const torch::Tensor& output_ids)
-    : model_(model), temperature_(temperature), sentences_(src.size(0)), beam_(beam), device_(src.device()) {
-  // One row per sentence until the first reorder, or a step with beam rows, expands them.
-  enc_ = model.encode(src, src_lengths);
-  device_ = enc_.out.device();
+    : model_(model),
+      temperature_(temperature),
+      sentences_(src.size(0)),
+      beam_(beam),
+      enc_(model.encode(src, src_lengths)),  // one row per sentence until the first reorder, or a
+      device_(enc_.out.device()) {           // step with beam rows, expands them
   state_ = model.init_state(enc_);
   state_.log_probs = temperature == 1.0;  // without a temperature the output layer may give them
   if (output_ids.defined()) {
