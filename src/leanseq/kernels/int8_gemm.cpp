@@ -202,7 +202,7 @@ torch::Tensor check_weight(const torch::Tensor& weight) {
 // oneDNN's own scratchpad is one per primitive in Debian's build.
 struct Int8Matmul {
   dnnl::matmul primitive;
-  dnnl::memory::desc weights, scratchpad;
+  dnnl::memory::desc src, weights, dst, scratchpad;
 };
 
 dnnl::matmul::primitive_desc int8_matmul_desc(int64_t M, int64_t K, int64_t N) {
@@ -220,7 +220,7 @@ std::shared_ptr<const Int8Matmul> int8_matmul(int64_t M, int64_t K, int64_t N) {
   static PrimitiveCache<std::tuple<int64_t, int64_t, int64_t>, Int8Matmul> cache(512);
   return cache.get(std::make_tuple(M, K, N), [&] {
     const auto pd = int8_matmul_desc(M, K, N);
-    return Int8Matmul{dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc()};
+    return Int8Matmul{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()};
   });
 }
 
@@ -281,16 +281,12 @@ bool packed_product(uint8_t* xq, int64_t M, int64_t rows, const Int8Weight& w, i
   const dnnl::memory* weights = packed_weight(w, mm->weights);
   if (!weights) return false;
   if (rows > M) std::memset(xq + M * K, 128, (rows - M) * K);  // the padding rows: zeros once shifted
-  using dt = dnnl::memory::data_type;
-  using tag = dnnl::memory::format_tag;
   thread_local Scratch scratch;
-  dnnl::memory src({{rows, K}, dt::u8, tag::ab}, onednn_cpu_engine(), xq);
-  dnnl::memory dst({{rows, N}, dt::s32, tag::ab}, onednn_cpu_engine(), acc);
-  dnnl::memory pad(mm->scratchpad, onednn_cpu_engine(), scratch.at(mm->scratchpad.get_size()));
-  dnnl::stream stream(onednn_cpu_engine());
-  mm->primitive.execute(stream,
-                        {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
-  stream.wait();
+  execute_on_this_thread(mm, mm->primitive,
+                         {{DNNL_ARG_SRC, nullptr, &mm->src, xq},
+                          {DNNL_ARG_WEIGHTS, weights},
+                          {DNNL_ARG_DST, nullptr, &mm->dst, acc},
+                          {DNNL_ARG_SCRATCHPAD, nullptr, &mm->scratchpad, scratch.at(mm->scratchpad.get_size())}});
   return true;
 }
 #endif

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "leanseq/core/error.h"
@@ -233,26 +232,32 @@ torch::Tensor multiply(const torch::Tensor& rows, const torch::Tensor& weight, c
   // The primitives run on this thread's OpenMP team, sized as ATen's (as dense.cpp's sgemm).
   (void)at::get_num_threads();
   auto out = torch::empty({M, N}, rows.options());
-  const auto& engine = onednn_cpu_engine();
-  dnnl::stream stream(engine);
   thread_local Scratch scratch;
   const float* x = rows.data_ptr<float>();
   float* y = out.data_ptr<float>();
+  void* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
   for (int64_t done = 0; done < M;) {
     const int64_t m = piece_rows(M - done);
     const auto product = product_for(m, K, N, bias.defined());
     if (product->weights != weights->get_desc()) return {};  // a layout other than the one packed
-    void* aligned = scratch.at(product->scratchpad.get_size());
-    dnnl::memory src(product->src, engine, const_cast<float*>(x + done * K));
-    dnnl::memory dst(product->dst, engine, y + done * N);
-    dnnl::memory pad(product->scratchpad, engine, aligned);
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, *weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}};
-    if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(product->bias, engine, bias.data_ptr<float>()));
-    product->primitive.execute(stream, args);
+    void* pad = scratch.at(product->scratchpad.get_size());
+    void* src = const_cast<float*>(x + done * K);
+    if (b) {
+      execute_on_this_thread(product, product->primitive,
+                             {{DNNL_ARG_SRC, nullptr, &product->src, src},
+                              {DNNL_ARG_WEIGHTS, weights.get()},
+                              {DNNL_ARG_BIAS, nullptr, &product->bias, b},
+                              {DNNL_ARG_DST, nullptr, &product->dst, y + done * N},
+                              {DNNL_ARG_SCRATCHPAD, nullptr, &product->scratchpad, pad}});
+    } else {
+      execute_on_this_thread(product, product->primitive,
+                             {{DNNL_ARG_SRC, nullptr, &product->src, src},
+                              {DNNL_ARG_WEIGHTS, weights.get()},
+                              {DNNL_ARG_DST, nullptr, &product->dst, y + done * N},
+                              {DNNL_ARG_SCRATCHPAD, nullptr, &product->scratchpad, pad}});
+    }
     done += m;
   }
-  stream.wait();
   count_product({'N', 'T', M, N, K});
   return out;
 }
