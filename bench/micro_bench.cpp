@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <thread>
 
 #include "leanseq/core/startup.h"
@@ -13,6 +14,7 @@
 #include "leanseq/kernels/dropout.h"
 #include "leanseq/kernels/int8_gemm.h"
 #include "leanseq/kernels/label_smoothed_ce.h"
+#include "leanseq/kernels/one_query_attention.h"
 #include "leanseq/models/registry.h"
 #include "leanseq/models/state_dict.h"
 #include "leanseq/nn/incremental_state.h"
@@ -221,6 +223,36 @@ void BM_Int8Linear(benchmark::State& state) {
 BENCHMARK(BM_Int8Linear)
     ->Args({5, 256, 768})->Args({5, 1024, 256})->Args({5, 256, 8000})->Args({320, 256, 768})->Args({320, 256, 8000})
     ->Unit(benchmark::kMicrosecond);
+
+// One layer's attention at a decoding step of batch 64, beam 5 (320 rows, transformer_small's 4
+// heads of 64), on one thread: range(0) 0 the self-attention over range(1) cached positions, read
+// through a reorder's table of stored rows; 1 the encoder-decoder attention over range(1) source
+// positions, each sentence's keys shared by its 5 beams and a padding mask. Items are (row, head)
+// pairs: at a few keys each, the time per pair outside the sums shows.
+void BM_OneQueryAttention(benchmark::State& state) {
+  const int threads = leanseq::compute_threads();
+  leanseq::set_compute_threads(1);
+  const int64_t B = 320, H = 4, S = state.range(1), d = 64;
+  const bool self = state.range(0) == 0;
+  torch::NoGradGuard g;
+  const auto q = torch::randn({B, 1, H * d}).view({B, 1, H, d}).transpose(1, 2);
+  const int64_t P = self ? B : B / 5;
+  const auto k = torch::randn({P, H, S, d}), v = torch::randn({P, H, S, d});
+  torch::Tensor origin, mask;
+  if (self) {
+    origin = torch::randint(0, B, {B, S}, torch::kLong);
+  } else {
+    mask = torch::zeros({P, 1, 1, S});
+    mask.narrow(3, S - 3, 3).fill_(-std::numeric_limits<float>::infinity());
+  }
+  for (auto _ : state) {
+    auto out = leanseq::kernels::one_query_attention(q, k, v, mask, 0.125, origin, origin);
+    benchmark::DoNotOptimize(std::get<0>(out).data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * B * H);
+  leanseq::set_compute_threads(threads);
+}
+BENCHMARK(BM_OneQueryAttention)->Args({0, 4})->Args({0, 12})->Args({0, 24})->Args({1, 16})->Unit(benchmark::kMicrosecond);
 
 // A beam reorder of one self-attention cache of a decoding step at batch 64, beam 5 (320 rows,
 // transformer_small's 4 heads of 64, 12 positions so far) and the gather of its rows in order, on

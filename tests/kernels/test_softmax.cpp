@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "leanseq/core/threads.h"
@@ -53,6 +54,30 @@ TEST(FixedOrderSoftmax, MaskedEntriesAfterARowLeaveItsBitsAlone) {
     }
   }
   set_compute_threads(before);
+}
+
+// Rows given together (an attention's heads of one decoding row) get each row's own bits: widths
+// up to and past a register of 16, counts around the groups of four the short rows go in, rows
+// with masked entries (-inf), one dominant entry, a constant, and all masked.
+TEST(FixedOrderSoftmax, RowsTogetherGetEachRowsOwnBits) {
+  torch::manual_seed(53);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n = 1; n <= 24; ++n) {
+    for (int64_t count = 1; count <= 9; ++count) {
+      auto x = torch::randn({count, n}) * 5;
+      if (count > 1 && n > 1) x[1].narrow(0, n / 2, n - n / 2).fill_(-inf);
+      if (count > 2) x[2][0] = 90.f;
+      if (count > 3) x[3].fill_(-2.5f);
+      if (count > 5) x[5].fill_(-inf);
+      auto each = x.clone();
+      for (int64_t r = 0; r < count; ++r) kernels::softmax_row(each.data_ptr<float>() + r * n, n);
+      auto together = x.clone();
+      kernels::softmax_rows(together.data_ptr<float>(), n, count);
+      // NaN where a row is all masked: compared as bits.
+      EXPECT_EQ(std::memcmp(each.data_ptr<float>(), together.data_ptr<float>(), count * n * sizeof(float)), 0)
+          << n << " entries, " << count << " rows";
+    }
+  }
 }
 
 // What the loop leaves to ATen: other types, a recorded gradient.

@@ -21,8 +21,12 @@ namespace {
 #define LEANSEQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 // Rows [s, s + n) of `rows` (d floats each) fetched towards the cache ahead of their use: a
-// step's cached keys and values sit at scattered addresses that the hardware cannot predict, and
-// each row would otherwise wait for memory when its turn comes.
+// reordered self-attention cache's keys and values sit at scattered addresses that the hardware
+// cannot predict, and each row would otherwise wait for memory when its turn comes. The loops below
+// fetch (their `fetch`) only where the rows come through such a table: a (row, head)'s own keys
+// follow each other in memory, which the hardware fetches ahead by itself, and a sentence's beams
+// read the same keys one after the other, already in cache (the instructions of the fetches cost
+// an encoder-decoder attention of 16 keys more than they saved, BM_OneQueryAttention).
 inline void prefetch_rows(const float* const* rows, int64_t s, int64_t n, int64_t S, int64_t d) {
   for (int64_t i = s; i < std::min(s + n, S); ++i) {
     const char* row = reinterpret_cast<const char*>(rows[i]);
@@ -73,16 +77,16 @@ LEANSEQ_AVX512 inline __m512 lane_sums(__m512 a[16]) {
 constexpr int64_t kFewestSummedTogether = 9;
 
 LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const float* const* __restrict k, int64_t S,
-                               float* __restrict out) {
+                               float* __restrict out, bool fetch) {
   if (S < kFewestSummedTogether) return 0;
   const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16), q2 = _mm512_loadu_ps(q + 32),
                q3 = _mm512_loadu_ps(q + 48);
-  prefetch_rows(k, 0, kPrefetchAhead, S, 64);
+  if (fetch) prefetch_rows(k, 0, kPrefetchAhead, S, 64);
   int64_t s = 0;
   for (; S - s >= kFewestSummedTogether; s += 16) {
     __m512 a[16];
     for (int64_t i = 0; i < 16; ++i) {
-      if (i % 4 == 0) prefetch_rows(k, s + i + kPrefetchAhead, 4, S, 64);
+      if (fetch && i % 4 == 0) prefetch_rows(k, s + i + kPrefetchAhead, 4, S, 64);
       const float* r = k[std::min(s + i, S - 1)];
       __m512 t = _mm512_fmadd_ps(q0, _mm512_loadu_ps(r), _mm512_setzero_ps());
       t = _mm512_fmadd_ps(q1, _mm512_loadu_ps(r + 16), t);
@@ -96,10 +100,10 @@ LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const float* const* __
 }
 
 LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride, const float* const* __restrict v,
-                                    int64_t S, float* __restrict out) {
+                                    int64_t S, float* __restrict out, bool fetch) {
   __m512 o[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int64_t s = 0; s < S; s += 4) {
-    prefetch_rows(v, s + kPrefetchAhead, 4, S, 64);
+    if (fetch) prefetch_rows(v, s + kPrefetchAhead, 4, S, 64);
     __m512 w[4];
     const float* r[4];
     for (int64_t i = 0; i < 4; ++i) {
@@ -122,8 +126,8 @@ LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride,
 #else
 std::atomic<bool> heads_of_64_wanted{true};
 bool use_heads_of_64(int64_t) { return false; }
-int64_t dots_64(const float*, const float* const*, int64_t, float*) { return 0; }
-void weighted_sum_64(const float*, int64_t, const float* const*, int64_t, float*) {}
+int64_t dots_64(const float*, const float* const*, int64_t, float*, bool) { return 0; }
+void weighted_sum_64(const float*, int64_t, const float* const*, int64_t, float*, bool) {}
 #endif
 
 // out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
@@ -131,10 +135,10 @@ void weighted_sum_64(const float*, int64_t, const float* const*, int64_t, float*
 // keys are 64 numbers per head). The last 1-3 keys go through the same loop (the last key again in
 // the free places), so that a key's score is the same bits whatever the number of keys after it.
 LEANSEQ_CLONES void dots_in_fours(const float* __restrict q, const float* const* __restrict k, int64_t S, int64_t d,
-                                  float* __restrict out) {
-  prefetch_rows(k, 0, kPrefetchAhead, S, d);
+                                  float* __restrict out, bool fetch) {
+  if (fetch) prefetch_rows(k, 0, kPrefetchAhead, S, d);
   for (int64_t s = 0; s < S; s += 4) {
-    prefetch_rows(k, s + kPrefetchAhead, 4, S, d);
+    if (fetch) prefetch_rows(k, s + kPrefetchAhead, 4, S, d);
     const float *k0 = k[s], *k1 = k[std::min(s + 1, S - 1)], *k2 = k[std::min(s + 2, S - 1)],
                 *k3 = k[std::min(s + 3, S - 1)];
     float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
@@ -152,9 +156,9 @@ LEANSEQ_CLONES void dots_in_fours(const float* __restrict q, const float* const*
 
 // The keys' scores: heads of 64 in blocks of 16 where they apply, the rest in groups of 4 (each
 // key's score is the same bits either way).
-void dots(const float* q, const float* const* k, int64_t S, int64_t d, float* out) {
-  const int64_t done = use_heads_of_64(d) ? dots_64(q, k, S, out) : 0;
-  if (done < S) dots_in_fours(q, k + done, S - done, d, out + done);
+void dots(const float* q, const float* const* k, int64_t S, int64_t d, float* out, bool fetch) {
+  const int64_t done = use_heads_of_64(d) ? dots_64(q, k, S, out, fetch) : 0;
+  if (done < S) dots_in_fours(q, k + done, S - done, d, out + done, fetch);
 }
 
 // out += (w0 v0 + w1 v1) + (w2 v2 + w3 v3): one group of 4 keys, the one code every group runs
@@ -171,11 +175,11 @@ __attribute__((noinline)) LEANSEQ_CLONES void add_group(const float* __restrict 
 // 0 (over an existing row's values), as padded keys (weights exactly 0) do, so a sentence's
 // context is the same bits alone and in a batch padded to more keys.
 void weighted_sum(const float* __restrict p, int64_t p_stride, const float* const* __restrict v, int64_t S, int64_t d,
-                  float* __restrict out) {
-  if (use_heads_of_64(d)) return weighted_sum_64(p, p_stride, v, S, out);
+                  float* __restrict out, bool fetch) {
+  if (use_heads_of_64(d)) return weighted_sum_64(p, p_stride, v, S, out, fetch);
   for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
   for (int64_t s = 0; s < S; s += 4) {
-    prefetch_rows(v, s + kPrefetchAhead, 4, S, d);
+    if (fetch) prefetch_rows(v, s + kPrefetchAhead, 4, S, d);
     float w[4];
     const float* rows[4];
     for (int64_t i = 0; i < 4; ++i) {
@@ -302,7 +306,7 @@ torch::Tensor one_query_scores(const torch::Tensor& q, const torch::Tensor& k) {
   if (!loop_applies(q, k) || !query_fits(q, k)) return one_query_scores_reference(q, k);
   const int64_t S = k.size(-2), d = k.size(-1);
   return for_each_head_row(q, k, S, [&](const float* qr, const float* const* keys, float* o) {
-    dots(qr, keys, S, d, o);
+    dots(qr, keys, S, d, o, false);
   });
 }
 
@@ -310,7 +314,7 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v) 
   if (!loop_applies(p, v) || p.size(-1) != v.size(-2)) return one_query_context_reference(p, v);
   const int64_t S = v.size(-2), d = v.size(-1), p_stride = p.stride(-1);
   return for_each_head_row(p, v, d, [&](const float* pr, const float* const* values, float* o) {
-    weighted_sum(pr, p_stride, values, S, d, o);
+    weighted_sum(pr, p_stride, values, S, d, o, false);
   });
 }
 
@@ -319,7 +323,7 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, 
   const int64_t S = v.size(-2), d = v.size(-1), p_stride = p.stride(-1);
   return for_each_head_row(
       p, v, d,
-      [&](const float* pr, const float* const* values, float* o) { weighted_sum(pr, p_stride, values, S, d, o); },
+      [&](const float* pr, const float* const* values, float* o) { weighted_sum(pr, p_stride, values, S, d, o, true); },
       v_origin.data_ptr<int64_t>());
 }
 
@@ -361,31 +365,42 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
   const int64_t rows = B * H;
   const int64_t q_row = q.stride(0), q_head = q.stride(1), q_step = q.stride(3);
   const int64_t mask_row = mask.defined() ? mask.stride(0) : 0, mask_step = mask.defined() ? mask.stride(3) : 0;
-  parallel_chunks(rows, workers_for(rows * 2 * S * d, 1 << 16), [&](int, int64_t begin, int64_t end) {
+  // A row's heads together: each head's scores, then their softmaxes side by side (a few keys'
+  // softmax is a chain of dependent steps, which the core overlaps across heads), then each
+  // head's context. Through a table of stored rows, a head's keys are fetched while the head
+  // before it is scored, its values while the head before it is summed.
+  const bool fetch = kop != nullptr;
+  parallel_chunks(B, workers_for(rows * 2 * S * d, 1 << 16), [&](int, int64_t begin, int64_t end) {
     std::vector<float> scaled(d);
-    std::vector<const float*> keys(S), values(S);
-    // The keys of (batch, head) row r: the first ones are fetched while the row before is summed.
-    auto find_keys = [&](int64_t r) {
-      const int64_t b = r / H;
-      row_addresses(k, kp, b / group, kop ? kop + b * S : nullptr, r % H, S, keys.data());
-      prefetch_rows(keys.data(), 0, kPrefetchAhead, S, d);
+    std::vector<const float*> rows_now(S), rows_next(S);
+    auto find = [&](const torch::Tensor& t, const float* base, const int64_t* origin, int64_t b, int64_t h,
+                    std::vector<const float*>& out) {
+      row_addresses(t, base, b / group, origin ? origin + b * S : nullptr, h, S, out.data());
+      if (fetch) prefetch_rows(out.data(), 0, kPrefetchAhead, S, d);
     };
-    find_keys(begin);
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t b = r / H, h = r % H;
-      const float* qr = qp + b * q_row + h * q_head;
-      for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q_step] * scale;
-      float* p = pp + r * S;
-      dots(scaled.data(), keys.data(), S, d, p);
-      row_addresses(v, vp, b / group, vop ? vop + b * S : nullptr, h, S, values.data());
-      prefetch_rows(values.data(), 0, kPrefetchAhead, S, d);
+    for (int64_t b = begin; b < end; ++b) {
+      float* p = pp + b * H * S;
+      find(k, kp, kop, b, 0, rows_now);
+      for (int64_t h = 0; h < H; ++h) {
+        const float* qr = qp + b * q_row + h * q_head;
+        for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q_step] * scale;
+        if (h + 1 < H) find(k, kp, kop, b, h + 1, rows_next);
+        dots(scaled.data(), rows_now.data(), S, d, p + h * S, fetch);
+        rows_now.swap(rows_next);
+      }
       if (mp) {
         const float* m = mp + b / mask_group * mask_row;
-        for (int64_t s = 0; s < S; ++s) p[s] += m[s * mask_step];
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t s = 0; s < S; ++s) p[h * S + s] += m[s * mask_step];
+        }
       }
-      softmax_row(p, S);
-      if (r + 1 < end) find_keys(r + 1);
-      weighted_sum(p, 1, values.data(), S, d, cp + (b * H + h) * d);
+      find(v, vp, vop, b, 0, rows_now);
+      softmax_rows(p, S, H);
+      for (int64_t h = 0; h < H; ++h) {
+        if (h + 1 < H) find(v, vp, vop, b, h + 1, rows_next);
+        weighted_sum(p + h * S, 1, rows_now.data(), S, d, cp + (b * H + h) * d, fetch);
+        rows_now.swap(rows_next);
+      }
     }
   });
   return {context, probs};

@@ -16,6 +16,11 @@ namespace leanseq::kernels {
 // pads do, and the lanes are added in a fixed order.
 void softmax_row(float* x, int64_t n);
 
+// softmax_row over `count` consecutive rows of n entries each: the same bits. Rows of at most 16
+// entries (an attention's few keys) go four at a time where the CPU has AVX-512, their steps
+// interleaved.
+void softmax_rows(float* x, int64_t n, int64_t count);
+
 // softmax over the last dimension, each row by softmax_row, for a float32 CPU tensor unless
 // autograd records it (it requires a gradient while grad mode is on): a new contiguous tensor; an
 // undefined tensor otherwise (the caller takes ATen's softmax).
