@@ -3,6 +3,11 @@
 #if __has_include(<oneapi/dnnl/dnnl.hpp>)
 #include "leanseq/kernels/onednn_engine.h"
 
+#include <memory>
+#include <vector>
+
+using leanseq::kernels::execute_on_this_thread;
+using leanseq::kernels::onednn_cpu_engine;
 using leanseq::kernels::PrimitiveCache;
 
 // oneDNN splits a primitive's work for the threads there are when it is made: a thread whose count
@@ -25,5 +30,40 @@ TEST(PrimitiveCache, MakesOnePrimitivePerShapeAndTeamSize) {
   EXPECT_EQ(*two, 3);
   EXPECT_EQ(one_later, one);
   EXPECT_EQ(made, 3);
+}
+
+// A cached primitive run through the thread's kept memory objects: each call reads and writes that
+// call's data (the objects follow it), and the thread does not keep the primitive alive once its
+// owner lets it go.
+TEST(ExecuteOnThisThread, EachCallUsesItsOwnDataAndKeepsNoPrimitiveAlive) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  struct Copy {
+    dnnl::reorder primitive;
+    dnnl::memory::desc from, to;
+  };
+  const dnnl::memory::desc from({2, 3}, dt::f32, tag::ab), to({2, 3}, dt::f32, tag::ba);
+  auto owner = std::make_shared<const Copy>(Copy{dnnl::reorder(dnnl::reorder::primitive_desc(
+                                                     onednn_cpu_engine(), from, onednn_cpu_engine(), to)),
+                                                 from, to});
+  const std::weak_ptr<const Copy> watched = owner;
+  // Every call's buffers alive at once, so that no call's data sits where another's was.
+  std::vector<std::vector<float>> ins(3, std::vector<float>(6)), outs(3, std::vector<float>(6, -1.f));
+  for (size_t call = 0; call < ins.size(); ++call) {
+    for (int i = 0; i < 6; ++i) ins[call][i] = 10.f * static_cast<float>(call) + static_cast<float>(i);
+    execute_on_this_thread(owner, owner->primitive,
+                           {{DNNL_ARG_FROM, nullptr, &owner->from, ins[call].data()},
+                            {DNNL_ARG_TO, nullptr, &owner->to, outs[call].data()}});
+  }
+  for (size_t call = 0; call < ins.size(); ++call) {
+    // [2, 3] row-major into column-major: out[c * 2 + r] = in[r * 3 + c].
+    for (int r = 0; r < 2; ++r) {
+      for (int c = 0; c < 3; ++c) {
+        EXPECT_EQ(outs[call][c * 2 + r], ins[call][r * 3 + c]) << call << " " << r << " " << c;
+      }
+    }
+  }
+  owner.reset();
+  EXPECT_TRUE(watched.expired());
 }
 #endif

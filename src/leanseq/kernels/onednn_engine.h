@@ -66,18 +66,19 @@ struct CallArgument {
 // first call with that primitive and pointed at each later call's data, and the stream is the
 // thread's own: at a decoding step's five rows, making them, a stream and an argument map per call
 // was about a ninth of an int8 product's time. A thread keeps the objects of at most 1024
-// primitives (then starts again), and with them their owners, so that an owner's address is never
-// another's.
+// primitives (then starts again) and watches their owners without keeping them: the primitives
+// live as long as their cache keeps them, and an owner gone (whose address a new one may take)
+// gets new objects.
 inline void execute_on_this_thread(const std::shared_ptr<const void>& owner, const dnnl::primitive& primitive,
                                    std::initializer_list<CallArgument> arguments) {
   struct Bound {
-    std::shared_ptr<const void> owner;
+    std::weak_ptr<const void> owner;
     std::vector<dnnl::memory> memories;  // one per argument, in the call's order (empty where kept)
   };
   thread_local std::unordered_map<const void*, Bound> bound;
   thread_local dnnl::stream stream(onednn_cpu_engine());
   auto it = bound.find(owner.get());
-  if (it == bound.end() || it->second.memories.size() != arguments.size()) {
+  if (it == bound.end() || it->second.owner.expired() || it->second.memories.size() != arguments.size()) {
     if (bound.size() >= 1024) bound.clear();
     Bound made{owner, {}};
     for (const auto& a : arguments) {
@@ -98,7 +99,8 @@ inline void execute_on_this_thread(const std::shared_ptr<const void>& owner, con
     args[n] = {a.kind, a.kept ? a.kept->get() : it->second.memories[static_cast<size_t>(n)].get()};
     ++n;
   }
-  dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), n, args), "could not execute a primitive");
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), n, args),
+                          "could not execute a primitive");
   stream.wait();
 }
 
