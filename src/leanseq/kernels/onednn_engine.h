@@ -75,6 +75,10 @@ inline void execute_on_this_thread(const std::shared_ptr<const void>& owner, con
     std::weak_ptr<const void> owner;
     std::vector<dnnl::memory> memories;  // one per argument, in the call's order (empty where kept)
   };
+  constexpr size_t kMostArguments = 8;
+  if (arguments.size() > kMostArguments) {
+    throw dnnl::error(dnnl_invalid_arguments, "execute_on_this_thread: more than 8 arguments");
+  }
   thread_local std::unordered_map<const void*, Bound> bound;
   thread_local dnnl::stream stream(onednn_cpu_engine());
   auto it = bound.find(owner.get());
@@ -85,19 +89,13 @@ inline void execute_on_this_thread(const std::shared_ptr<const void>& owner, con
       made.memories.push_back(a.kept ? dnnl::memory() : dnnl::memory(*a.layout, onednn_cpu_engine(), a.data));
     }
     it = bound.insert_or_assign(owner.get(), std::move(made)).first;
-  } else {
-    size_t i = 0;
-    for (const auto& a : arguments) {
-      if (!a.kept) it->second.memories[i].set_data_handle(a.data);
-      ++i;
-    }
   }
-  dnnl_exec_arg_t args[8];
+  dnnl_exec_arg_t args[kMostArguments];
   int n = 0;
   for (const auto& a : arguments) {
-    if (n == 8) throw dnnl::error(dnnl_invalid_arguments, "execute_on_this_thread: more than 8 arguments");
-    args[n] = {a.kind, a.kept ? a.kept->get() : it->second.memories[static_cast<size_t>(n)].get()};
-    ++n;
+    dnnl::memory& own = it->second.memories[static_cast<size_t>(n)];
+    if (!a.kept) own.set_data_handle(a.data);
+    args[n++] = {a.kind, a.kept ? a.kept->get() : own.get()};
   }
   dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), n, args),
                           "could not execute a primitive");
