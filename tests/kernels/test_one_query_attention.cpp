@@ -244,3 +244,37 @@ TEST(OneQueryAttention, HeadsOf64TakeTheGeneralLoopsBits) {
     }
   }
 }
+
+// Rows that share keys and values (a sentence's beams over its source) are taken together, up to
+// five at a time: each row's probabilities and context are the same bits as when it has its own
+// copy of the keys and values, for groups that are and are not a multiple of five, numbers of keys
+// on both sides of a block of 16, with and without a mask, on one thread and on two.
+TEST(OneQueryAttention, RowsSharingKeysGetTheBitsOfTheirOwnCopies) {
+  torch::manual_seed(17);
+  torch::NoGradGuard no_grad;
+  const int64_t H = 4, d = 64, sources = 3;
+  const int before = torch::get_num_threads();
+  for (int64_t group : {2, 4, 5, 7, 12}) {
+    const int64_t B = sources * group;
+    for (int64_t S : {3, 9, 16, 21, 40}) {
+      auto q = torch::randn({B, 1, H, d}).transpose(1, 2) * 3;
+      auto k = torch::randn({sources, H, S, d}), v = torch::randn({sources, H, S, d});
+      auto mask = torch::zeros({sources, 1, 1, S});
+      mask[1].select(2, S - 1).fill_(-std::numeric_limits<float>::infinity());
+      for (bool masked : {false, true}) {
+        const auto m = masked ? mask : torch::Tensor();
+        auto [want_context, want_probs] = kernels::one_query_attention(
+            q, k.repeat_interleave(group, 0), v.repeat_interleave(group, 0),
+            masked ? mask.repeat_interleave(group, 0) : torch::Tensor(), 0.125);
+        for (int threads : {1, 2}) {
+          set_compute_threads(threads);
+          auto [context, probs] = kernels::one_query_attention(q, k, v, m, 0.125);
+          ASSERT_TRUE(context.defined());
+          EXPECT_TRUE(torch::equal(probs, want_probs)) << group << " rows, " << S << " keys, mask " << masked;
+          EXPECT_TRUE(torch::equal(context, want_context)) << group << " rows, " << S << " keys, mask " << masked;
+        }
+        set_compute_threads(before);
+      }
+    }
+  }
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -121,13 +122,96 @@ LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride,
   for (int c = 0; c < 4; ++c) _mm512_storeu_ps(out + 16 * c, o[c]);
 }
 
+// Rows that share their keys and values (a sentence's beams over its source) at most this many
+// together: each key and value is loaded once for all of them. Five queries of four registers
+// each, a key's four and a sum leave the 32 registers room.
+constexpr int64_t kRowsTogether = 5;
+
+// dots_64 for G queries over the same keys: each query's scores are dots_64's, the same operations
+// in the same order; a key's four registers are loaded once for the G queries.
+template <int G>
+LEANSEQ_AVX512 int64_t dots_64_rows(const float* const* q, const float* const* __restrict k, int64_t S,
+                                    float* const* out) {
+  if (S < kFewestSummedTogether) return 0;
+  __m512 qv[G][4];
+  for (int g = 0; g < G; ++g) {
+    for (int c = 0; c < 4; ++c) qv[g][c] = _mm512_loadu_ps(q[g] + 16 * c);
+  }
+  int64_t s = 0;
+  for (; S - s >= kFewestSummedTogether; s += 16) {
+    __m512 a[G][16];
+    for (int64_t i = 0; i < 16; ++i) {
+      const float* r = k[std::min(s + i, S - 1)];
+      const __m512 k0 = _mm512_loadu_ps(r), k1 = _mm512_loadu_ps(r + 16), k2 = _mm512_loadu_ps(r + 32),
+                   k3 = _mm512_loadu_ps(r + 48);
+      for (int g = 0; g < G; ++g) {
+        __m512 t = _mm512_fmadd_ps(qv[g][0], k0, _mm512_setzero_ps());
+        t = _mm512_fmadd_ps(qv[g][1], k1, t);
+        t = _mm512_fmadd_ps(qv[g][2], k2, t);
+        a[g][i] = _mm512_fmadd_ps(qv[g][3], k3, t);
+      }
+    }
+    const __mmask16 keep = S - s >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (S - s)) - 1);
+    for (int g = 0; g < G; ++g) _mm512_mask_storeu_ps(out[g] + s, keep, lane_sums(a[g]));
+  }
+  return std::min(s, S);
+}
+
+// weighted_sum_64 for G rows of weights (each contiguous) over the same values: each context is
+// weighted_sum_64's, the same operations in the same order for each of its four registers; a
+// value's 16 numbers are loaded once for the G rows.
+template <int G>
+LEANSEQ_AVX512 void weighted_sum_64_rows(const float* const* p, const float* const* __restrict v, int64_t S,
+                                         float* const* out) {
+  for (int c = 0; c < 4; ++c) {
+    __m512 o[G];
+    for (int g = 0; g < G; ++g) o[g] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < S; s += 4) {
+      const __m512 v0 = _mm512_loadu_ps(v[s] + 16 * c), v1 = _mm512_loadu_ps(v[std::min(s + 1, S - 1)] + 16 * c),
+                   v2 = _mm512_loadu_ps(v[std::min(s + 2, S - 1)] + 16 * c),
+                   v3 = _mm512_loadu_ps(v[std::min(s + 3, S - 1)] + 16 * c);
+      for (int g = 0; g < G; ++g) {
+        const float* w = p[g] + s;
+        const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(s + 1 < S ? w[1] : 0.f),
+                     w2 = _mm512_set1_ps(s + 2 < S ? w[2] : 0.f), w3 = _mm512_set1_ps(s + 3 < S ? w[3] : 0.f);
+        const __m512 x = _mm512_fmadd_ps(w0, v0, _mm512_mul_ps(w1, v1));
+        const __m512 y = _mm512_fmadd_ps(w2, v2, _mm512_mul_ps(w3, v3));
+        o[g] = _mm512_add_ps(_mm512_add_ps(x, y), o[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) _mm512_storeu_ps(out[g] + 16 * c, o[g]);
+  }
+}
+
 #pragma GCC diagnostic pop
 #undef LEANSEQ_AVX512
+
+// f(std::integral_constant<int, G>) for G in 1 to kRowsTogether: the G-row forms' templates.
+template <class F>
+decltype(auto) with_rows(int64_t G, F&& f) {
+  switch (G) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, 5>{});
+  }
+}
+int64_t dots_64_rows(int64_t G, const float* const* q, const float* const* k, int64_t S, float* const* out) {
+  return with_rows(G, [&](auto rows) { return dots_64_rows<decltype(rows)::value>(q, k, S, out); });
+}
+void weighted_sum_64_rows(int64_t G, const float* const* p, const float* const* v, int64_t S, float* const* out) {
+  with_rows(G, [&](auto rows) { weighted_sum_64_rows<decltype(rows)::value>(p, v, S, out); });
+}
+static_assert(kRowsTogether == 5, "with_rows dispatches up to 5 rows");
 #else
+constexpr int64_t kRowsTogether = 1;
 std::atomic<bool> heads_of_64_wanted{true};
 bool use_heads_of_64(int64_t) { return false; }
 int64_t dots_64(const float*, const float* const*, int64_t, float*, bool) { return 0; }
 void weighted_sum_64(const float*, int64_t, const float* const*, int64_t, float*, bool) {}
+int64_t dots_64_rows(int64_t, const float* const*, const float* const*, int64_t, float* const*) { return 0; }
+void weighted_sum_64_rows(int64_t, const float* const*, const float* const*, int64_t, float* const*) {}
 #endif
 
 // out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
@@ -370,7 +454,55 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
   // head's context. Through a table of stored rows, a head's keys are fetched while the head
   // before it is scored, its values while the head before it is summed.
   const bool fetch = kop != nullptr;
-  parallel_chunks(B, workers_for(rows * 2 * S * d, 1 << 16), [&](int, int64_t begin, int64_t end) {
+  const int64_t workers = workers_for(rows * 2 * S * d, 1 << 16);
+  if (group > 1 && use_heads_of_64(d)) {
+    // Rows that share keys and values (a sentence's beams), up to kRowsTogether at a time: each
+    // key and value is read once for them all, each row's numbers the same as alone.
+    parallel_chunks(B / group, workers, [&](int, int64_t begin, int64_t end) {
+      std::vector<float> scaled(kRowsTogether * d);
+      std::vector<const float*> keys(S), values(S);
+      const float* queries[kRowsTogether];
+      float* outs[kRowsTogether];
+      const float* weights[kRowsTogether];
+      for (int64_t b0 = begin * group, G = 0; b0 < end * group; b0 += G) {
+        G = std::min(kRowsTogether, group - b0 % group);
+        const int64_t source = b0 / group;
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t g = 0; g < G; ++g) {
+            const float* qr = qp + (b0 + g) * q_row + h * q_head;
+            for (int64_t j = 0; j < d; ++j) scaled[g * d + j] = qr[j * q_step] * scale;
+            queries[g] = scaled.data() + g * d;
+            outs[g] = pp + (b0 + g) * H * S + h * S;
+          }
+          row_addresses(k, kp, source, nullptr, h, S, keys.data());
+          const int64_t done = dots_64_rows(G, queries, keys.data(), S, outs);
+          for (int64_t g = 0; done < S && g < G; ++g) {
+            dots_in_fours(queries[g], keys.data() + done, S - done, d, outs[g] + done, false);
+          }
+        }
+        for (int64_t g = 0; g < G; ++g) {
+          float* p = pp + (b0 + g) * H * S;
+          if (mp) {
+            const float* m = mp + (b0 + g) / mask_group * mask_row;
+            for (int64_t h = 0; h < H; ++h) {
+              for (int64_t s = 0; s < S; ++s) p[h * S + s] += m[s * mask_step];
+            }
+          }
+          softmax_rows(p, S, H);
+        }
+        for (int64_t h = 0; h < H; ++h) {
+          for (int64_t g = 0; g < G; ++g) {
+            weights[g] = pp + (b0 + g) * H * S + h * S;
+            outs[g] = cp + ((b0 + g) * H + h) * d;
+          }
+          row_addresses(v, vp, source, nullptr, h, S, values.data());
+          weighted_sum_64_rows(G, weights, values.data(), S, outs);
+        }
+      }
+    });
+    return {context, probs};
+  }
+  parallel_chunks(B, workers, [&](int, int64_t begin, int64_t end) {
     std::vector<float> scaled(d);
     std::vector<const float*> rows_now(S), rows_next(S);
     auto find = [&](const torch::Tensor& t, const float* base, const int64_t* origin, int64_t b, int64_t h,
