@@ -455,6 +455,22 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
   // before it is scored, its values while the head before it is summed.
   const bool fetch = kop != nullptr;
   const int64_t workers = workers_for(rows * 2 * S * d, 1 << 16);
+  // Row b's query for head h times the scale, into `out` (d floats).
+  auto scale_query = [&](int64_t b, int64_t h, float* out) {
+    const float* qr = qp + b * q_row + h * q_head;
+    for (int64_t j = 0; j < d; ++j) out[j] = qr[j * q_step] * scale;
+  };
+  // Row b's scores of every head plus its mask, then each head's softmax.
+  auto to_probabilities = [&](int64_t b) {
+    float* p = pp + b * H * S;
+    if (mp) {
+      const float* m = mp + b / mask_group * mask_row;
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t s = 0; s < S; ++s) p[h * S + s] += m[s * mask_step];
+      }
+    }
+    softmax_rows(p, S, H);
+  };
   if (group > 1 && use_heads_of_64(d)) {
     // Rows that share keys and values (a sentence's beams), up to kRowsTogether at a time: each
     // key and value is read once for them all, each row's numbers the same as alone.
@@ -469,8 +485,7 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
         const int64_t source = b0 / group;
         for (int64_t h = 0; h < H; ++h) {
           for (int64_t g = 0; g < G; ++g) {
-            const float* qr = qp + (b0 + g) * q_row + h * q_head;
-            for (int64_t j = 0; j < d; ++j) scaled[g * d + j] = qr[j * q_step] * scale;
+            scale_query(b0 + g, h, scaled.data() + g * d);
             queries[g] = scaled.data() + g * d;
             outs[g] = pp + (b0 + g) * H * S + h * S;
           }
@@ -480,16 +495,7 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
             dots_in_fours(queries[g], keys.data() + done, S - done, d, outs[g] + done, false);
           }
         }
-        for (int64_t g = 0; g < G; ++g) {
-          float* p = pp + (b0 + g) * H * S;
-          if (mp) {
-            const float* m = mp + (b0 + g) / mask_group * mask_row;
-            for (int64_t h = 0; h < H; ++h) {
-              for (int64_t s = 0; s < S; ++s) p[h * S + s] += m[s * mask_step];
-            }
-          }
-          softmax_rows(p, S, H);
-        }
+        for (int64_t g = 0; g < G; ++g) to_probabilities(b0 + g);
         for (int64_t h = 0; h < H; ++h) {
           for (int64_t g = 0; g < G; ++g) {
             weights[g] = pp + (b0 + g) * H * S + h * S;
@@ -514,20 +520,13 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
       float* p = pp + b * H * S;
       find(k, kp, kop, b, 0, rows_now);
       for (int64_t h = 0; h < H; ++h) {
-        const float* qr = qp + b * q_row + h * q_head;
-        for (int64_t j = 0; j < d; ++j) scaled[j] = qr[j * q_step] * scale;
+        scale_query(b, h, scaled.data());
         if (h + 1 < H) find(k, kp, kop, b, h + 1, rows_next);
         dots(scaled.data(), rows_now.data(), S, d, p + h * S, fetch);
         rows_now.swap(rows_next);
       }
-      if (mp) {
-        const float* m = mp + b / mask_group * mask_row;
-        for (int64_t h = 0; h < H; ++h) {
-          for (int64_t s = 0; s < S; ++s) p[h * S + s] += m[s * mask_step];
-        }
-      }
       find(v, vp, vop, b, 0, rows_now);
-      softmax_rows(p, S, H);
+      to_probabilities(b);
       for (int64_t h = 0; h < H; ++h) {
         if (h + 1 < H) find(v, vp, vop, b, h + 1, rows_next);
         weighted_sum(p + h * S, 1, rows_now.data(), S, d, cp + (b * H + h) * d, fetch);
