@@ -278,3 +278,51 @@ TEST(OneQueryAttention, RowsSharingKeysGetTheBitsOfTheirOwnCopies) {
     }
   }
 }
+
+// Keys and values in bfloat16 (an int8 model's caches): the kernel widens each number as it loads
+// it, so its probabilities and context are the bits of the float32 kernel over the widened
+// numbers, for heads of 64 and other widths, numbers of keys on both sides of a block of 16, rows
+// sharing keys, rows through origin tables, and a mask; with the AVX-512 loops and without.
+TEST(OneQueryAttention, Bfloat16KeysAndValuesGetTheBitsOfTheirWidenedNumbers) {
+  torch::manual_seed(18);
+  torch::NoGradGuard no_grad;
+  struct Restore {
+    ~Restore() { kernels::use_heads_of_64_loops(true); }
+  } restore;
+  const int64_t H = 4, sources = 2, group = 5, B = sources * group, P = 7;
+  for (bool fast : {true, false}) {
+    kernels::use_heads_of_64_loops(fast);
+    for (int64_t d : {64, 24}) {
+      for (int64_t S : {1, 5, 9, 16, 17, 33}) {
+        auto q = torch::randn({B, 1, H, d}).transpose(1, 2) * 3;
+        auto bf16 = [](std::vector<int64_t> sizes) { return torch::randn(sizes).to(torch::kBFloat16); };
+        auto k = bf16({sources, H, S, d}), v = bf16({sources, H, S, d});
+        auto tk = bf16({P, H, S, d}), tv = bf16({P, H, S, d});
+        auto origin = torch::randint(0, P, {B, S}, torch::kLong);
+        auto mask = torch::zeros({sources, 1, 1, S});
+        mask[1].select(2, S - 1).fill_(-std::numeric_limits<float>::infinity());
+        auto f = [](const torch::Tensor& t) { return t.to(torch::kFloat); };
+        const std::string at = std::to_string(d) + " wide, " + std::to_string(S) + " keys, AVX-512 loops " +
+                               std::to_string(fast);
+        struct Case {
+          const char* name;
+          torch::Tensor k, v, mask, origin;
+        };
+        const std::vector<Case> cases = {
+            {"shared", k, v, S > 1 ? mask : torch::Tensor(), {}},
+            {"per row", k.repeat_interleave(group, 0), v.repeat_interleave(group, 0), {}, {}},
+            {"through tables", tk, tv, {}, origin}};
+        for (const auto& c : cases) {
+          ASSERT_TRUE(kernels::one_query_attention_applies(q, c.k, c.v, c.mask, c.origin, c.origin)) << c.name;
+          auto [context, probs] = kernels::one_query_attention(q, c.k, c.v, c.mask, 0.125, c.origin, c.origin);
+          auto [want_context, want_probs] =
+              kernels::one_query_attention(q, f(c.k), f(c.v), c.mask, 0.125, c.origin, c.origin);
+          ASSERT_TRUE(context.defined() && want_context.defined()) << c.name << ", " << at;
+          EXPECT_TRUE(torch::equal(probs, want_probs)) << c.name << ", " << at;
+          EXPECT_TRUE(torch::equal(context, want_context)) << c.name << ", " << at;
+        }
+        EXPECT_FALSE(kernels::one_query_attention_applies(q, k, f(v), {})) << "keys and values of one type";
+      }
+    }
+  }
+}

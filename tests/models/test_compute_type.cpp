@@ -146,6 +146,8 @@ TEST(ComputeTypes, Int8SelfAttentionStepsTakeQkvFromOneProductBitForBit) {
   for (auto* l : {&separate->q_proj, &separate->k_proj, &separate->v_proj, &separate->out_proj}) {
     (*l)->set_compute_type(ComputeType::int8);  // the projections only: three products per step
   }
+  separate->keys_and_values_in_bf16(true);  // as int8 makes the fused module's
+  EXPECT_TRUE(fused->keys_and_values_in_bf16());
   nn::SelfAttentionCache a, b;
   const int64_t B = 3;
   for (int64_t n : {1, 2, 1, 1}) {

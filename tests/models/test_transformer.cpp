@@ -174,59 +174,63 @@ TEST(Positions, SinusoidalMatchesFairseq) {
 // torch::cat and index_select would, bit for bit. A CPU reorder moves no rows: until tensor()
 // gathers them, the origin table says where each row's positions are stored, also after appends
 // and reorders that follow.
+// In bfloat16 (an int8 model's keys and values) too: the positions as ATen's cast rounds them.
 TEST(IncrementalState, AppendBufferHoldsWhatCatAndIndexSelectWould) {
-  torch::manual_seed(31);
-  nn::AppendBuffer buffer;
-  torch::Tensor expected;
-  // Each row's positions read through the origin table without gathering.
-  auto through_origin = [&]() {
-    const auto& stored = buffer.stored();
-    const auto& origin = buffer.origin();
-    auto out = torch::empty_like(expected);
-    for (int64_t b = 0; b < expected.size(0); ++b) {
-      for (int64_t t = 0; t < expected.size(2); ++t) {
-        out[b].select(1, t).copy_(stored[origin.defined() ? origin[b][t].item<int64_t>() : b].select(1, t));
+  for (auto type : {torch::kFloat, torch::kBFloat16}) {
+    torch::manual_seed(31);
+    nn::AppendBuffer buffer;
+    torch::Tensor expected;
+    // Each row's positions read through the origin table without gathering.
+    auto through_origin = [&]() {
+      const auto& stored = buffer.stored();
+      const auto& origin = buffer.origin();
+      auto out = torch::empty_like(expected);
+      for (int64_t b = 0; b < expected.size(0); ++b) {
+        for (int64_t t = 0; t < expected.size(2); ++t) {
+          out[b].select(1, t).copy_(stored[origin.defined() ? origin[b][t].item<int64_t>() : b].select(1, t));
+        }
+      }
+      return out;
+    };
+    // Appended positions, a reorder after them, and whether to gather with tensor() afterwards.
+    struct Step {
+      int64_t n;
+      std::vector<int64_t> order;
+      bool gather;
+    };
+    const std::vector<Step> steps = {{1, {}, true},      {3, {1, 1, 0, 2}, false}, {1, {}, false},
+                                     {1, {3, 2}, false}, {6, {}, false},          {1, {0, 0, 1}, true},
+                                     {2, {2, 0}, false}, {9, {1, 1}, false},      {1, {}, true}};
+    int64_t rows = 3, i = 0;
+    for (const auto& [n, order, gather] : steps) {
+      // New positions as they come: contiguous, heads split from [rows, n, 2 x 5] as attention
+      // splits them (a strided view), and with a strided last dimension (the composite's copy).
+      const int64_t form = i++ % 3;
+      auto x = form == 0   ? torch::randn({rows, 2, n, 5})
+               : form == 1 ? torch::randn({rows, n, 10}).view({rows, n, 2, 5}).transpose(1, 2)
+                           : torch::randn({rows, 2, 5, n}).transpose(2, 3);
+      buffer.append(x, type);
+      expected = expected.defined() ? torch::cat({expected, x.to(type)}, 2) : x.to(type);
+      ASSERT_TRUE(torch::equal(through_origin(), expected)) << "after appending " << n;
+      if (!order.empty()) {
+        auto o = torch::tensor(order, torch::kLong);
+        const int64_t stored_rows = buffer.stored().size(0);
+        buffer.reorder(o);
+        expected = expected.index_select(0, o);
+        rows = static_cast<int64_t>(order.size());
+        ASSERT_TRUE(torch::equal(through_origin(), expected)) << "after a reorder";
+        // Rows are gathered only when there are more of them than are stored.
+        EXPECT_EQ(buffer.origin().defined(), rows <= stored_rows) << "a reorder to " << rows << " rows";
+      }
+      if (gather) {
+        ASSERT_TRUE(torch::equal(buffer.tensor(), expected)) << "gathered";
+        EXPECT_FALSE(buffer.origin().defined());
       }
     }
-    return out;
-  };
-  // Appended positions, a reorder after them, and whether to gather with tensor() afterwards.
-  struct Step {
-    int64_t n;
-    std::vector<int64_t> order;
-    bool gather;
-  };
-  const std::vector<Step> steps = {{1, {}, true},      {3, {1, 1, 0, 2}, false}, {1, {}, false},
-                                   {1, {3, 2}, false}, {6, {}, false},          {1, {0, 0, 1}, true},
-                                   {2, {2, 0}, false}, {9, {1, 1}, false},      {1, {}, true}};
-  int64_t rows = 3, i = 0;
-  for (const auto& [n, order, gather] : steps) {
-    // New positions as they come: contiguous, heads split from [rows, n, 2 x 5] as attention
-    // splits them (a strided view), and with a strided last dimension (the composite's copy).
-    const int64_t form = i++ % 3;
-    auto x = form == 0   ? torch::randn({rows, 2, n, 5})
-             : form == 1 ? torch::randn({rows, n, 10}).view({rows, n, 2, 5}).transpose(1, 2)
-                         : torch::randn({rows, 2, 5, n}).transpose(2, 3);
-    buffer.append(x);
-    expected = expected.defined() ? torch::cat({expected, x}, 2) : x;
-    ASSERT_TRUE(torch::equal(through_origin(), expected)) << "after appending " << n;
-    if (!order.empty()) {
-      auto o = torch::tensor(order, torch::kLong);
-      const int64_t stored_rows = buffer.stored().size(0);
-      buffer.reorder(o);
-      expected = expected.index_select(0, o);
-      rows = static_cast<int64_t>(order.size());
-      ASSERT_TRUE(torch::equal(through_origin(), expected)) << "after a reorder";
-      // Rows are gathered only when there are more of them than are stored.
-      EXPECT_EQ(buffer.origin().defined(), rows <= stored_rows) << "a reorder to " << rows << " rows";
-    }
-    if (gather) {
-      ASSERT_TRUE(torch::equal(buffer.tensor(), expected)) << "gathered";
-      EXPECT_FALSE(buffer.origin().defined());
-    }
+    EXPECT_EQ(buffer.length(), 25);
+    EXPECT_TRUE(torch::equal(buffer.tensor(), expected));
+    EXPECT_EQ(buffer.tensor().scalar_type(), type);
   }
-  EXPECT_EQ(buffer.length(), 25);
-  EXPECT_TRUE(torch::equal(buffer.tensor(), expected));
 }
 
 // Once sentences of a batch have finished, the buffer stores more rows than are live; growing past

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "leanseq/kernels/bf16_rows.h"
 #include "leanseq/kernels/exp_avx512.h"
 #include "leanseq/kernels/parallel.h"
 #include "leanseq/kernels/softmax.h"
@@ -28,12 +29,17 @@ namespace {
 // follow each other in memory, which the hardware fetches ahead by itself, and a sentence's beams
 // read the same keys one after the other, already in cache (the instructions of the fetches cost
 // an encoder-decoder attention of 16 keys more than they saved, BM_OneQueryAttention).
-inline void prefetch_rows(const float* const* rows, int64_t s, int64_t n, int64_t S, int64_t d) {
+template <class T> inline void prefetch_rows(const T* const* rows, int64_t s, int64_t n, int64_t S, int64_t d) {
   for (int64_t i = s; i < std::min(s + n, S); ++i) {
     const char* row = reinterpret_cast<const char*>(rows[i]);
-    for (int64_t byte = 0; byte < d * static_cast<int64_t>(sizeof(float)); byte += 64) __builtin_prefetch(row + byte);
+    for (int64_t byte = 0; byte < d * static_cast<int64_t>(sizeof(T)); byte += 64) __builtin_prefetch(row + byte);
   }
 }
+
+// Keys and values in bfloat16 (a kBFloat16 tensor's 16 bits each, a float32's high half): the
+// loops widen each number as they load it and then do what they do for float32, so the results
+// are the bits the float32 loops give for the widened numbers.
+using Bf16 = uint16_t;
 
 // How many keys ahead of the group being computed their rows are fetched.
 constexpr int64_t kPrefetchAhead = 8;
@@ -53,6 +59,13 @@ bool use_heads_of_64(int64_t d) {
 // GCC 12 takes the shuffles' _mm512_undefined_ps() for an uninitialised variable.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// 16 keys' or values' numbers from p, as float32.
+LEANSEQ_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+LEANSEQ_AVX512 inline __m512 load16(const Bf16* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
 
 // The 16 lanes of each a[i] summed as the loops' reduction sums one: lanes l and l + 8, then
 // l + 4, l + 2, l + 1; the 16 sums in key order.
@@ -77,7 +90,8 @@ LEANSEQ_AVX512 inline __m512 lane_sums(__m512 a[16]) {
 // are left (below that, fewer groups of 4 take fewer instructions than a block of 16).
 constexpr int64_t kFewestSummedTogether = 9;
 
-LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const float* const* __restrict k, int64_t S,
+template <class T>
+LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const T* const* __restrict k, int64_t S,
                                float* __restrict out, bool fetch) {
   if (S < kFewestSummedTogether) return 0;
   const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16), q2 = _mm512_loadu_ps(q + 32),
@@ -88,11 +102,11 @@ LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const float* const* __
     __m512 a[16];
     for (int64_t i = 0; i < 16; ++i) {
       if (fetch && i % 4 == 0) prefetch_rows(k, s + i + kPrefetchAhead, 4, S, 64);
-      const float* r = k[std::min(s + i, S - 1)];
-      __m512 t = _mm512_fmadd_ps(q0, _mm512_loadu_ps(r), _mm512_setzero_ps());
-      t = _mm512_fmadd_ps(q1, _mm512_loadu_ps(r + 16), t);
-      t = _mm512_fmadd_ps(q2, _mm512_loadu_ps(r + 32), t);
-      a[i] = _mm512_fmadd_ps(q3, _mm512_loadu_ps(r + 48), t);
+      const T* r = k[std::min(s + i, S - 1)];
+      __m512 t = _mm512_fmadd_ps(q0, load16(r), _mm512_setzero_ps());
+      t = _mm512_fmadd_ps(q1, load16(r + 16), t);
+      t = _mm512_fmadd_ps(q2, load16(r + 32), t);
+      a[i] = _mm512_fmadd_ps(q3, load16(r + 48), t);
     }
     const __mmask16 keep = S - s >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (S - s)) - 1);
     _mm512_mask_storeu_ps(out + s, keep, lane_sums(a));
@@ -100,20 +114,21 @@ LEANSEQ_AVX512 int64_t dots_64(const float* __restrict q, const float* const* __
   return std::min(s, S);
 }
 
-LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride, const float* const* __restrict v,
+template <class T>
+LEANSEQ_AVX512 void weighted_sum_64(const float* __restrict p, int64_t p_stride, const T* const* __restrict v,
                                     int64_t S, float* __restrict out, bool fetch) {
   __m512 o[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
   for (int64_t s = 0; s < S; s += 4) {
     if (fetch) prefetch_rows(v, s + kPrefetchAhead, 4, S, 64);
     __m512 w[4];
-    const float* r[4];
+    const T* r[4];
     for (int64_t i = 0; i < 4; ++i) {
       w[i] = _mm512_set1_ps(s + i < S ? p[(s + i) * p_stride] : 0.f);
       r[i] = v[std::min(s + i, S - 1)];
     }
     for (int c = 0; c < 4; ++c) {  // (w0 v0 + w1 v1) + (w2 v2 + w3 v3), added to the sum so far
-      const __m512 v0 = _mm512_loadu_ps(r[0] + 16 * c), v1 = _mm512_loadu_ps(r[1] + 16 * c),
-                   v2 = _mm512_loadu_ps(r[2] + 16 * c), v3 = _mm512_loadu_ps(r[3] + 16 * c);
+      const __m512 v0 = load16(r[0] + 16 * c), v1 = load16(r[1] + 16 * c), v2 = load16(r[2] + 16 * c),
+                   v3 = load16(r[3] + 16 * c);
       const __m512 x = _mm512_fmadd_ps(w[0], v0, _mm512_mul_ps(w[1], v1));
       const __m512 y = _mm512_fmadd_ps(w[2], v2, _mm512_mul_ps(w[3], v3));
       o[c] = _mm512_add_ps(_mm512_add_ps(x, y), o[c]);
@@ -129,8 +144,8 @@ constexpr int64_t kRowsTogether = 5;
 
 // dots_64 for G queries over the same keys: each query's scores are dots_64's, the same operations
 // in the same order; a key's four registers are loaded once for the G queries.
-template <int G>
-LEANSEQ_AVX512 int64_t dots_64_rows(const float* const* q, const float* const* __restrict k, int64_t S,
+template <int G, class T>
+LEANSEQ_AVX512 int64_t dots_64_rows(const float* const* q, const T* const* __restrict k, int64_t S,
                                     float* const* out) {
   if (S < kFewestSummedTogether) return 0;
   __m512 qv[G][4];
@@ -141,9 +156,8 @@ LEANSEQ_AVX512 int64_t dots_64_rows(const float* const* q, const float* const* _
   for (; S - s >= kFewestSummedTogether; s += 16) {
     __m512 a[G][16];
     for (int64_t i = 0; i < 16; ++i) {
-      const float* r = k[std::min(s + i, S - 1)];
-      const __m512 k0 = _mm512_loadu_ps(r), k1 = _mm512_loadu_ps(r + 16), k2 = _mm512_loadu_ps(r + 32),
-                   k3 = _mm512_loadu_ps(r + 48);
+      const T* r = k[std::min(s + i, S - 1)];
+      const __m512 k0 = load16(r), k1 = load16(r + 16), k2 = load16(r + 32), k3 = load16(r + 48);
       for (int g = 0; g < G; ++g) {
         __m512 t = _mm512_fmadd_ps(qv[g][0], k0, _mm512_setzero_ps());
         t = _mm512_fmadd_ps(qv[g][1], k1, t);
@@ -160,16 +174,15 @@ LEANSEQ_AVX512 int64_t dots_64_rows(const float* const* q, const float* const* _
 // weighted_sum_64 for G rows of weights (each contiguous) over the same values: each context is
 // weighted_sum_64's, the same operations in the same order for each of its four registers; a
 // value's 16 numbers are loaded once for the G rows.
-template <int G>
-LEANSEQ_AVX512 void weighted_sum_64_rows(const float* const* p, const float* const* __restrict v, int64_t S,
+template <int G, class T>
+LEANSEQ_AVX512 void weighted_sum_64_rows(const float* const* p, const T* const* __restrict v, int64_t S,
                                          float* const* out) {
   for (int c = 0; c < 4; ++c) {
     __m512 o[G];
     for (int g = 0; g < G; ++g) o[g] = _mm512_setzero_ps();
     for (int64_t s = 0; s < S; s += 4) {
-      const __m512 v0 = _mm512_loadu_ps(v[s] + 16 * c), v1 = _mm512_loadu_ps(v[std::min(s + 1, S - 1)] + 16 * c),
-                   v2 = _mm512_loadu_ps(v[std::min(s + 2, S - 1)] + 16 * c),
-                   v3 = _mm512_loadu_ps(v[std::min(s + 3, S - 1)] + 16 * c);
+      const __m512 v0 = load16(v[s] + 16 * c), v1 = load16(v[std::min(s + 1, S - 1)] + 16 * c),
+                   v2 = load16(v[std::min(s + 2, S - 1)] + 16 * c), v3 = load16(v[std::min(s + 3, S - 1)] + 16 * c);
       for (int g = 0; g < G; ++g) {
         const float* w = p[g] + s;
         const __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(s + 1 < S ? w[1] : 0.f),
@@ -197,10 +210,12 @@ decltype(auto) with_rows(int64_t G, F&& f) {
     default: return f(std::integral_constant<int, 5>{});
   }
 }
-int64_t dots_64_rows(int64_t G, const float* const* q, const float* const* k, int64_t S, float* const* out) {
+template <class T>
+int64_t dots_64_rows(int64_t G, const float* const* q, const T* const* k, int64_t S, float* const* out) {
   return with_rows(G, [&](auto rows) { return dots_64_rows<decltype(rows)::value>(q, k, S, out); });
 }
-void weighted_sum_64_rows(int64_t G, const float* const* p, const float* const* v, int64_t S, float* const* out) {
+template <class T>
+void weighted_sum_64_rows(int64_t G, const float* const* p, const T* const* v, int64_t S, float* const* out) {
   with_rows(G, [&](auto rows) { weighted_sum_64_rows<decltype(rows)::value>(p, v, S, out); });
 }
 static_assert(kRowsTogether == 5, "with_rows dispatches up to 5 rows");
@@ -208,10 +223,12 @@ static_assert(kRowsTogether == 5, "with_rows dispatches up to 5 rows");
 constexpr int64_t kRowsTogether = 1;
 std::atomic<bool> heads_of_64_wanted{true};
 bool use_heads_of_64(int64_t) { return false; }
-int64_t dots_64(const float*, const float* const*, int64_t, float*, bool) { return 0; }
-void weighted_sum_64(const float*, int64_t, const float* const*, int64_t, float*, bool) {}
-int64_t dots_64_rows(int64_t, const float* const*, const float* const*, int64_t, float* const*) { return 0; }
-void weighted_sum_64_rows(int64_t, const float* const*, const float* const*, int64_t, float* const*) {}
+template <class T> int64_t dots_64(const float*, const T* const*, int64_t, float*, bool) { return 0; }
+template <class T> void weighted_sum_64(const float*, int64_t, const T* const*, int64_t, float*, bool) {}
+template <class T> int64_t dots_64_rows(int64_t, const float* const*, const T* const*, int64_t, float* const*) {
+  return 0;
+}
+template <class T> void weighted_sum_64_rows(int64_t, const float* const*, const T* const*, int64_t, float* const*) {}
 #endif
 
 // out[s] = q . k[s], the keys at their own addresses. Four keys at a time: one dot product is a
@@ -238,11 +255,29 @@ LEANSEQ_CLONES void dots_in_fours(const float* __restrict q, const float* const*
   }
 }
 
+// The addresses of n rows of d numbers as float32: float32 rows themselves, bfloat16 rows widened
+// into this thread's buffer (valid until its next call) for the general loops.
+template <class T> const float* const* widened(const T* const* rows, int64_t n, int64_t d) {
+  if constexpr (std::is_same_v<T, float>) {
+    return rows;
+  } else {
+    thread_local std::vector<float> numbers;
+    thread_local std::vector<const float*> at;
+    numbers.resize(n * d);
+    at.resize(n);
+    widen_bf16_rows(rows, n, d, numbers.data(), d);
+    for (int64_t i = 0; i < n; ++i) at[i] = numbers.data() + i * d;
+    return at.data();
+  }
+}
+
 // The keys' scores: heads of 64 in blocks of 16 where they apply, the rest in groups of 4 (each
 // key's score is the same bits either way).
-void dots(const float* q, const float* const* k, int64_t S, int64_t d, float* out, bool fetch) {
+template <class T> void dots(const float* q, const T* const* k, int64_t S, int64_t d, float* out, bool fetch) {
   const int64_t done = use_heads_of_64(d) ? dots_64(q, k, S, out, fetch) : 0;
-  if (done < S) dots_in_fours(q, k + done, S - done, d, out + done, fetch);
+  if (done < S) {
+    dots_in_fours(q, widened(k + done, S - done, d), S - done, d, out + done, fetch && std::is_same_v<T, float>);
+  }
 }
 
 // out += (w0 v0 + w1 v1) + (w2 v2 + w3 v3): one group of 4 keys, the one code every group runs
@@ -258,9 +293,12 @@ __attribute__((noinline)) LEANSEQ_CLONES void add_group(const float* __restrict 
 // out = sum over s of p[s] v[s], in groups of 4 keys; the last 1-3 keys make a group with weights
 // 0 (over an existing row's values), as padded keys (weights exactly 0) do, so a sentence's
 // context is the same bits alone and in a batch padded to more keys.
-void weighted_sum(const float* __restrict p, int64_t p_stride, const float* const* __restrict v, int64_t S, int64_t d,
+template <class T>
+void weighted_sum(const float* __restrict p, int64_t p_stride, const T* const* __restrict values, int64_t S, int64_t d,
                   float* __restrict out, bool fetch) {
-  if (use_heads_of_64(d)) return weighted_sum_64(p, p_stride, v, S, out, fetch);
+  if (use_heads_of_64(d)) return weighted_sum_64(p, p_stride, values, S, out, fetch);
+  const float* const* v = widened(values, S, d);
+  fetch = fetch && std::is_same_v<T, float>;
   for (int64_t j = 0; j < d; ++j) out[j] = 0.f;
   for (int64_t s = 0; s < S; s += 4) {
     if (fetch) prefetch_rows(v, s + kPrefetchAhead, 4, S, d);
@@ -276,8 +314,9 @@ void weighted_sum(const float* __restrict p, int64_t p_stride, const float* cons
 
 // The addresses of the S rows of one (row, head) of a [., H, S, d] tensor t: t[row(s), h, s] where
 // row(s) is `origin[s]` (stored rows per position) or `row` when origin is null.
-void row_addresses(const torch::Tensor& t, const float* base, int64_t row, const int64_t* origin, int64_t h,
-                   int64_t S, const float** out) {
+template <class T>
+void row_addresses(const torch::Tensor& t, const T* base, int64_t row, const int64_t* origin, int64_t h, int64_t S,
+                   const T** out) {
   const int64_t s0 = t.stride(0), s1 = t.stride(1), s2 = t.stride(2);
   for (int64_t s = 0; s < S; ++s) out[s] = base + (origin ? origin[s] : row) * s0 + h * s1 + s * s2;
 }
@@ -297,11 +336,12 @@ torch::Tensor per_row(const torch::Tensor& a, const torch::Tensor& b) {
                                                                       : b;
 }
 
-// Whether the loops take a [..., 1, .] by b: float32 CPU tensors, b's rows shared by groups of
-// a's (unless `any_rows`: the rows are found otherwise, through a table), the other leading
-// dimensions equal, b's last dimension contiguous.
-bool loop_applies(const torch::Tensor& a, const torch::Tensor& b, bool any_rows = false) {
-  if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != torch::kFloat || b.scalar_type() != torch::kFloat) return false;
+// Whether the loops take a [..., 1, .] by b: float32 CPU tensors (b also bfloat16 where
+// `bf16_ok`), b's rows shared by groups of a's (unless `any_rows`: the rows are found otherwise,
+// through a table), the other leading dimensions equal, b's last dimension contiguous.
+bool loop_applies(const torch::Tensor& a, const torch::Tensor& b, bool any_rows = false, bool bf16_ok = false) {
+  const bool b_type = b.scalar_type() == torch::kFloat || (bf16_ok && b.scalar_type() == torch::kBFloat16);
+  if (!a.is_cpu() || !b.is_cpu() || a.scalar_type() != torch::kFloat || !b_type) return false;
   if (a.dim() != b.dim() || (a.dim() != 3 && a.dim() != 4) || a.size(-2) != 1) return false;
   if (!any_rows && !grouped(a, b)) return false;
   for (int64_t i = 1; i + 2 < a.dim(); ++i) {
@@ -318,13 +358,13 @@ bool query_fits(const torch::Tensor& q, const torch::Tensor& k) {
 
 // Whether `origin` is a table of stored rows for `rows` rows and S positions (one_query_attention.h)
 // over b [P, H, S, d] for a [rows, H, 1, .], and the loop applies to them whatever their rows.
-bool table_fits(const torch::Tensor& origin, const torch::Tensor& a, const torch::Tensor& b) {
+bool table_fits(const torch::Tensor& origin, const torch::Tensor& a, const torch::Tensor& b, bool bf16_ok = false) {
   if (!origin.is_cpu() || origin.scalar_type() != torch::kLong || !origin.is_contiguous() || origin.dim() != 2 ||
       a.dim() != 4 || b.dim() != 4 || b.size(0) == 0 || a.size(1) != b.size(1) || origin.size(0) != a.size(0) ||
       origin.size(1) != b.size(2)) {
     return false;
   }
-  return loop_applies(a, b, true);
+  return loop_applies(a, b, true, bf16_ok);
 }
 
 // Calls fn(b, h, row) for every (batch, head) row, split over the compute threads when the work is
@@ -414,12 +454,12 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, 
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& mask, const torch::Tensor& k_origin,
                                  const torch::Tensor& v_origin) {
-  if (q.dim() != 4 || k.sizes() != v.sizes() || !query_fits(q, k)) return false;
+  if (q.dim() != 4 || k.sizes() != v.sizes() || k.scalar_type() != v.scalar_type() || !query_fits(q, k)) return false;
   if (k_origin.defined() != v_origin.defined()) return false;
   if (k_origin.defined()) {
     // The rows of k and v are where the tables say: any number of them, the other sizes q's.
-    if (!table_fits(k_origin, q, k) || !table_fits(v_origin, q, v)) return false;
-  } else if (!loop_applies(q, k) || !loop_applies(q, v)) {
+    if (!table_fits(k_origin, q, k, true) || !table_fits(v_origin, q, v, true)) return false;
+  } else if (!loop_applies(q, k, false, true) || !loop_applies(q, v, false, true)) {
     return false;
   }
   if (!mask.defined()) return true;
@@ -428,18 +468,20 @@ bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k,
          !(torch::GradMode::is_enabled() && mask.requires_grad());
 }
 
-std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                                             const torch::Tensor& v, const torch::Tensor& mask,
-                                                             double q_scale, const torch::Tensor& k_origin,
-                                                             const torch::Tensor& v_origin) {
-  if (!one_query_attention_applies(q, k, v, mask, k_origin, v_origin)) return {};
+namespace {
+
+// one_query_attention's loops over keys and values of type T (float, or Bf16: a kBFloat16
+// tensor's numbers) at kp and vp.
+template <class T>
+std::tuple<torch::Tensor, torch::Tensor> attend_one_query(const torch::Tensor& q, const torch::Tensor& k,
+                                                          const torch::Tensor& v, const torch::Tensor& mask,
+                                                          double q_scale, const torch::Tensor& k_origin,
+                                                          const torch::Tensor& v_origin, const T* kp, const T* vp) {
   const int64_t B = q.size(0), H = q.size(1), d = q.size(3), S = k.size(2);
   const int64_t group = k_origin.defined() ? 1 : B / k.size(0), mask_group = mask.defined() ? B / mask.size(0) : 1;
   auto context = torch::empty({B, 1, H * d}, q.options());
   auto probs = torch::empty({B, H, 1, S}, q.options());
   const float* qp = q.data_ptr<float>();
-  const float* kp = k.data_ptr<float>();
-  const float* vp = v.data_ptr<float>();
   const float* mp = mask.defined() ? mask.data_ptr<float>() : nullptr;
   const int64_t* kop = k_origin.defined() ? k_origin.data_ptr<int64_t>() : nullptr;
   const int64_t* vop = v_origin.defined() ? v_origin.data_ptr<int64_t>() : nullptr;
@@ -476,7 +518,7 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
     // key and value is read once for them all, each row's numbers the same as alone.
     parallel_chunks(B / group, workers, [&](int, int64_t begin, int64_t end) {
       std::vector<float> scaled(kRowsTogether * d);
-      std::vector<const float*> keys(S), values(S);
+      std::vector<const T*> keys(S), values(S);
       const float* queries[kRowsTogether];
       float* outs[kRowsTogether];
       const float* weights[kRowsTogether];
@@ -491,8 +533,9 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
           }
           row_addresses(k, kp, source, nullptr, h, S, keys.data());
           const int64_t done = dots_64_rows(G, queries, keys.data(), S, outs);
+          const float* const* rest = done < S ? widened(keys.data() + done, S - done, d) : nullptr;
           for (int64_t g = 0; done < S && g < G; ++g) {
-            dots_in_fours(queries[g], keys.data() + done, S - done, d, outs[g] + done, false);
+            dots_in_fours(queries[g], rest, S - done, d, outs[g] + done, false);
           }
         }
         for (int64_t g = 0; g < G; ++g) to_probabilities(b0 + g);
@@ -510,9 +553,9 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
   }
   parallel_chunks(B, workers, [&](int, int64_t begin, int64_t end) {
     std::vector<float> scaled(d);
-    std::vector<const float*> rows_now(S), rows_next(S);
-    auto find = [&](const torch::Tensor& t, const float* base, const int64_t* origin, int64_t b, int64_t h,
-                    std::vector<const float*>& out) {
+    std::vector<const T*> rows_now(S), rows_next(S);
+    auto find = [&](const torch::Tensor& t, const T* base, const int64_t* origin, int64_t b, int64_t h,
+                    std::vector<const T*>& out) {
       row_addresses(t, base, b / group, origin ? origin + b * S : nullptr, h, S, out.data());
       if (fetch) prefetch_rows(out.data(), 0, kPrefetchAhead, S, d);
     };
@@ -535,6 +578,21 @@ std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor
     }
   });
   return {context, probs};
+}
+
+}  // namespace
+
+std::tuple<torch::Tensor, torch::Tensor> one_query_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                             const torch::Tensor& v, const torch::Tensor& mask,
+                                                             double q_scale, const torch::Tensor& k_origin,
+                                                             const torch::Tensor& v_origin) {
+  if (!one_query_attention_applies(q, k, v, mask, k_origin, v_origin)) return {};
+  if (k.scalar_type() == torch::kBFloat16) {
+    return attend_one_query(q, k, v, mask, q_scale, k_origin, v_origin,
+                            reinterpret_cast<const Bf16*>(k.data_ptr<c10::BFloat16>()),
+                            reinterpret_cast<const Bf16*>(v.data_ptr<c10::BFloat16>()));
+  }
+  return attend_one_query(q, k, v, mask, q_scale, k_origin, v_origin, k.data_ptr<float>(), v.data_ptr<float>());
 }
 
 }  // namespace leanseq::kernels

@@ -37,9 +37,10 @@ torch::Tensor one_query_context(const torch::Tensor& p, const torch::Tensor& v, 
 // groups of m rows). With origin tables ([B, S] int64, contiguous, both or neither), k and v have
 // any number of rows and row b's key at position s is in row k_origin[b, s] of k, its value in row
 // v_origin[b, s] of v (a self-attention cache reordered without moving its rows,
-// nn/incremental_state.h). Returns the context as [B, 1, H * d] (the heads side by side, as the
-// output projection takes them) and probs [B, H, 1, S]; undefined tensors where
-// one_query_attention_applies() is false.
+// nn/incremental_state.h). k and v may also both be bfloat16 (an int8 model's caches): each number
+// is widened as it is loaded, the results those of float32 k and v holding the widened numbers.
+// Returns the context as [B, 1, H * d] (the heads side by side, as the output projection takes
+// them) and probs [B, H, 1, S]; undefined tensors where one_query_attention_applies() is false.
 bool one_query_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& mask, const torch::Tensor& k_origin = {},
                                  const torch::Tensor& v_origin = {});

@@ -9,6 +9,15 @@
 
 namespace leanseq::nn {
 
+namespace {
+
+// t in like's type (a bfloat16 cache for the ATen products, which take one type).
+torch::Tensor as_type_of(const torch::Tensor& t, const torch::Tensor& like) {
+  return t.scalar_type() == like.scalar_type() ? t : t.to(like.scalar_type());
+}
+
+}  // namespace
+
 MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t heads, double dropout, bool scores,
                                                int64_t kv_dim)
     : embed_dim_(embed_dim),
@@ -92,7 +101,8 @@ AttentionResult MultiheadAttentionImpl::forward_with(const torch::Tensor& key_va
 }
 
 void MultiheadAttentionImpl::append_values(const torch::Tensor& query, SelfAttentionCache& cache) {
-  cache.v.append(split_heads(v_proj(query)));
+  auto v = split_heads(v_proj(query));
+  cache.v.append(v, kv_stored(v));
 }
 
 AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& query, const torch::Tensor& probs,
@@ -102,7 +112,8 @@ AttentionResult MultiheadAttentionImpl::step_self_with(const torch::Tensor& quer
   if (cache.v.origin().defined() && one_pass_applies(probs)) {
     ctx = kernels::one_query_context(probs, cache.v.stored(), cache.v.origin());
   }
-  return ctx.defined() ? with_context(probs, ctx, need_weights) : apply(probs, cache.v.tensor(), need_weights);
+  return ctx.defined() ? with_context(probs, ctx, need_weights)
+                       : apply(probs, as_type_of(cache.v.tensor(), probs), need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value,
@@ -118,6 +129,10 @@ AttentionResult MultiheadAttentionImpl::forward(const torch::Tensor& query, cons
     q = split_heads(q_proj(query) * scaling_);
     k = split_heads(k_proj(key_value));
     v = split_heads(v_proj(key_value));
+  }
+  if (causal || !query.is_same(key_value)) {  // as the steps store them (an encoder's self-attention has none)
+    k = kv_rounded(k);
+    v = kv_rounded(v);
   }
   torch::Tensor mask;
   auto opts = query.options();
@@ -179,6 +194,8 @@ void MultiheadAttentionImpl::set_compute_type(kernels::ComputeType type) {
   // A SAN layer that reuses scores has only v_proj; keys of another width are not fused with q.
   const bool projections = q_proj && k_proj && v_proj && kv_dim_ == embed_dim_;
   const int biases = projections ? q_proj->bias.defined() + k_proj->bias.defined() + v_proj->bias.defined() : 0;
+  // Not in a layer that reuses another's scores (values only): its steps take the weighted sum alone.
+  kv_bf16_ = type == kernels::ComputeType::int8 && k_proj;
   torch::NoGradGuard no_grad;
   qkv_weight_ = qkv_bias_ = torch::Tensor();
   qkv_.pack(torch::Tensor(), torch::Tensor(), kernels::ComputeType::float32);
@@ -209,11 +226,12 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
   auto qkv = fused_qkv(query);  // [B, n, 3C]
   if (qkv.defined()) {
     q = split_heads(qkv.narrow(-1, 0, embed_dim_));
-    cache.k.append(split_heads(qkv.narrow(-1, embed_dim_, embed_dim_)));
-    cache.v.append(split_heads(qkv.narrow(-1, 2 * embed_dim_, embed_dim_)));
+    cache.k.append(split_heads(qkv.narrow(-1, embed_dim_, embed_dim_)), kv_stored(qkv));
+    cache.v.append(split_heads(qkv.narrow(-1, 2 * embed_dim_, embed_dim_)), kv_stored(qkv));
   } else {
     q = split_heads(q_proj(query));
-    cache.k.append(split_heads(k_proj(query)));
+    auto k = split_heads(k_proj(query));
+    cache.k.append(k, kv_stored(k));
     append_values(query, cache);
   }
   const int64_t n = query.size(1), B = query.size(0);
@@ -238,7 +256,7 @@ AttentionResult MultiheadAttentionImpl::step_self(const torch::Tensor& query, co
     return result;
   }
   if (attend_in_one_pass(q, scaling_, cache.k.tensor(), cache.v.tensor(), mask, need_weights, result)) return result;
-  return attend(q * scaling_, cache.k.tensor(), cache.v.tensor(), mask, need_weights);
+  return attend(q * scaling_, as_type_of(cache.k.tensor(), q), as_type_of(cache.v.tensor(), q), mask, need_weights);
 }
 
 AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, const torch::Tensor& memory,
@@ -252,19 +270,30 @@ AttentionResult MultiheadAttentionImpl::step_static(const torch::Tensor& query, 
     } else {
       cache.rows = 1;
     }
-    cache.k = split_heads(k_proj(source)) * scaling_;  // scaled here once instead of each step's query
-    cache.v = split_heads(v_proj(source));
+    auto k = split_heads(k_proj(source)), v = split_heads(v_proj(source));
+    if (kv_stored(k) == torch::kBFloat16) {  // each step's query takes the scaling, as forward()'s does
+      cache.k = k.to(torch::kBFloat16);
+      cache.v = v.to(torch::kBFloat16);
+    } else {
+      cache.k = k * scaling_;  // scaled here once instead of each step's query
+      cache.v = v;
+    }
     if (padding.defined() && padding.any().item<bool>()) cache.mask = padding_to_additive(padding, query.options());
   }
   auto q = split_heads(q_proj(query));
+  const bool keys_scaled = cache.k.scalar_type() != torch::kBFloat16;
   AttentionResult result;
-  if (attend_in_one_pass(q, 1.0, cache.k, cache.v, cache.mask, need_weights, result)) return result;
-  if (cache.rows == 1) return attend(q, cache.k, cache.v, cache.mask, need_weights);
+  if (attend_in_one_pass(q, keys_scaled ? 1.0 : scaling_, cache.k, cache.v, cache.mask, need_weights, result)) {
+    return result;
+  }
+  auto k = as_type_of(cache.k, q), v = as_type_of(cache.v, q);
+  if (!keys_scaled) q = q * scaling_;
+  if (cache.rows == 1) return attend(q, k, v, cache.mask, need_weights);
   // Each row's scores go against its source's keys: the one-query kernels take the groups as they
   // are; other products (several positions, a GPU) get one copy per row.
   auto per_row = [&](const torch::Tensor& t) { return t.defined() ? t.repeat_interleave(cache.rows, 0) : t; };
-  if (single_cpu_query(q)) return attend(q, cache.k, cache.v, per_row(cache.mask), need_weights);
-  return attend(q, per_row(cache.k), per_row(cache.v), per_row(cache.mask), need_weights);
+  if (single_cpu_query(q)) return attend(q, k, v, per_row(cache.mask), need_weights);
+  return attend(q, per_row(k), per_row(v), per_row(cache.mask), need_weights);
 }
 
 }  // namespace leanseq::nn

@@ -48,10 +48,18 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
                                  bool need_weights);
 
   // The projections keep their own packed weights; in int8, decoder self-attention steps also
-  // take q, k and v from one product of the three weights side by side (qkv_ below). In float32
-  // the three weights (and biases) become views of one tensor (qkv_weight_), so that a
-  // self-attention at inference takes q, k and v from one product, with no second copy of them.
+  // take q, k and v from one product of the three weights side by side (qkv_ below), and keys and
+  // values are bfloat16 numbers (keys_and_values_in_bf16 below). In float32 the three weights
+  // (and biases) become views of one tensor (qkv_weight_), so that a self-attention at inference
+  // takes q, k and v from one product, with no second copy of them.
   void set_compute_type(kernels::ComputeType type) override;
+
+  // Keys and values as bfloat16 numbers (set_compute_type sets it for int8 where the layer has keys,
+  // clears it otherwise): a decoding step's caches store them so (half the bytes its attention
+  // reads), and a whole-sequence pass of a causal self-attention or an encoder-decoder attention
+  // rounds them so, to compute what the steps compute.
+  void keys_and_values_in_bf16(bool on) { kv_bf16_ = on; }
+  bool keys_and_values_in_bf16() const { return kv_bf16_; }
 
   // The weights a pass returns on request: the mean of the first n heads' distributions (0, the
   // default: of all heads), as an alignment layer's in fairseq and CTranslate2.
@@ -94,6 +102,13 @@ class MultiheadAttentionImpl : public torch::nn::Module, public LowPrecision {
   // (not where autograd records: the views' gradients would not reach the projections); undefined
   // otherwise.
   torch::Tensor fused_qkv(const torch::Tensor& x) const;
+  bool kv_bf16_ = false;  // keys_and_values_in_bf16()
+  torch::Tensor kv_rounded(const torch::Tensor& t) const {
+    return kv_bf16_ && t.scalar_type() == torch::kFloat ? t.to(torch::kBFloat16).to(torch::kFloat) : t;
+  }
+  torch::ScalarType kv_stored(const torch::Tensor& t) const {
+    return kv_bf16_ && t.scalar_type() == torch::kFloat ? torch::kBFloat16 : t.scalar_type();
+  }
   int64_t embed_dim_, kv_dim_, heads_, head_dim_, weight_heads_ = 0;
   double dropout_, scaling_;
 };

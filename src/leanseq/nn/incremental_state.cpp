@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "leanseq/kernels/bf16_rows.h"
 #include "leanseq/kernels/parallel.h"
 
 namespace leanseq::nn {
@@ -16,10 +17,13 @@ bool table_on_cpu(const torch::Tensor& buffer, const torch::Tensor& order) {
 // x [rows, H, n, d] into positions [T, T + n) of the first rows of buffer [P, H, cap, d]
 // (contiguous): one copy of d floats per (row, head, position), the rows split over the compute
 // threads when there are many, where narrowing the buffer twice and ATen's copy_ cost a decoding
-// step more than the copy (a few rows of a few positions each). False, copying nothing, where the
-// tensors are not float32 CPU tensors with x's last dimension contiguous.
+// step more than the copy (a few rows of a few positions each). A bfloat16 buffer takes x's numbers
+// rounded as ATen's cast rounds. False, copying nothing, where the tensors are not CPU tensors of
+// float32 (the buffer also bfloat16) with x's last dimension contiguous.
 bool copy_positions(const torch::Tensor& x, torch::Tensor& buffer, int64_t T) {
-  if (!x.is_cpu() || !buffer.is_cpu() || x.scalar_type() != torch::kFloat || buffer.scalar_type() != torch::kFloat ||
+  const bool rounded = buffer.scalar_type() == torch::kBFloat16;
+  if (!x.is_cpu() || !buffer.is_cpu() || x.scalar_type() != torch::kFloat ||
+      (buffer.scalar_type() != torch::kFloat && !rounded) ||
       !buffer.is_contiguous() || x.dim() != 4 || buffer.dim() != 4 || x.size(1) != buffer.size(1) ||
       x.size(3) != buffer.size(3) || (x.stride(3) != 1 && x.size(3) > 1)) {
     return false;
@@ -27,17 +31,28 @@ bool copy_positions(const torch::Tensor& x, torch::Tensor& buffer, int64_t T) {
   const int64_t rows = x.size(0), H = x.size(1), n = x.size(2), d = x.size(3), cap = buffer.size(2);
   const int64_t s0 = x.stride(0), s1 = x.stride(1), s2 = x.stride(2);
   const float* from = x.data_ptr<float>();
+  const int64_t workers = kernels::workers_for(rows * H * n * d, 1 << 16);
+  if (rounded) {  // a row's heads in one call per position
+    auto* to = reinterpret_cast<uint16_t*>(buffer.data_ptr<c10::BFloat16>());
+    kernels::parallel_chunks(rows, workers, [&](int, int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        for (int64_t t = 0; t < n; ++t) {
+          kernels::round_to_bf16_rows(from + b * s0 + t * s2, s1, to + (b * H * cap + T + t) * d, cap * d, H, d);
+        }
+      }
+    });
+    return true;
+  }
   float* to = buffer.data_ptr<float>();
-  kernels::parallel_chunks(rows * H, kernels::workers_for(rows * H * n * d, 1 << 16),
-                           [&](int, int64_t begin, int64_t end) {
-                             for (int64_t r = begin; r < end; ++r) {
-                               const int64_t b = r / H, h = r % H;
-                               for (int64_t t = 0; t < n; ++t) {
-                                 std::memcpy(to + (r * cap + T + t) * d, from + b * s0 + h * s1 + t * s2,
-                                             static_cast<size_t>(d) * sizeof(float));
-                               }
-                             }
-                           });
+  kernels::parallel_chunks(rows * H, workers, [&](int, int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / H, h = r % H;
+      for (int64_t t = 0; t < n; ++t) {
+        std::memcpy(to + (r * cap + T + t) * d, from + b * s0 + h * s1 + t * s2,
+                    static_cast<size_t>(d) * sizeof(float));
+      }
+    }
+  });
   return true;
 }
 
@@ -48,7 +63,7 @@ const torch::Tensor& AppendBuffer::tensor() {
   return view_;
 }
 
-void AppendBuffer::append(const torch::Tensor& x) {
+void AppendBuffer::append(const torch::Tensor& x, torch::ScalarType type) {
   const int64_t T = length(), n = x.size(2), rows = x.size(0);
   if (origin_.defined() && origin_.size(0) != rows) gather(buffer_.size(2));
   TORCH_CHECK(!defined() || rows == (origin_.defined() ? origin_.size(0) : buffer_.size(0)),
@@ -64,7 +79,7 @@ void AppendBuffer::append(const torch::Tensor& x) {
       auto sizes = x.sizes().vec();
       if (defined()) sizes[0] = buffer_.size(0);
       sizes[2] = room;
-      auto grown = torch::empty(sizes, x.options());
+      auto grown = torch::empty(sizes, x.options().dtype(defined() ? buffer_.scalar_type() : type));
       if (T > 0) grown.narrow(2, 0, T).copy_(view_);
       buffer_ = grown;
     }

@@ -30,7 +30,9 @@ class AppendBuffer {
   // row that holds row b's position t; undefined when row b is stored row b for every position.
   const torch::Tensor& stored() const { return view_; }
   const torch::Tensor& origin() const { return origin_; }
-  void append(const torch::Tensor& x);       // x [B, H, n, d]
+  // x [B, H, n, d], stored as `type` (its own unless given; the first append's for the buffer's life).
+  void append(const torch::Tensor& x) { append(x, x.scalar_type()); }
+  void append(const torch::Tensor& x, torch::ScalarType type);
   void reorder(const torch::Tensor& order);  // rows `order` of the batch dimension
 
  private:
