@@ -227,8 +227,9 @@ BENCHMARK(BM_Int8Linear)
 // One layer's attention at a decoding step of batch 64, beam 5 (320 rows, transformer_small's 4
 // heads of 64), on one thread: range(0) 0 the self-attention over range(1) cached positions, read
 // through a reorder's table of stored rows; 1 the encoder-decoder attention over range(1) source
-// positions, each sentence's keys shared by its 5 beams and a padding mask. Items are (row, head)
-// pairs: at a few keys each, the time per pair outside the sums shows.
+// positions, each sentence's keys shared by its 5 beams and a padding mask; range(2) 0 keys and
+// values in float32, 1 in bfloat16 (an int8 model's). Items are (row, head) pairs: at a few keys
+// each, the time per pair outside the sums shows.
 void BM_OneQueryAttention(benchmark::State& state) {
   const int threads = leanseq::compute_threads();
   leanseq::set_compute_threads(1);
@@ -237,7 +238,8 @@ void BM_OneQueryAttention(benchmark::State& state) {
   torch::NoGradGuard g;
   const auto q = torch::randn({B, 1, H * d}).view({B, 1, H, d}).transpose(1, 2);
   const int64_t P = self ? B : B / 5;
-  const auto k = torch::randn({P, H, S, d}), v = torch::randn({P, H, S, d});
+  const auto type = state.range(2) ? torch::kBFloat16 : torch::kFloat;
+  const auto k = torch::randn({P, H, S, d}).to(type), v = torch::randn({P, H, S, d}).to(type);
   torch::Tensor origin, mask;
   if (self) {
     origin = torch::randint(0, B, {B, S}, torch::kLong);
@@ -252,7 +254,10 @@ void BM_OneQueryAttention(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * B * H);
   leanseq::set_compute_threads(threads);
 }
-BENCHMARK(BM_OneQueryAttention)->Args({0, 4})->Args({0, 12})->Args({0, 24})->Args({1, 16})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_OneQueryAttention)
+    ->ArgsProduct({{0}, {4, 12, 24}, {0, 1}})
+    ->ArgsProduct({{1}, {16}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 
 // A beam reorder of one self-attention cache of a decoding step at batch 64, beam 5 (320 rows,
 // transformer_small's 4 heads of 64, 12 positions so far) and the gather of its rows in order, on
