@@ -42,6 +42,12 @@ struct Restore {
   }
 };
 
+// Restores the compute threads after a test that changes them.
+struct RestoreThreads {
+  int threads = compute_threads();
+  ~RestoreThreads() { set_compute_threads(threads); }
+};
+
 }  // namespace
 
 TEST(Bf16Rows, RoundAsAtenCastsAndWidenExactly) {
@@ -101,24 +107,30 @@ TEST(Bf16Products, RefusesWhatItCannotMultiply) {
 
 TEST(Bf16Products, EachLayoutSumsTheRoundedOperandsInFloat32) {
   if (!kernels::bf16_products_native()) GTEST_SKIP() << "oneDNN has no native bfloat16 products on this CPU";
-  const int64_t m = 37, n = 45, k = 300;
-  for (char ta : {'N', 'T'}) {
-    for (char tb : {'N', 'T'}) {
-      const auto a = (ta == 'N' ? torch::randn({m, k}) : torch::randn({k, m})).to(torch::kBFloat16);
-      const auto b = (tb == 'N' ? torch::randn({k, n}) : torch::randn({n, k})).to(torch::kBFloat16);
-      const auto bias = torch::randn({n});
-      const auto da = ta == 'N' ? widened(a) : widened(a).t(), db = tb == 'N' ? widened(b) : widened(b).t();
-      const auto ref = torch::mm(da, db) + bias.to(torch::kDouble);
-      const auto abs_sum = torch::mm(da.abs(), db.abs()) + bias.to(torch::kDouble).abs();
-      auto c = torch::empty({m, n});
-      const uint64_t before = kernels::product_flops();
-      ASSERT_TRUE(kernels::onednn_bf16_gemm(ta, tb, a, b, c, bias)) << ta << tb;
-      EXPECT_EQ(kernels::product_flops() - before, 2u * m * n * k);
-      expect_close_to_product(c, ref, abs_sum, k + 1, std::string{ta, tb});
-      // A bfloat16 result: the float32 sum rounded once more.
-      auto c16 = torch::empty({m, n}, torch::kBFloat16);
-      ASSERT_TRUE(kernels::onednn_bf16_gemm(ta, tb, a, b, c16, bias));
-      expect_close_to_product(c16, ref, abs_sum, k + 1, std::string{ta, tb} + " in bfloat16");
+  // One thread takes the kernels made for each shape, two the matmul made once for every size
+  // (two sizes in a row: the second reuses it).
+  const RestoreThreads restore;
+  const int64_t n = 45, k = 300;
+  for (const auto& [t, m] : std::vector<std::pair<int, int64_t>>{{1, 37}, {2, 37}, {2, 70}}) {
+    set_compute_threads(t);
+    for (char ta : {'N', 'T'}) {
+      for (char tb : {'N', 'T'}) {
+        const auto a = (ta == 'N' ? torch::randn({m, k}) : torch::randn({k, m})).to(torch::kBFloat16);
+        const auto b = (tb == 'N' ? torch::randn({k, n}) : torch::randn({n, k})).to(torch::kBFloat16);
+        const auto bias = torch::randn({n});
+        const auto da = ta == 'N' ? widened(a) : widened(a).t(), db = tb == 'N' ? widened(b) : widened(b).t();
+        const auto ref = torch::mm(da, db) + bias.to(torch::kDouble);
+        const auto abs_sum = torch::mm(da.abs(), db.abs()) + bias.to(torch::kDouble).abs();
+        auto c = torch::empty({m, n});
+        const uint64_t before = kernels::product_flops();
+        ASSERT_TRUE(kernels::onednn_bf16_gemm(ta, tb, a, b, c, bias)) << ta << tb << " on " << t << " threads";
+        EXPECT_EQ(kernels::product_flops() - before, 2u * m * n * k);
+        expect_close_to_product(c, ref, abs_sum, k + 1, std::string{ta, tb});
+        // A bfloat16 result: the float32 sum rounded once more.
+        auto c16 = torch::empty({m, n}, torch::kBFloat16);
+        ASSERT_TRUE(kernels::onednn_bf16_gemm(ta, tb, a, b, c16, bias));
+        expect_close_to_product(c16, ref, abs_sum, k + 1, std::string{ta, tb} + " in bfloat16");
+      }
     }
   }
 }

@@ -4,6 +4,8 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -48,25 +50,72 @@ dnnl::matmul::primitive_desc bf16_matmul_desc(const dnnl::memory::desc& a, const
   const dnnl::memory::desc b_desc({1, c.dims()[1]}, dnnl_type::f32, dnnl::memory::dims{c.dims()[1], 1});
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, b_desc, c), attr, engine);
 }
+
+// The implementation oneDNN takes for a bfloat16 product of 64 x 64 x 64 here ("" where none), asked once.
+const std::string& brgemm_impl() {
+  static const std::string impl = [] {
+    try {
+      return std::string(bf16_matmul_desc(bf16_layout(64, 64, false, dnnl_type::bf16),
+                                          bf16_layout(64, 64, false, dnnl_type::bf16),
+                                          bf16_layout(64, 64, false, dnnl_type::f32), false)
+                             .impl_info_str());
+    } catch (const dnnl::error&) {
+      return std::string();
+    }
+  }();
+  return impl;
+}
+
+bool brgemm_on_amx() { return brgemm_impl().find("amx") != std::string::npos; }
+
+// One matmul for every size of a layout (op(a), op(b), a bias or not), summing into float32, its
+// sizes and strides given at each call: oneDNN's JIT gemm, made once; null where oneDNN would
+// take another implementation, and on CPUs with AMX, whose brgemm kernels it was not measured
+// against. On two threads or more it runs a training step's products faster than the brgemm
+// kernels for AVX512_BF16 made for each shape (1.06-1.36x with a float32 result on the Zen 5
+// EPYC; its second thread gains 1.7-2.0x where the brgemm kernels' gains 1.5-1.6x), and a batch
+// of a new size makes nothing: brgemm kernels cost 0.3-2 ms to make per shape, and batches of
+// varying tokens bring new shapes all through training (docs/benchmarks/training-bf16.md). On
+// one thread the brgemm kernels stay (0.89-1.13x).
+const dnnl::matmul* any_size_matmul(bool ta, bool tb, bool bias) {
+  static std::mutex mutex;
+  static std::unordered_map<int, std::unique_ptr<dnnl::matmul>> made;
+  const int key = (ta ? 1 : 0) | (tb ? 2 : 0) | (bias ? 4 : 0);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = made.find(key);
+  if (it != made.end()) return it->second.get();
+  std::unique_ptr<dnnl::matmul> matmul;
+  if (!brgemm_on_amx()) {
+    constexpr auto any = DNNL_RUNTIME_DIM_VAL;
+    auto layout = [&](bool transposed, dnnl_type type) {
+      return dnnl::memory::desc({any, any}, type, transposed ? dnnl::memory::dims{1, any} : dnnl::memory::dims{any, 1});
+    };
+    const auto a = layout(ta, dnnl_type::bf16), b = layout(tb, dnnl_type::bf16), c = layout(false, dnnl_type::f32);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // it needs none: the gemm keeps its own buffers
+    const auto& engine = onednn_cpu_engine();
+    try {
+      const auto pd = bias ? dnnl::matmul::primitive_desc(
+                                 dnnl::matmul::desc(a, b, dnnl::memory::desc({1, any}, dnnl_type::f32, {any, 1}), c),
+                                 attr, engine)
+                           : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine);
+      if (std::string(pd.impl_info_str()).rfind("gemm:jit", 0) == 0 && pd.scratchpad_desc().get_size() == 0) {
+        matmul = std::make_unique<dnnl::matmul>(pd);
+      }
+    } catch (const dnnl::error&) {
+      // none here: the kernels made for each shape
+    }
+  }
+  return made.emplace(key, std::move(matmul)).first->second.get();
+}
 #endif
 
 }  // namespace
 
 bool bf16_products_native() {
 #ifdef LEANSEQ_WITH_DNNL
-  static const bool native = [] {
-    try {
-      const auto pd =
-          bf16_matmul_desc(bf16_layout(64, 64, false, dnnl_type::bf16), bf16_layout(64, 64, false, dnnl_type::bf16),
-                           bf16_layout(64, 64, false, dnnl_type::f32), false);
-      const std::string impl = pd.impl_info_str();
-      return impl.rfind("brg", 0) == 0 &&
-             (impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos);
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  return native;
+  const std::string& impl = brgemm_impl();
+  return impl.rfind("brg", 0) == 0 && (impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos);
 #else
   return false;
 #endif
@@ -92,14 +141,43 @@ bool onednn_bf16_gemm(char ta, char tb, const torch::Tensor& a, const torch::Ten
   const auto ad = bf16_layout(m, k, ta == 'T', dnnl_type::bf16), bd = bf16_layout(k, n, tb == 'T', dnnl_type::bf16),
              cd = bf16_layout(m, n, false, c_type);
   // The matmul runs on this thread's OpenMP team, sized as ATen's (as kernels/dense.cpp's sgemm).
-  (void)at::get_num_threads();
+  const auto& engine = onednn_cpu_engine();
+  dnnl::stream stream(engine);
+  ProductShape shape{ta, tb, m, n, k};
+  shape.bf16 = true;
+  const dnnl::matmul* any_size = at::get_num_threads() > 1 ? any_size_matmul(ta == 'T', tb == 'T', bias.defined()) : nullptr;
+  if (any_size) {
+    // A bfloat16 c is summed in float32 here and rounded after, as the brgemm kernels round their sums.
+    const bool to_bf16 = c_type == dnnl_type::bf16;
+    const size_t sums_bytes = to_bf16 ? static_cast<size_t>(m * n) * sizeof(float) : 0;
+    thread_local Scratch kept_sums;
+    Scratch own_sums;
+    float* sums = to_bf16 ? static_cast<float*>((sums_bytes <= Scratch::kept_at_most ? kept_sums : own_sums).at(sums_bytes))
+                          : c.data_ptr<float>();
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(ad, engine, a.data_ptr())},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(bd, engine, b.data_ptr())},
+        {DNNL_ARG_DST, dnnl::memory(bf16_layout(m, n, false, dnnl_type::f32), engine, sums)}};
+    if (bias.defined()) {
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({1, n}, dnnl_type::f32, dnnl::memory::dims{n, 1}),
+                                               engine, bias.data_ptr()));
+    }
+    any_size->execute(stream, args);
+    stream.wait();
+    if (to_bf16) {
+      auto* out = reinterpret_cast<uint16_t*>(c.data_ptr());
+      parallel_chunks(m * n, workers_for(m * n, 1 << 15),
+                      [&](int, int64_t b0, int64_t e0) { round_to_bf16_row(sums + b0, out + b0, e0 - b0); });
+    }
+    count_product(shape);
+    return true;
+  }
   dnnl::matmul::primitive_desc pd;
   try {
     pd = bf16_matmul_desc(ad, bd, cd, bias.defined());
   } catch (const dnnl::error&) {
     return false;  // oneDNN has no implementation for these operands
   }
-  const auto& engine = onednn_cpu_engine();
   thread_local Scratch scratch;
   std::unordered_map<int, dnnl::memory> args{
       {DNNL_ARG_SRC, dnnl::memory(ad, engine, a.data_ptr())},
@@ -107,11 +185,8 @@ bool onednn_bf16_gemm(char ta, char tb, const torch::Tensor& a, const torch::Ten
       {DNNL_ARG_DST, dnnl::memory(cd, engine, c.data_ptr())},
       {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), engine, scratch.at(pd.scratchpad_desc().get_size()))}};
   if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(pd.bias_desc(), engine, bias.data_ptr()));
-  dnnl::stream stream(engine);
   dnnl::matmul(pd).execute(stream, args);
   stream.wait();
-  ProductShape shape{ta, tb, m, n, k};
-  shape.bf16 = true;
   count_product(shape);
   return true;
 #else

@@ -16,7 +16,9 @@ bool bf16_products_native();
 
 // c [m, n] = op(a) op(b) (+ bias [n]) through oneDNN's matmul, op transposing where its flag is
 // 'T': a and b contiguous non-empty 2-D bfloat16 CPU tensors of matching sizes, c contiguous
-// float32 or bfloat16, bias undefined or a contiguous float32 [n]; sums in float32. False,
+// float32 or bfloat16, bias undefined or a contiguous float32 [n]; sums in float32. On one
+// thread the brgemm kernels made for the shape; on more, one matmul made for every size (a
+// bfloat16 c rounded from its float32 sums), faster there and nothing made per shape. False,
 // writing nothing, for other operands, when bf16_products_native() is false or in a build without
 // oneDNN. Counted as a product of `kernels/product_flops.h` (its shape tallied as bfloat16).
 bool onednn_bf16_gemm(char ta, char tb, const torch::Tensor& a, const torch::Tensor& b, torch::Tensor& c,
