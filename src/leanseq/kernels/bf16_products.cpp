@@ -30,6 +30,12 @@ bool bf16_operand_ok(const torch::Tensor& t) {
   return is_cpu_of(t, torch::kBFloat16) && t.dim() == 2 && t.is_contiguous() && t.numel() > 0;
 }
 
+// n float32 numbers rounded to bfloat16 (to the nearest even, as ATen converts), split over the threads.
+void round_to_bf16_split(const float* in, uint16_t* out, int64_t n) {
+  parallel_chunks(n, workers_for(n, 1 << 15),
+                  [&](int, int64_t b, int64_t e) { round_to_bf16_row(in + b, out + b, e - b); });
+}
+
 #ifdef LEANSEQ_WITH_DNNL
 using dnnl_type = dnnl::memory::data_type;
 
@@ -47,8 +53,8 @@ dnnl::matmul::primitive_desc bf16_matmul_desc(const dnnl::memory::desc& a, const
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto& engine = onednn_cpu_engine();
   if (!bias) return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine);
-  const dnnl::memory::desc b_desc({1, c.dims()[1]}, dnnl_type::f32, dnnl::memory::dims{c.dims()[1], 1});
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, b_desc, c), attr, engine);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, bf16_layout(1, c.dims()[1], false, dnnl_type::f32), c),
+                                      attr, engine);
 }
 
 // The implementation oneDNN takes for a bfloat16 product of 64 x 64 x 64 here ("" where none), asked once.
@@ -87,16 +93,14 @@ const dnnl::matmul* any_size_matmul(bool ta, bool tb, bool bias) {
   std::unique_ptr<dnnl::matmul> matmul;
   if (!brgemm_on_amx()) {
     constexpr auto any = DNNL_RUNTIME_DIM_VAL;
-    auto layout = [&](bool transposed, dnnl_type type) {
-      return dnnl::memory::desc({any, any}, type, transposed ? dnnl::memory::dims{1, any} : dnnl::memory::dims{any, 1});
-    };
-    const auto a = layout(ta, dnnl_type::bf16), b = layout(tb, dnnl_type::bf16), c = layout(false, dnnl_type::f32);
+    const auto a = bf16_layout(any, any, ta, dnnl_type::bf16), b = bf16_layout(any, any, tb, dnnl_type::bf16),
+               c = bf16_layout(any, any, false, dnnl_type::f32);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // it needs none: the gemm keeps its own buffers
     const auto& engine = onednn_cpu_engine();
     try {
       const auto pd = bias ? dnnl::matmul::primitive_desc(
-                                 dnnl::matmul::desc(a, b, dnnl::memory::desc({1, any}, dnnl_type::f32, {any, 1}), c),
+                                 dnnl::matmul::desc(a, b, bf16_layout(1, any, false, dnnl_type::f32), c),
                                  attr, engine)
                            : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine);
       if (std::string(pd.impl_info_str()).rfind("gemm:jit", 0) == 0 && pd.scratchpad_desc().get_size() == 0) {
@@ -145,29 +149,27 @@ bool onednn_bf16_gemm(char ta, char tb, const torch::Tensor& a, const torch::Ten
   dnnl::stream stream(engine);
   ProductShape shape{ta, tb, m, n, k};
   shape.bf16 = true;
-  const dnnl::matmul* any_size = at::get_num_threads() > 1 ? any_size_matmul(ta == 'T', tb == 'T', bias.defined()) : nullptr;
+  const dnnl::matmul* any_size =
+      at::get_num_threads() > 1 ? any_size_matmul(ta == 'T', tb == 'T', bias.defined()) : nullptr;
   if (any_size) {
     // A bfloat16 c is summed in float32 here and rounded after, as the brgemm kernels round their sums.
     const bool to_bf16 = c_type == dnnl_type::bf16;
     const size_t sums_bytes = to_bf16 ? static_cast<size_t>(m * n) * sizeof(float) : 0;
     thread_local Scratch kept_sums;
     Scratch own_sums;
-    float* sums = to_bf16 ? static_cast<float*>((sums_bytes <= Scratch::kept_at_most ? kept_sums : own_sums).at(sums_bytes))
-                          : c.data_ptr<float>();
+    Scratch& room = sums_bytes <= Scratch::kept_at_most ? kept_sums : own_sums;
+    float* sums = to_bf16 ? static_cast<float*>(room.at(sums_bytes)) : c.data_ptr<float>();
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, dnnl::memory(ad, engine, a.data_ptr())},
         {DNNL_ARG_WEIGHTS, dnnl::memory(bd, engine, b.data_ptr())},
         {DNNL_ARG_DST, dnnl::memory(bf16_layout(m, n, false, dnnl_type::f32), engine, sums)}};
     if (bias.defined()) {
-      args.emplace(DNNL_ARG_BIAS, dnnl::memory(dnnl::memory::desc({1, n}, dnnl_type::f32, dnnl::memory::dims{n, 1}),
-                                               engine, bias.data_ptr()));
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(bf16_layout(1, n, false, dnnl_type::f32), engine, bias.data_ptr()));
     }
     any_size->execute(stream, args);
     stream.wait();
     if (to_bf16) {
-      auto* out = reinterpret_cast<uint16_t*>(c.data_ptr());
-      parallel_chunks(m * n, workers_for(m * n, 1 << 15),
-                      [&](int, int64_t b0, int64_t e0) { round_to_bf16_row(sums + b0, out + b0, e0 - b0); });
+      round_to_bf16_split(sums, reinterpret_cast<uint16_t*>(c.data_ptr()), m * n);
     }
     count_product(shape);
     return true;
@@ -202,11 +204,7 @@ torch::Tensor rounded_to_bf16(const torch::Tensor& t) {
   if (t.scalar_type() == torch::kBFloat16) return t.contiguous();
   const auto src = t.contiguous();
   auto out = torch::empty(src.sizes(), src.options().dtype(torch::kBFloat16));
-  const float* in = src.data_ptr<float>();
-  auto* o = reinterpret_cast<uint16_t*>(out.data_ptr());
-  const int64_t n = src.numel();
-  parallel_chunks(n, workers_for(n, 1 << 15),
-                  [&](int, int64_t b, int64_t e) { round_to_bf16_row(in + b, o + b, e - b); });
+  round_to_bf16_split(src.data_ptr<float>(), reinterpret_cast<uint16_t*>(out.data_ptr()), src.numel());
   return out;
 }
 
