@@ -145,6 +145,18 @@ TEST(Int8Gemm, ThreadsSharingAProductGiveOneThreadsFloats) {
   set_compute_threads(before);
 }
 
+// A product of a few rows (a decoding step of one or two sentences) runs on one thread, one of a
+// batch's rows on the whole team; one thread is one thread at every size.
+TEST(Int8Gemm, FewRowsMultiplyOnOneThread) {
+  const int before = torch::get_num_threads();
+  set_compute_threads(2);
+  for (int64_t rows : {1, 5, 10, 15}) EXPECT_EQ(int8_product_threads(rows), 1) << rows << " rows";
+  for (int64_t rows : {16, 40, 320}) EXPECT_EQ(int8_product_threads(rows), 2) << rows << " rows";
+  set_compute_threads(1);
+  for (int64_t rows : {5, 320}) EXPECT_EQ(int8_product_threads(rows), 1) << rows << " rows";
+  set_compute_threads(before);
+}
+
 // Where bytes multiply exactly (VNNI or AMX), the matmul on the packed weight gives the GEMM API's
 // integers, hence the same floats, at every row count (those padded to 16 rows included), with and
 // without a bias, and again from its caches and through a copy of the weight.

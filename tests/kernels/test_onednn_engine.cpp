@@ -9,6 +9,7 @@
 using leanseq::kernels::execute_on_this_thread;
 using leanseq::kernels::onednn_cpu_engine;
 using leanseq::kernels::PrimitiveCache;
+using leanseq::kernels::TeamSize;
 
 // oneDNN splits a primitive's work for the threads there are when it is made: a thread whose count
 // changed gets a primitive of its own, and the same count finds the one made before.
@@ -30,6 +31,31 @@ TEST(PrimitiveCache, MakesOnePrimitivePerShapeAndTeamSize) {
   EXPECT_EQ(*two, 3);
   EXPECT_EQ(one_later, one);
   EXPECT_EQ(made, 3);
+}
+
+// A scope's team size: primitives made in it are made for that size (the cache's key), and the
+// thread's own size comes back at its end; the same size changes nothing.
+TEST(TeamSize, SetsTheTeamForItsScopeAndRestoresIt) {
+  PrimitiveCache<int, int> cache(8);
+  int made = 0;
+  auto make = [&] { return ++made; };
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const auto one = cache.get(7, make);
+  omp_set_num_threads(2);
+  {
+    const TeamSize team(1);
+    EXPECT_EQ(omp_get_max_threads(), 1);
+    EXPECT_EQ(cache.get(7, make), one);
+  }
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  {
+    const TeamSize team(2);
+    EXPECT_EQ(omp_get_max_threads(), 2);
+  }
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  EXPECT_EQ(made, 1);
+  omp_set_num_threads(before);
 }
 
 // A cached primitive run through the thread's kept memory objects: each call reads and writes that

@@ -7,6 +7,8 @@
 #include "leanseq/kernels/onednn_engine.h"
 #endif
 
+#include <omp.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -228,6 +230,7 @@ std::shared_ptr<const Int8Matmul> int8_matmul(int64_t M, int64_t K, int64_t N) {
 // a core's nearest caches keep, where a second buffer of that size would be read from memory.
 constexpr int64_t kInPlaceFromBytes = int64_t{1} << 20;
 
+
 // Rows the primitive is made for: M up to 64, then M rounded up to a multiple of 16.
 int64_t packed_rows(int64_t M) { return M <= 64 ? M : (M + 15) / 16 * 16; }
 
@@ -333,6 +336,14 @@ bool packed_int8_in_use() { return packed_wanted.load(); }
 
 void use_packed_int8(bool on) { packed_wanted.store(on); }
 
+int int8_product_threads(int64_t rows) {
+  // A few rows' product split between two threads took longer than on one (one sentence at a
+  // time, beam 5, two threads: the whole translation 0.64x as fast as at one thread; two sentences
+  // at a time 0.9x), while from 40 rows on the team gains (docs/benchmarks/decoding.md).
+  constexpr int64_t kOneThreadBelowRows = 16;
+  return rows < kOneThreadBelowRows ? 1 : omp_get_max_threads();
+}
+
 std::string int8_products_summary() {
   if (!int8_gemm_available()) return "no int8 products (a build without oneDNN)";
   if (default_int8_activations() == Int8Activations::u8_split) {
@@ -399,6 +410,7 @@ torch::Tensor int8_product(const torch::Tensor& x, const Int8Weight& w, const to
   (void)act, (void)then;
   throw std::runtime_error("int8 products need oneDNN, which this build lacks");
 #else
+  const TeamSize team(int8_product_threads(M));
   const bool packed = act == Int8Activations::u8_shifted && packed_int8_in_use() && w.packed;
   const int64_t acc_rows = packed ? packed_rows(M) : M;  // the matmul primitive's rows, padding included
   // The accumulators of a wide product (the output projection at a batch's rows, megabytes) go

@@ -22,6 +22,28 @@ inline const dnnl::engine& onednn_cpu_engine() {
   return engine;
 }
 
+// Makes and runs the primitives of its scope on `threads` threads (PrimitiveCache keys by the team
+// size, so primitives are made for that many), where the calling thread's team has another size;
+// the team size restored at its end. Loops that name their own team (kernels/parallel.h's) keep it.
+class TeamSize {
+ public:
+  explicit TeamSize(int threads) {
+    const int team = omp_get_max_threads();
+    if (threads >= 1 && threads != team) {
+      saved_ = team;
+      omp_set_num_threads(threads);
+    }
+  }
+  ~TeamSize() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  TeamSize(const TeamSize&) = delete;
+  TeamSize& operator=(const TeamSize&) = delete;
+
+ private:
+  int saved_ = 0;  // the team size to restore; 0 where it was not changed
+};
+
 // Values made once per key (a primitive per shape) and per team size, and shared by threads; made
 // outside the lock (two threads may both make one, the first kept), and the cache emptied when it
 // holds `capacity`. The team size is the calling thread's omp_get_max_threads(): oneDNN splits a
