@@ -95,18 +95,33 @@ TEST(TranslateStream, WorkersGiveOneDecodersTranslations) {
   const std::string flags = " -i " + dir + "/in.txt --prefix-file " + dir +
                             "/prefixes.txt --beam 3 --nbest 2 --max-len-b 6 --buffer-size 13 --batch-size 4 "
                             "--print-scores --print-alignment --threads 2";
-  std::string one, two, log;
-  ASSERT_EQ(run_command("{ " + kCli + " translate --checkpoint " + ck + flags + " 2>/dev/null; }", one), 0) << one;
-  ASSERT_EQ(run_command("{ " + kCli + " translate --checkpoint " + ck + flags + " --workers 2 2>" + dir + "/log; }", two),
-            0)
-      << two;
+  std::string one, two, automatic, log;
+  const std::string translate = "{ " + kCli + " translate --checkpoint " + ck;
+  ASSERT_EQ(run_command(translate + flags + " --workers 1 2>" + dir + "/log; }", one), 0) << one;
+  EXPECT_EQ(read_text(dir + "/log").find("workers of"), std::string::npos) << read_text(dir + "/log");
+  ASSERT_EQ(run_command(translate + flags + " --workers 2 2>" + dir + "/log; }", two), 0) << two;
   EXPECT_EQ(count_lines(one), 80u) << one;
   EXPECT_EQ(two, one);
   log = read_text(dir + "/log");
   EXPECT_NE(log.find("2 workers of 1 threads"), std::string::npos) << log;
   EXPECT_NE(log.find("translated 40 sentences"), std::string::npos) << log;
+  // The default (auto) on the CPU: a decoder per thread, each with one thread.
+  ASSERT_EQ(run_command(translate + flags + " 2>" + dir + "/log; }", automatic), 0) << automatic;
+  EXPECT_EQ(automatic, one);
+  log = read_text(dir + "/log");
+  EXPECT_NE(log.find("2 workers of 1 threads"), std::string::npos) << log;
+  // auto runs one decoder where more would not serve: a line at a time, seeded sampling.
+  const std::string line_at_a_time = std::regex_replace(flags, std::regex("--buffer-size 13"), "--buffer-size 1");
+  for (const std::string& run : {flags + " --interactive", line_at_a_time, flags + " --sampling --seed 3"}) {
+    ASSERT_EQ(run_command(translate + run + " 2>" + dir + "/log; }", log), 0) << run << ": " << log;
+    log = read_text(dir + "/log");
+    EXPECT_EQ(log.find("workers of"), std::string::npos) << run << ": " << log;
+  }
   ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --workers 1000", log), 2) << log;
   EXPECT_NE(log.find("--workers: 1000 is not between 1 and"), std::string::npos) << log;
+  ASSERT_EQ(run_command(kCli + " translate --checkpoint " + ck + " -i " + dir + "/in.txt --workers many", log), 2)
+      << log;
+  EXPECT_NE(log.find("--workers: 'many': expected auto or a number up to 1024"), std::string::npos) << log;
 }
 
 TEST(TranslateStream, MemoryIsBoundedByTheChunkNotTheInput) {

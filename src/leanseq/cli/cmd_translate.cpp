@@ -148,9 +148,17 @@ void add_translate(CLI::App& app, int& exit_code) {
       ->group("Performance");
   sub->add_option("--workers,--inter-threads", a->workers,
                   "decoders at once, sharing one copy of the model (CTranslate2's inter_threads), each with "
-                  "--threads / workers threads; each chunk of --buffer-size lines is shared among them")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+                  "--threads / workers threads; each chunk of --buffer-size lines is shared among them. auto: "
+                  "one per thread on the CPU, one for a line at a time, sampling or a GPU")
+      ->transform(CLI::Validator(
+          [](std::string& v) {
+            if (v == "auto") v = "0";
+            const bool digits = !v.empty() && v.size() <= 4 && v.find_first_not_of("0123456789") == std::string::npos;
+            return digits && std::stoi(v) <= 1024 ? std::string() : "'" + v + "': expected auto or a number up to 1024";
+          },
+          "", ""))
+      ->type_name("N|auto")
+      ->default_str("auto")
       ->group("Performance");
   sub->add_flag("--print-alignment", a->alignment,
                 "append a tab and 'src-tgt' subword pairs: the source position each target token attends most "
@@ -179,6 +187,18 @@ void add_translate(CLI::App& app, int& exit_code) {
   });
 }
 
+namespace {
+// The decoders `--workers auto` runs: one per compute thread, each with one thread, where a file or
+// pipe is translated on the CPU (a chunk's batches go to the threads whole, which gains more than
+// sharing each batch's products among them: 1.1-1.4x in batches of 64, more one sentence at a time,
+// docs/benchmarks/decoding.md); one, with every thread, on a GPU, for a line at a time
+// (--interactive, --buffer-size 1) and for sampling (whose seeded draws one decoder makes in turn).
+int64_t translate_workers(const TranslateArgs& a, bool on_cpu) {
+  const bool one_line = a.interactive || a.buffer_size == 1;
+  return on_cpu && !one_line && !a.opt.search.sampling ? compute_threads() : 1;
+}
+}  // namespace
+
 void run_translate(TranslateArgs& a) {
   const torch::Device device = checkpoint::resolve_device(a.device, "--device");
   check_decoding_flags(a);
@@ -190,9 +210,10 @@ void run_translate(TranslateArgs& a) {
   // Workers share the compute threads (the pool sets each one's share before the summary says it).
   std::unique_ptr<runtime::TranslatorPool> pool;
   decode::TranslateChunk on_workers;
-  if (a.workers > 1) {
+  const int64_t workers = a.workers > 0 ? a.workers : translate_workers(a, device.is_cpu());
+  if (workers > 1) {
     try {
-      pool = std::make_unique<runtime::TranslatorPool>(*lt.translator, a.workers);
+      pool = std::make_unique<runtime::TranslatorPool>(*lt.translator, workers);
     } catch (const ConfigError& e) {
       throw ConfigError(std::string("--workers: ") + e.what());
     }

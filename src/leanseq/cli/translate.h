@@ -17,7 +17,8 @@ struct TranslateArgs : DecodingFlags {
   OutputFormat output_format = OutputFormat::text;
   bool interactive = false, scores = false, alignment = false;
   int64_t buffer_size = 1000;
-  int64_t workers = 1;  // decoders sharing one copy of the weights (CTranslate2's inter_threads)
+  // Decoders sharing one copy of the weights (CTranslate2's inter_threads); 0: auto (cmd_translate.cpp).
+  int64_t workers = 0;
   std::string post_process;  // fairseq's --post-process for --output-format fairseq ("": none)
 };
 
