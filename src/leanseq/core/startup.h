@@ -1,13 +1,11 @@
 // What every leanseq program does first: have the libraries' idle-thread settings in the
 // environment before they initialise, then in main(), before any tensor work, run the float32
-// products on the best BLAS kernels for this CPU (core/blas.h), keep freed memory for reuse
-// (core/memory.h) and use every core unless told otherwise (core/threads.h). Included by the
-// programs' main() files only.
+// products on the best BLAS kernels for this CPU (core/blas.h) and keep freed memory for reuse
+// (core/memory.h). Included by the programs' main() files only.
 #pragma once
 
 #include "leanseq/core/blas.h"
 #include "leanseq/core/memory.h"
-#include "leanseq/core/threads.h"
 
 namespace leanseq {
 
@@ -23,7 +21,6 @@ inline void before_the_libraries(int, char** argv, char** envp) { restart_with_t
 inline void start_program(char** argv) {
   ensure_fast_blas(argv);
   retain_freed_memory();
-  use_every_core_by_default();
 }
 
 }  // namespace leanseq

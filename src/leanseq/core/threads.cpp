@@ -1,14 +1,11 @@
 #include "leanseq/core/threads.h"
 
 #include <dlfcn.h>
-#include <sched.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
-#include <set>
 #include <string>
 #include <thread>
 
@@ -48,33 +45,6 @@ int compute_threads() {
     if (end != env && *end == '\0' && n > 0 && n < 4096) return static_cast<int>(n);
   }
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-int cores_available() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  std::set<std::pair<std::string, std::string>> cores;
-  int cpus = 0;
-  bool topology = true;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    ++cpus;
-    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    std::ifstream package(dir + "physical_package_id"), core(dir + "core_id");
-    std::string p, c;
-    if (!(package >> p) || !(core >> c)) topology = false;
-    cores.emplace(p, c);
-  }
-  return std::max(1, topology ? static_cast<int>(cores.size()) : cpus);
-}
-
-void use_every_core_by_default() {
-  if (chosen_threads.load() > 0 || std::getenv("OMP_NUM_THREADS") || std::getenv("MKL_NUM_THREADS")) return;
-  const int cores = cores_available();
-  if (torch::get_num_threads() < cores) torch::set_num_threads(cores);
 }
 
 }  // namespace leanseq

@@ -8,8 +8,7 @@ namespace leanseq {
 // LibTorch calls is OpenBLAS, OpenBLAS's own pool too. OpenBLAS does not follow ATen's setting,
 // so without this a "one thread" run still spreads every matrix product over all cores (and its
 // idle workers spin in sched_yield beside the main thread). n <= 0 (the `threads: 0` of the
-// configs and command lines) leaves both pools as they are (one thread per core from a program's
-// start, use_every_core_by_default). ConfigError for n < 0 and for n
+// configs and command lines) leaves both pools at their defaults. ConfigError for n < 0 and for n
 // above max_compute_threads().
 // Also sets compute_threads().
 void set_compute_threads(int64_t n);
@@ -18,25 +17,12 @@ int max_compute_threads();
 
 // The help text of every threads option and config key.
 inline constexpr const char* kComputeThreadsHelp =
-    "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: one per core, or OMP_NUM_THREADS)";
+    "threads for CPU tensor work: ATen's intra-op pool and OpenBLAS's (0: their defaults)";
 
 // How many threads leanseq's own CPU kernels (kernels/parallel.h) may use: the last n > 0 given to
 // set_compute_threads, else OMP_NUM_THREADS when set (the data-parallel launcher sets it for each
 // worker), else the hardware's thread count. ATen's default can be lower than the last (it counts
 // physical cores), which is why the kernels do not simply ask ATen.
 int compute_threads();
-
-// One per physical core among the CPUs this process may run on (distinct package and core ids in
-// /sys/devices/system/cpu/cpuN/topology), or the number of those CPUs where the kernel does not
-// say; at least 1.
-int cores_available();
-
-// Called once at a program's start (core/startup.h; not by the Python module, whose process may
-// have set LibTorch's count itself), before any thread count is chosen: where
-// OMP_NUM_THREADS and MKL_NUM_THREADS are unset, LibTorch takes one thread per core as its bundled
-// cpuinfo counts them, and on CPUs that library does not know it counts too few (on a 2-core Zen 5
-// EPYC: 1, so that a program's products ran on one core of two). Raises ATen's pool to
-// cores_available() where LibTorch's count is lower; leaves a count the user set.
-void use_every_core_by_default();
 
 }  // namespace leanseq
