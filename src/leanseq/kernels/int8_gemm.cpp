@@ -230,7 +230,6 @@ std::shared_ptr<const Int8Matmul> int8_matmul(int64_t M, int64_t K, int64_t N) {
 // a core's nearest caches keep, where a second buffer of that size would be read from memory.
 constexpr int64_t kInPlaceFromBytes = int64_t{1} << 20;
 
-
 // Rows the primitive is made for: M up to 64, then M rounded up to a multiple of 16.
 int64_t packed_rows(int64_t M) { return M <= 64 ? M : (M + 15) / 16 * 16; }
 

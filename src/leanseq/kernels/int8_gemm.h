@@ -74,7 +74,7 @@ bool int8_amx_available();
 bool packed_int8_in_use();
 void use_packed_int8(bool on);
 // The threads an int8 product of `rows` rows runs on: one below 16 rows, the calling thread's
-// OpenMP team (compute_threads()) from there on.
+// OpenMP team size (omp_get_max_threads()) from there on.
 int int8_product_threads(int64_t rows);
 // One line for logs: the oneDNN product int8_linear runs.
 std::string int8_products_summary();
